@@ -1,0 +1,1 @@
+"""Segmented partition logs, recovery, checkpoints and the leader-epoch cache (no asyncio, no sockets)."""

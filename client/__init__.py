@@ -1,0 +1,1 @@
+"""Clients and the minikafka command line."""

@@ -1,0 +1,1 @@
+"""minikafka wire and disk formats: no I/O, no asyncio."""

@@ -1,0 +1,1 @@
+"""The PySpark replica-consistency verifier."""

@@ -1,0 +1,498 @@
+"""Kafka RecordBatch v2 (magic 2): the one record format of minikafka, byte for byte Kafka's.
+
+Batch layout (big-endian; byte offset of each field in the 61-byte header)::
+
+     0 baseOffset int64            8 batchLength int32 (bytes after this field)
+    12 partitionLeaderEpoch int32 16 magic int8 (= 2)
+    17 crc uint32 (CRC32C of bytes 21 .. end of batch)
+    21 attributes int16 (bits 0-2 codec, 3 timestampType, 4 transactional, 5 control)
+    23 lastOffsetDelta int32      27 baseTimestamp int64      35 maxTimestamp int64
+    43 producerId int64           51 producerEpoch int16      53 baseSequence int32
+    57 recordCount int32          61 records...
+
+Record layout (varints are zigzag encoded, a varint is at most 5 bytes, a varlong 10)::
+
+    length varint, attributes int8, timestampDelta varlong, offsetDelta varint,
+    keyLength varint (-1 = null), key, valueLength varint (-1 = null), value,
+    headerCount varint, then per header: keyLength varint, key (utf-8),
+    valueLength varint (-1 = null), value
+
+baseOffset and partitionLeaderEpoch lie outside the CRC, so the broker rewrites them in place
+(set_base_offset, set_partition_leader_epoch) without recomputing it. Only uncompressed batches
+are supported.
+"""
+
+from __future__ import annotations
+
+import struct
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from crc32c import crc32c
+
+HEADER_SIZE: int = 61
+MAGIC: int = 2
+LOG_OVERHEAD: int = 12  # baseOffset + batchLength
+NO_PRODUCER_ID = -1
+NO_PARTITION_LEADER_EPOCH = -1
+NO_SEQUENCE = -1
+
+CREATE_TIME = 0
+LOG_APPEND_TIME = 1
+
+_HEADER = struct.Struct(">qiibIhiqqqhii")
+_INT64 = struct.Struct(">q")
+_INT32 = struct.Struct(">i")
+_PARTITION_LEADER_EPOCH_OFFSET = 12
+_CRC_OFFSET = 17
+_ATTRIBUTES_OFFSET = 21
+_MIN_BATCH_LENGTH = HEADER_SIZE - LOG_OVERHEAD
+
+_CODEC_MASK = 0x07
+_TIMESTAMP_TYPE_MASK = 0x08
+_TRANSACTIONAL_MASK = 0x10
+_CONTROL_MASK = 0x20
+_CODEC_NAMES = {1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
+
+_INT64_MIN = -(1 << 63)
+_INT64_MAX = (1 << 63) - 1
+
+_Buffer = bytes | bytearray | memoryview
+
+
+class RecordBatchError(ValueError):
+    """Base: anything wrong with batch bytes (maps to Kafka's CORRUPT_MESSAGE)."""
+
+
+class TruncatedBatchError(RecordBatchError):
+    """Fewer bytes than a batch header, or than the batchLength field says (e.g. a torn log tail)."""
+
+
+class InvalidMagicError(RecordBatchError):
+    """The magic byte is not 2."""
+
+
+class CorruptBatchError(RecordBatchError):
+    """The stored CRC does not match the CRC32C of the bytes it covers."""
+
+
+class InvalidBatchLengthError(RecordBatchError):
+    """batchLength is an impossible value (smaller than the header); a value running beyond the
+    buffer is a TruncatedBatchError instead."""
+
+
+class InvalidRecordError(RecordBatchError):
+    """A record inside a batch is malformed: bad varint, bad length, count mismatch, overrun,
+    trailing bytes, invalid utf-8 header key."""
+
+
+class UnsupportedCompressionError(RecordBatchError):
+    """The batch is compressed; minikafka handles uncompressed batches only."""
+
+
+class BatchHeader(NamedTuple):
+    """The 61-byte header of one batch, fields in wire order (a tuple: cheap to build on the hot path)."""
+
+    base_offset: int
+    batch_length: int
+    partition_leader_epoch: int
+    magic: int
+    crc: int
+    attributes: int
+    last_offset_delta: int
+    base_timestamp: int
+    max_timestamp: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    record_count: int
+
+    @property
+    def last_offset(self) -> int:
+        return self.base_offset + self.last_offset_delta
+
+    @property
+    def next_offset(self) -> int:
+        return self.base_offset + self.last_offset_delta + 1
+
+    @property
+    def size_in_bytes(self) -> int:
+        return self.batch_length + LOG_OVERHEAD
+
+    @property
+    def compression(self) -> int:
+        """Compression codec id (0 none, 1 gzip, 2 snappy, 3 lz4, 4 zstd)."""
+        return self.attributes & _CODEC_MASK
+
+    @property
+    def is_transactional(self) -> bool:
+        return bool(self.attributes & _TRANSACTIONAL_MASK)
+
+    @property
+    def is_control(self) -> bool:
+        return bool(self.attributes & _CONTROL_MASK)
+
+    @property
+    def timestamp_type(self) -> int:
+        """CREATE_TIME (0) or LOG_APPEND_TIME (1)."""
+        return LOG_APPEND_TIME if self.attributes & _TIMESTAMP_TYPE_MASK else CREATE_TIME
+
+
+@dataclass(frozen=True, slots=True)
+class Header:
+    """One record header: a utf-8 string key and a nullable byte value."""
+
+    key: str
+    value: bytes | None
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """One decoded record with its absolute offset and timestamp."""
+
+    offset: int
+    timestamp: int
+    key: bytes | None
+    value: bytes | None
+    headers: tuple[Header, ...] = ()
+
+
+# --------------------------------------------------------------------------- batch level
+
+
+def _unpack_header(buf: _Buffer, pos: int, require_body: bool) -> tuple[int, ...]:
+    """Unpack and sanity-check the header fields at ``pos`` (see read_header)."""
+    if pos < 0:
+        raise ValueError(f"negative position {pos}")
+    remaining = len(buf) - pos
+    if remaining < HEADER_SIZE:
+        raise TruncatedBatchError(
+            f"{max(remaining, 0)} bytes at position {pos}, a batch header needs {HEADER_SIZE}"
+        )
+    fields = _HEADER.unpack_from(buf, pos)
+    batch_length = fields[1]
+    if batch_length < _MIN_BATCH_LENGTH:
+        raise InvalidBatchLengthError(
+            f"batchLength {batch_length} at position {pos} is below the minimum {_MIN_BATCH_LENGTH}"
+        )
+    if fields[3] != MAGIC:
+        raise InvalidMagicError(f"magic {fields[3]} at position {pos}, expected {MAGIC}")
+    if require_body and batch_length + LOG_OVERHEAD > remaining:
+        raise TruncatedBatchError(
+            f"batch at position {pos} needs {batch_length + LOG_OVERHEAD} bytes, {remaining} available"
+        )
+    return fields
+
+
+def read_header(buf: _Buffer, pos: int = 0, *, require_body: bool = True) -> BatchHeader:
+    """Parse the batch header at ``pos`` without checking the CRC.
+
+    Raises TruncatedBatchError if fewer than HEADER_SIZE bytes remain or (unless ``require_body`` is
+    False, for a header read on its own) the batch runs beyond the buffer, InvalidBatchLengthError if
+    batchLength is smaller than a header, InvalidMagicError if magic is not 2, ValueError if ``pos``
+    is negative.
+    """
+    return BatchHeader(*_unpack_header(buf, pos, require_body))
+
+
+def validate_batch(buf: _Buffer, pos: int = 0) -> BatchHeader:
+    """read_header, then check the CRC32C and refuse compressed batches. Records are not decoded."""
+    fields = _unpack_header(buf, pos, True)
+    stored = fields[4]
+    computed = crc32c(memoryview(buf)[pos + _ATTRIBUTES_OFFSET : pos + LOG_OVERHEAD + fields[1]])
+    if computed != stored:
+        raise CorruptBatchError(
+            f"batch at position {pos} is corrupt (stored crc {stored:#010x}, computed {computed:#010x})"
+        )
+    codec = fields[5] & _CODEC_MASK
+    if codec:
+        name = _CODEC_NAMES.get(codec, "unknown")
+        raise UnsupportedCompressionError(f"compressed batches are not supported (codec {name})")
+    return BatchHeader(*fields)
+
+
+def iter_batches(buf: _Buffer) -> Iterator[tuple[int, BatchHeader]]:
+    """Yield (position, validated header) for each batch of a buffer of whole batches back to back."""
+    pos = 0
+    end = len(buf)
+    while pos < end:
+        header = validate_batch(buf, pos)
+        yield pos, header
+        pos += header.batch_length + LOG_OVERHEAD
+
+
+def set_base_offset(buf: bytearray | memoryview, pos: int, base_offset: int) -> None:
+    """Overwrite baseOffset of the batch at ``pos`` in place (outside the CRC)."""
+    _INT64.pack_into(buf, pos, base_offset)
+
+
+def set_partition_leader_epoch(buf: bytearray | memoryview, pos: int, epoch: int) -> None:
+    """Overwrite partitionLeaderEpoch of the batch at ``pos`` in place (outside the CRC)."""
+    _INT32.pack_into(buf, pos + _PARTITION_LEADER_EPOCH_OFFSET, epoch)
+
+
+# --------------------------------------------------------------------------- varints
+
+_ONE_BYTE = tuple(bytes((i,)) for i in range(0x80))
+
+
+def _varint(value: int) -> bytes:
+    """Zigzag varint/varlong encoding of a signed 64-bit value."""
+    z = (value << 1) ^ (value >> 63)
+    if z < 0x80:
+        return _ONE_BYTE[z]
+    out = bytearray()
+    while z >= 0x80:
+        out.append((z & 0x7F) | 0x80)
+        z >>= 7
+    out.append(z)
+    return bytes(out)
+
+
+def _read_zigzag(data: bytes, pos: int, end: int, max_bytes: int, bits: int) -> tuple[int, int]:
+    """Decode a zigzag varint of at most ``max_bytes`` bytes from data[pos:end], fitting ``bits`` bits."""
+    if pos < end:
+        b = data[pos]
+        if b < 0x80:
+            return (b >> 1) ^ -(b & 1), pos + 1
+    too_long = pos + max_bytes <= end
+    stop = pos + max_bytes if too_long else end
+    z = 0
+    shift = 0
+    while pos < stop:
+        b = data[pos]
+        pos += 1
+        z |= (b & 0x7F) << shift
+        if b < 0x80:
+            if z >> bits:
+                raise InvalidRecordError(f"varint does not fit in {bits} bits")
+            return (z >> 1) ^ -(z & 1), pos
+        shift += 7
+    if too_long:
+        raise InvalidRecordError(f"varint longer than {max_bytes} bytes")
+    raise InvalidRecordError("varint runs past the end of the record")
+
+
+def _read_varint(data: bytes, pos: int, end: int) -> tuple[int, int]:
+    return _read_zigzag(data, pos, end, 5, 32)
+
+
+def _read_varlong(data: bytes, pos: int, end: int) -> tuple[int, int]:
+    return _read_zigzag(data, pos, end, 10, 64)
+
+
+def _read_nullable_bytes(data: bytes, pos: int, end: int, what: str) -> tuple[bytes | None, int]:
+    size, pos = _read_varint(data, pos, end)
+    if size < 0:
+        if size == -1:
+            return None, pos
+        raise InvalidRecordError(f"invalid {what} length {size}")
+    if pos + size > end:
+        raise InvalidRecordError(f"{what} of {size} bytes runs past the end of the record")
+    return data[pos : pos + size], pos + size
+
+
+# --------------------------------------------------------------------------- decoding
+
+
+def _decode_records(data: bytes, header: BatchHeader) -> list[Record]:
+    """Decode the records of a validated batch that starts at data[0]."""
+    count = header.record_count
+    end = len(data)
+    if count < 0:
+        raise InvalidRecordError(f"negative record count {count}")
+    log_append = header.attributes & _TIMESTAMP_TYPE_MASK
+    base_offset = header.base_offset
+    base_timestamp = header.base_timestamp
+    records: list[Record] = []
+    pos = HEADER_SIZE
+    for index in range(count):
+        if pos >= end:
+            raise InvalidRecordError(f"batch holds {index} records, its header says {count}")
+        length, pos = _read_varint(data, pos, end)
+        record_end = pos + length
+        if length < 1 or record_end > end:
+            raise InvalidRecordError(f"record length {length} is invalid, {end - pos} bytes left in batch")
+        pos += 1  # record attributes: unused
+        timestamp_delta, pos = _read_varlong(data, pos, record_end)
+        offset_delta, pos = _read_varint(data, pos, record_end)
+        key, pos = _read_nullable_bytes(data, pos, record_end, "key")
+        value, pos = _read_nullable_bytes(data, pos, record_end, "value")
+        header_count, pos = _read_varint(data, pos, record_end)
+        if header_count < 0 or header_count > record_end - pos:
+            raise InvalidRecordError(f"invalid header count {header_count}")
+        headers: list[Header] = []
+        for _ in range(header_count):
+            key_size, pos = _read_varint(data, pos, record_end)
+            if key_size < 0 or pos + key_size > record_end:
+                raise InvalidRecordError(f"invalid header key length {key_size}")
+            try:
+                header_key = data[pos : pos + key_size].decode()
+            except UnicodeDecodeError as exc:
+                raise InvalidRecordError(f"header key is not utf-8: {exc}") from None
+            header_value, pos = _read_nullable_bytes(data, pos + key_size, record_end, "header value")
+            headers.append(Header(header_key, header_value))
+        if pos != record_end:
+            raise InvalidRecordError(f"record length {length}, its fields end {record_end - pos} bytes early")
+        timestamp = header.max_timestamp if log_append else base_timestamp + timestamp_delta
+        records.append(Record(base_offset + offset_delta, timestamp, key, value, tuple(headers)))
+    if pos != end:
+        raise InvalidRecordError(f"{end - pos} trailing bytes after the last of {count} records")
+    return records
+
+
+def decode_batch(buf: _Buffer, pos: int = 0) -> tuple[BatchHeader, list[Record]]:
+    """Validate the batch at ``pos`` and decode all its records."""
+    header = validate_batch(buf, pos)
+    data = bytes(buf[pos : pos + LOG_OVERHEAD + header.batch_length])
+    return header, _decode_records(data, header)
+
+
+def decode_records(buf: _Buffer) -> Iterator[Record]:
+    """Yield every record of every batch in a buffer of whole batches back to back."""
+    for pos, header in iter_batches(buf):
+        yield from _decode_records(bytes(buf[pos : pos + LOG_OVERHEAD + header.batch_length]), header)
+
+
+# --------------------------------------------------------------------------- building
+
+
+def _put_nullable_bytes(out: bytearray, data: bytes | None) -> None:
+    """Append a varint length (-1, zigzag 0x01, for null) and the bytes."""
+    if data is None:
+        out += b"\x01"
+    else:
+        out += _varint(len(data))
+        out += data
+
+
+def _check_bytes(what: str, data: _Buffer | None) -> bytes | None:
+    """Return ``data`` as bytes (or None); TypeError for anything that is not bytes-like."""
+    if data is None or isinstance(data, bytes):
+        return data
+    if isinstance(data, bytearray | memoryview):
+        return bytes(data)
+    raise TypeError(f"{what} must be bytes or None, not {type(data).__name__}")
+
+
+class BatchBuilder:
+    """Builds one uncompressed v2 batch (the client side).
+
+    Records get consecutive offset deltas from 0. The batch's base timestamp is ``base_timestamp``
+    if given, else the first record's timestamp; maxTimestamp is the largest record timestamp.
+    """
+
+    __slots__ = (
+        "_base_offset",
+        "_base_sequence",
+        "_base_timestamp",
+        "_body",
+        "_count",
+        "_max_timestamp",
+        "_partition_leader_epoch",
+        "_producer_epoch",
+        "_producer_id",
+    )
+
+    def __init__(
+        self,
+        base_offset: int = 0,
+        partition_leader_epoch: int = NO_PARTITION_LEADER_EPOCH,
+        producer_id: int = NO_PRODUCER_ID,
+        producer_epoch: int = -1,
+        base_sequence: int = NO_SEQUENCE,
+        base_timestamp: int | None = None,
+    ) -> None:
+        if base_timestamp is not None and not _INT64_MIN <= base_timestamp <= _INT64_MAX:
+            raise ValueError(f"base_timestamp {base_timestamp} out of int64 range")
+        self._base_offset = base_offset
+        self._partition_leader_epoch = partition_leader_epoch
+        self._producer_id = producer_id
+        self._producer_epoch = producer_epoch
+        self._base_sequence = base_sequence
+        self._base_timestamp = base_timestamp
+        self._max_timestamp = -1
+        self._count = 0
+        self._body = bytearray()
+
+    def append(
+        self,
+        value: bytes | None,
+        key: bytes | None = None,
+        headers: Sequence[Header | tuple[str, bytes | None]] = (),
+        timestamp: int | None = None,
+    ) -> int:
+        """Add a record and return its offset delta. ``timestamp`` defaults to now (ms)."""
+        value = _check_bytes("value", value)
+        key = _check_bytes("key", key)
+        if timestamp is None:
+            timestamp = time.time_ns() // 1_000_000
+        elif not _INT64_MIN <= timestamp <= _INT64_MAX:
+            raise ValueError(f"timestamp {timestamp} out of int64 range")
+        base_timestamp = self._base_timestamp
+        if base_timestamp is None:
+            base_timestamp = timestamp
+        timestamp_delta = timestamp - base_timestamp
+        if not _INT64_MIN <= timestamp_delta <= _INT64_MAX:
+            raise ValueError(f"timestamp {timestamp} too far from base timestamp {base_timestamp}")
+
+        offset_delta = self._count
+        record = bytearray(b"\x00")  # record attributes
+        record += _varint(timestamp_delta)
+        record += _varint(offset_delta)
+        _put_nullable_bytes(record, key)
+        _put_nullable_bytes(record, value)
+        record += _varint(len(headers))
+        for header in headers:
+            header_key, header_value = (header.key, header.value) if isinstance(header, Header) else header
+            if not isinstance(header_key, str):
+                raise TypeError(f"header key must be str, not {type(header_key).__name__}")
+            header_value = _check_bytes("header value", header_value)
+            encoded_key = header_key.encode()
+            record += _varint(len(encoded_key))
+            record += encoded_key
+            _put_nullable_bytes(record, header_value)
+
+        body = self._body
+        body += _varint(len(record))
+        body += record
+        self._base_timestamp = base_timestamp
+        if timestamp > self._max_timestamp or offset_delta == 0:
+            self._max_timestamp = timestamp
+        self._count = offset_delta + 1
+        return offset_delta
+
+    def size_in_bytes(self) -> int:
+        """Exact size in bytes of the batch build() would return now."""
+        return HEADER_SIZE + len(self._body)
+
+    def __len__(self) -> int:
+        return self._count
+
+    def build(self) -> bytes:
+        """Return the batch bytes, CRC included. Raises ValueError if no record was appended."""
+        if not self._count:
+            raise ValueError("cannot build an empty record batch")
+        out = bytearray(HEADER_SIZE)
+        out += self._body
+        _HEADER.pack_into(
+            out,
+            0,
+            self._base_offset,
+            len(out) - LOG_OVERHEAD,
+            self._partition_leader_epoch,
+            MAGIC,
+            0,
+            0,  # attributes: no compression, create time, not transactional, not control
+            self._count - 1,
+            self._base_timestamp,
+            self._max_timestamp,
+            self._producer_id,
+            self._producer_epoch,
+            self._base_sequence,
+            self._count,
+        )
+        struct.pack_into(">I", out, _CRC_OFFSET, crc32c(memoryview(out)[_ATTRIBUTES_OFFSET:]))
+        return bytes(out)

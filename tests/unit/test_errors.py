@@ -1,0 +1,117 @@
+"""Error codes: Kafka's names and numbers, retriability, KafkaError."""
+
+import pytest
+
+from protocol.errors import ErrorCode, KafkaError
+
+KAFKA_NUMBERS = {
+    "UNKNOWN_SERVER_ERROR": -1,
+    "NONE": 0,
+    "OFFSET_OUT_OF_RANGE": 1,
+    "CORRUPT_MESSAGE": 2,
+    "UNKNOWN_TOPIC_OR_PARTITION": 3,
+    "INVALID_FETCH_SIZE": 4,
+    "LEADER_NOT_AVAILABLE": 5,
+    "NOT_LEADER_OR_FOLLOWER": 6,
+    "REQUEST_TIMED_OUT": 7,
+    "BROKER_NOT_AVAILABLE": 8,
+    "REPLICA_NOT_AVAILABLE": 9,
+    "MESSAGE_TOO_LARGE": 10,
+    "STALE_CONTROLLER_EPOCH": 11,
+    "NETWORK_EXCEPTION": 13,
+    "INVALID_TOPIC_EXCEPTION": 17,
+    "RECORD_LIST_TOO_LARGE": 18,
+    "NOT_ENOUGH_REPLICAS": 19,
+    "NOT_ENOUGH_REPLICAS_AFTER_APPEND": 20,
+    "INVALID_REQUIRED_ACKS": 21,
+    "INVALID_TIMESTAMP": 32,
+    "UNSUPPORTED_VERSION": 35,
+    "TOPIC_ALREADY_EXISTS": 36,
+    "INVALID_PARTITIONS": 37,
+    "INVALID_REPLICATION_FACTOR": 38,
+    "INVALID_REPLICA_ASSIGNMENT": 39,
+    "INVALID_CONFIG": 40,
+    "NOT_CONTROLLER": 41,
+    "INVALID_REQUEST": 42,
+    "POLICY_VIOLATION": 44,
+    "KAFKA_STORAGE_ERROR": 56,
+    "REASSIGNMENT_IN_PROGRESS": 60,
+    "TOPIC_DELETION_DISABLED": 73,
+    "FENCED_LEADER_EPOCH": 74,
+    "UNKNOWN_LEADER_EPOCH": 75,
+    "UNSUPPORTED_COMPRESSION_TYPE": 76,
+    "STALE_BROKER_EPOCH": 77,
+    "OFFSET_NOT_AVAILABLE": 78,
+    "PREFERRED_LEADER_NOT_AVAILABLE": 80,
+    "ELIGIBLE_LEADERS_NOT_AVAILABLE": 83,
+    "ELECTION_NOT_NEEDED": 84,
+    "NO_REASSIGNMENT_IN_PROGRESS": 85,
+    "INVALID_RECORD": 87,
+}
+
+
+def test_names_and_numbers_are_kafkas() -> None:
+    assert {code.name: code.value for code in ErrorCode} == KAFKA_NUMBERS
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        ErrorCode.NOT_LEADER_OR_FOLLOWER,
+        ErrorCode.LEADER_NOT_AVAILABLE,
+        ErrorCode.REQUEST_TIMED_OUT,
+        ErrorCode.NOT_ENOUGH_REPLICAS,
+        ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+        ErrorCode.FENCED_LEADER_EPOCH,
+        ErrorCode.UNKNOWN_LEADER_EPOCH,
+        ErrorCode.OFFSET_NOT_AVAILABLE,
+        ErrorCode.NETWORK_EXCEPTION,
+        ErrorCode.CORRUPT_MESSAGE,
+        ErrorCode.KAFKA_STORAGE_ERROR,
+        ErrorCode.REPLICA_NOT_AVAILABLE,
+        ErrorCode.NOT_CONTROLLER,
+        ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE,
+    ],
+)
+def test_retriable(code: ErrorCode) -> None:
+    assert code.retriable
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        ErrorCode.NONE,
+        ErrorCode.UNKNOWN_SERVER_ERROR,
+        ErrorCode.OFFSET_OUT_OF_RANGE,
+        ErrorCode.BROKER_NOT_AVAILABLE,
+        ErrorCode.MESSAGE_TOO_LARGE,
+        ErrorCode.STALE_CONTROLLER_EPOCH,
+        ErrorCode.INVALID_REQUIRED_ACKS,
+        ErrorCode.INVALID_REQUEST,
+        ErrorCode.UNSUPPORTED_VERSION,
+        ErrorCode.TOPIC_ALREADY_EXISTS,
+        ErrorCode.INVALID_REPLICATION_FACTOR,
+        ErrorCode.STALE_BROKER_EPOCH,
+        ErrorCode.INVALID_RECORD,
+    ],
+)
+def test_not_retriable(code: ErrorCode) -> None:
+    assert not code.retriable
+
+
+def test_from_code() -> None:
+    assert ErrorCode.from_code(6) is ErrorCode.NOT_LEADER_OR_FOLLOWER
+    assert ErrorCode.from_code(12345) is ErrorCode.UNKNOWN_SERVER_ERROR
+
+
+def test_kafka_error() -> None:
+    error = KafkaError(ErrorCode.NOT_ENOUGH_REPLICAS, "isr [1] below min.insync.replicas 2")
+    assert error.code is ErrorCode.NOT_ENOUGH_REPLICAS
+    assert error.message == "isr [1] below min.insync.replicas 2"
+    assert str(error) == "NOT_ENOUGH_REPLICAS: isr [1] below min.insync.replicas 2"
+    assert error.retriable
+    bare = KafkaError(ErrorCode.INVALID_REQUIRED_ACKS)
+    assert str(bare) == "INVALID_REQUIRED_ACKS"
+    assert bare.message is None
+    assert not bare.retriable

@@ -1,0 +1,907 @@
+"""RPC declarations and the generic codec: round trips, validation paths, request/response envelopes."""
+
+import contextlib
+from dataclasses import dataclass
+from typing import Any
+
+import msgpack
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from protocol.errors import ErrorCode
+from protocol.messages import (
+    API_BY_REQUEST_TYPE,
+    APIS,
+    CONSUMER_REPLICA_ID,
+    EARLIEST_TIMESTAMP,
+    LATEST_TIMESTAMP,
+    ApiKey,
+    ApiVersionRange,
+    ApiVersionsRequest,
+    ApiVersionsResponse,
+    ControlledShutdownRequest,
+    ControlledShutdownResponse,
+    CreatableReplicaAssignment,
+    CreatableTopic,
+    CreatableTopicResult,
+    CreateTopicsRequest,
+    CreateTopicsResponse,
+    DescribeReplicasRequest,
+    DescribeReplicasResponse,
+    EpochEndOffset,
+    FetchPartition,
+    FetchPartitionResponse,
+    FetchRequest,
+    FetchResponse,
+    FollowerState,
+    InvalidRequestError,
+    LeaderAndIsrPartitionState,
+    LeaderAndIsrRequest,
+    LeaderAndIsrResponse,
+    LeaderIdAndEpoch,
+    ListOffsetsPartition,
+    ListOffsetsPartitionResponse,
+    ListOffsetsRequest,
+    ListOffsetsResponse,
+    LiveBroker,
+    LiveLeader,
+    MalformedRequestError,
+    MalformedResponseError,
+    MetadataBroker,
+    MetadataPartition,
+    MetadataRequest,
+    MetadataResponse,
+    MetadataTopic,
+    OffsetForLeaderPartition,
+    OffsetForLeaderPartitionResult,
+    OffsetForLeaderTopic,
+    OffsetsForLeaderEpochRequest,
+    OffsetsForLeaderEpochResponse,
+    PartitionError,
+    ProducePartition,
+    ProducePartitionResponse,
+    ProduceRequest,
+    ProduceResponse,
+    ProtocolError,
+    ReplicaState,
+    RequestHeader,
+    RequestRejectedError,
+    StopReplicaPartition,
+    StopReplicaRequest,
+    StopReplicaResponse,
+    Topic,
+    TopicPartition,
+    UnknownApiError,
+    UnsupportedVersionError,
+    UpdateMetadataPartitionState,
+    UpdateMetadataRequest,
+    UpdateMetadataResponse,
+    ValidationError,
+    decode_body,
+    decode_request,
+    decode_response,
+    encode_body,
+    encode_request,
+    encode_response,
+    supported_api_versions,
+)
+
+BATCH = bytes(range(256)) * 4
+
+SAMPLES: dict[int, tuple[Any, Any]] = {
+    ApiKey.PRODUCE: (
+        ProduceRequest(
+            acks=-1,
+            timeout_ms=30_000,
+            topics=[
+                Topic(
+                    name="orders",
+                    partitions=[
+                        ProducePartition(partition=0, records=BATCH),
+                        ProducePartition(partition=1, records=b"", current_leader_epoch=3),
+                    ],
+                )
+            ],
+        ),
+        ProduceResponse(
+            topics=[
+                Topic(
+                    name="orders",
+                    partitions=[
+                        ProducePartitionResponse(
+                            partition=0, error_code=0, base_offset=2**40, log_start_offset=0
+                        ),
+                        ProducePartitionResponse(
+                            partition=1,
+                            error_code=ErrorCode.NOT_LEADER_OR_FOLLOWER,
+                            error_message="broker 2 leads orders-1",
+                            base_offset=-1,
+                        ),
+                    ],
+                )
+            ],
+            throttle_time_ms=5,
+        ),
+    ),
+    ApiKey.FETCH: (
+        FetchRequest(
+            replica_id=2,
+            replica_epoch=17,
+            max_wait_ms=500,
+            min_bytes=1,
+            max_bytes=52_428_800,
+            topics=[
+                Topic(
+                    name="orders",
+                    partitions=[
+                        FetchPartition(
+                            partition=0,
+                            current_leader_epoch=4,
+                            fetch_offset=100,
+                            last_fetched_epoch=3,
+                            log_start_offset=0,
+                            partition_max_bytes=1_048_576,
+                        )
+                    ],
+                )
+            ],
+        ),
+        FetchResponse(
+            error_code=0,
+            topics=[
+                Topic(
+                    name="orders",
+                    partitions=[
+                        FetchPartitionResponse(
+                            partition=0, error_code=0, high_watermark=120, log_start_offset=0, records=BATCH
+                        ),
+                        FetchPartitionResponse(
+                            partition=1,
+                            error_code=0,
+                            high_watermark=7,
+                            diverging_epoch=EpochEndOffset(epoch=3, end_offset=5),
+                            current_leader=LeaderIdAndEpoch(leader_id=1, leader_epoch=4),
+                            records=b"",
+                        ),
+                    ],
+                )
+            ],
+        ),
+    ),
+    ApiKey.LIST_OFFSETS: (
+        ListOffsetsRequest(
+            replica_id=CONSUMER_REPLICA_ID,
+            isolation_level=0,
+            topics=[
+                Topic(
+                    name="orders",
+                    partitions=[ListOffsetsPartition(partition=0, timestamp=EARLIEST_TIMESTAMP)],
+                )
+            ],
+        ),
+        ListOffsetsResponse(
+            topics=[
+                Topic(
+                    name="orders",
+                    partitions=[
+                        ListOffsetsPartitionResponse(
+                            partition=0, error_code=0, timestamp=-1, offset=42, leader_epoch=4
+                        )
+                    ],
+                )
+            ]
+        ),
+    ),
+    ApiKey.METADATA: (
+        MetadataRequest(topics=["orders", "audit"], allow_auto_topic_creation=True),
+        MetadataResponse(
+            brokers=[MetadataBroker(node_id=1, host="127.0.0.1", port=9092)],
+            controller_id=1,
+            topics=[
+                MetadataTopic(
+                    error_code=0,
+                    name="orders",
+                    partitions=[
+                        MetadataPartition(
+                            error_code=0,
+                            partition=0,
+                            leader=1,
+                            leader_epoch=4,
+                            replicas=[1, 2, 3],
+                            isr=[1, 2],
+                            offline_replicas=[3],
+                        )
+                    ],
+                ),
+                MetadataTopic(error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name="audit", partitions=[]),
+            ],
+        ),
+    ),
+    ApiKey.LEADER_AND_ISR: (
+        LeaderAndIsrRequest(
+            controller_id=1,
+            controller_epoch=3,
+            broker_epoch=2**33,
+            partition_states=[
+                LeaderAndIsrPartitionState(
+                    topic="orders",
+                    partition=0,
+                    controller_epoch=3,
+                    leader=1,
+                    leader_epoch=4,
+                    isr=[1, 2],
+                    zk_version=9,
+                    replicas=[1, 2, 3],
+                    is_new=True,
+                )
+            ],
+            live_leaders=[LiveLeader(broker_id=1, host="127.0.0.1", port=9092)],
+        ),
+        LeaderAndIsrResponse(
+            error_code=0,
+            partition_errors=[
+                PartitionError(topic="orders", partition=0, error_code=ErrorCode.FENCED_LEADER_EPOCH)
+            ],
+        ),
+    ),
+    ApiKey.STOP_REPLICA: (
+        StopReplicaRequest(
+            controller_id=1,
+            controller_epoch=3,
+            broker_epoch=5,
+            partitions=[StopReplicaPartition(topic="orders", partition=2, delete_partition=True)],
+        ),
+        StopReplicaResponse(
+            error_code=0, partition_errors=[PartitionError(topic="orders", partition=2, error_code=0)]
+        ),
+    ),
+    ApiKey.UPDATE_METADATA: (
+        UpdateMetadataRequest(
+            controller_id=1,
+            controller_epoch=3,
+            broker_epoch=5,
+            partition_states=[
+                UpdateMetadataPartitionState(
+                    topic="orders",
+                    partition=0,
+                    controller_epoch=3,
+                    leader=-1,
+                    leader_epoch=5,
+                    isr=[3],
+                    zk_version=10,
+                    replicas=[1, 2, 3],
+                    offline_replicas=[3],
+                )
+            ],
+            live_brokers=[LiveBroker(id=1, host="localhost", port=9093)],
+        ),
+        UpdateMetadataResponse(error_code=ErrorCode.STALE_CONTROLLER_EPOCH),
+    ),
+    ApiKey.CONTROLLED_SHUTDOWN: (
+        ControlledShutdownRequest(broker_id=2, broker_epoch=77),
+        ControlledShutdownResponse(
+            error_code=0, remaining_partitions=[TopicPartition(topic="orders", partition=1)]
+        ),
+    ),
+    ApiKey.API_VERSIONS: (
+        ApiVersionsRequest(),
+        ApiVersionsResponse(error_code=0, api_keys=supported_api_versions()),
+    ),
+    ApiKey.CREATE_TOPICS: (
+        CreateTopicsRequest(
+            topics=[
+                CreatableTopic(
+                    name="orders",
+                    num_partitions=3,
+                    replication_factor=3,
+                    configs={"min.insync.replicas": "2", "unclean.leader.election.enable": "false"},
+                ),
+                CreatableTopic(
+                    name="pinned",
+                    num_partitions=-1,
+                    replication_factor=-1,
+                    assignments=[CreatableReplicaAssignment(partition=0, broker_ids=[2, 1])],
+                ),
+            ],
+            timeout_ms=10_000,
+            validate_only=True,
+        ),
+        CreateTopicsResponse(
+            topics=[
+                CreatableTopicResult(name="orders", error_code=0, num_partitions=3, replication_factor=3),
+                CreatableTopicResult(
+                    name="pinned",
+                    error_code=ErrorCode.INVALID_REPLICATION_FACTOR,
+                    error_message="replication factor 4 larger than 3 live brokers",
+                ),
+            ]
+        ),
+    ),
+    ApiKey.OFFSET_FOR_LEADER_EPOCH: (
+        OffsetsForLeaderEpochRequest(
+            replica_id=2,
+            topics=[
+                OffsetForLeaderTopic(
+                    topic="orders",
+                    partitions=[
+                        OffsetForLeaderPartition(partition=0, current_leader_epoch=5, leader_epoch=3)
+                    ],
+                )
+            ],
+        ),
+        OffsetsForLeaderEpochResponse(
+            topics=[
+                OffsetForLeaderTopic(
+                    topic="orders",
+                    partitions=[
+                        OffsetForLeaderPartitionResult(
+                            error_code=0, partition=0, leader_epoch=3, end_offset=57
+                        )
+                    ],
+                )
+            ]
+        ),
+    ),
+    ApiKey.DESCRIBE_REPLICAS: (
+        DescribeReplicasRequest(topics=None),
+        DescribeReplicasResponse(
+            broker_id=1,
+            partitions=[
+                ReplicaState(
+                    topic="orders",
+                    partition=0,
+                    role="leader",
+                    leader=1,
+                    leader_epoch=4,
+                    log_end_offset=120,
+                    high_watermark=118,
+                    log_start_offset=0,
+                    isr=[1, 2],
+                    followers=[
+                        FollowerState(
+                            broker_id=2,
+                            log_end_offset=118,
+                            last_caught_up_time_ms=1_700_000_000_000,
+                            last_fetch_time_ms=1_700_000_000_100,
+                        )
+                    ],
+                )
+            ],
+        ),
+    ),
+}
+
+
+def header(api_key: int, correlation_id: int = 42) -> RequestHeader:
+    return RequestHeader(api_key=api_key, api_version=0, correlation_id=correlation_id, client_id="test")
+
+
+def raw_request(body: Any, api_key: int = ApiKey.PRODUCE, **overrides: Any) -> bytes:
+    envelope = {"api_key": api_key, "api_version": 0, "correlation_id": 9, "client_id": None, "body": body}
+    envelope.update(overrides)
+    return msgpack.packb(envelope)
+
+
+# --- the api table --------------------------------------------------------------------------
+
+
+def test_every_api_has_a_sample() -> None:
+    assert set(SAMPLES) == set(APIS)
+
+
+def test_api_table() -> None:
+    assert {key: api.name for key, api in APIS.items()} == {
+        0: "Produce",
+        1: "Fetch",
+        2: "ListOffsets",
+        3: "Metadata",
+        4: "LeaderAndIsr",
+        5: "StopReplica",
+        6: "UpdateMetadata",
+        7: "ControlledShutdown",
+        18: "ApiVersions",
+        19: "CreateTopics",
+        23: "OffsetsForLeaderEpoch",
+        1000: "DescribeReplicas",
+    }
+    for key, api in APIS.items():
+        assert api.api_key == key
+        assert (api.min_version, api.max_version) == (0, 0)
+        assert API_BY_REQUEST_TYPE[api.request] is api
+
+
+def test_sentinels_have_kafkas_values() -> None:
+    assert (CONSUMER_REPLICA_ID, LATEST_TIMESTAMP, EARLIEST_TIMESTAMP) == (-1, -1, -2)
+
+
+def test_supported_api_versions_derive_from_the_table() -> None:
+    assert supported_api_versions() == [
+        ApiVersionRange(api_key=key, min_version=0, max_version=0) for key in APIS
+    ]
+
+
+# --- round trips ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("api_key", list(SAMPLES), ids=lambda k: APIS[k].name)
+def test_request_round_trip(api_key: int) -> None:
+    request = SAMPLES[api_key][0]
+    decoded_header, body = decode_request(encode_request(header(api_key), request))
+    assert decoded_header == header(api_key)
+    assert type(body) is type(request)
+    assert body == request
+
+
+@pytest.mark.parametrize("api_key", list(SAMPLES), ids=lambda k: APIS[k].name)
+def test_response_round_trip(api_key: int) -> None:
+    response = SAMPLES[api_key][1]
+    correlation_id, error, message, body = decode_response(encode_response(42, response), api_key)
+    assert (correlation_id, error, message) == (42, ErrorCode.NONE, None)
+    assert type(body) is type(response)
+    assert body == response
+
+
+def test_request_level_error_response_has_no_body() -> None:
+    payload = encode_response(7, None, ErrorCode.UNSUPPORTED_VERSION, "Fetch version 3 is not supported")
+    assert decode_response(payload, ApiKey.FETCH) == (
+        7,
+        ErrorCode.UNSUPPORTED_VERSION,
+        "Fetch version 3 is not supported",
+        None,
+    )
+    with pytest.raises(ValueError, match="must carry an error code"):
+        encode_response(7, None)
+
+
+def test_response_with_an_unknown_error_code_decodes_as_unknown_server_error() -> None:
+    payload = msgpack.packb({"correlation_id": 1, "error_code": 999, "error_message": None, "body": None})
+    assert decode_response(payload, ApiKey.METADATA)[1] is ErrorCode.UNKNOWN_SERVER_ERROR
+
+
+def test_encode_response_refuses_a_non_response_body() -> None:
+    with pytest.raises(TypeError, match="ProduceRequest is not a response message"):
+        encode_response(1, SAMPLES[ApiKey.PRODUCE][0])
+
+
+def test_wire_form_is_a_plain_map_with_field_names() -> None:
+    request = SAMPLES[ApiKey.CONTROLLED_SHUTDOWN][0]
+    assert msgpack.unpackb(encode_request(header(ApiKey.CONTROLLED_SHUTDOWN, 5), request)) == {
+        "api_key": 7,
+        "api_version": 0,
+        "correlation_id": 5,
+        "client_id": "test",
+        "body": {"broker_id": 2, "broker_epoch": 77},
+    }
+    assert msgpack.unpackb(encode_response(5, SAMPLES[ApiKey.CONTROLLED_SHUTDOWN][1])) == {
+        "correlation_id": 5,
+        "error_code": 0,
+        "error_message": None,
+        "body": {"error_code": 0, "remaining_partitions": [{"topic": "orders", "partition": 1}]},
+    }
+
+
+def test_records_travel_as_bin_and_are_not_copied_by_the_codec() -> None:
+    response = SAMPLES[ApiKey.FETCH][1]
+    encoded = encode_body(response)
+    assert encoded["topics"][0]["partitions"][0]["records"] is BATCH
+    view = memoryview(bytearray(BATCH))[16:]  # e.g. a slice of a segment read into a buffer
+    request = ProduceRequest(
+        acks=1,
+        timeout_ms=100,
+        topics=[Topic(name="t", partitions=[ProducePartition(partition=0, records=view)])],
+    )
+    _, body = decode_request(encode_request(header(ApiKey.PRODUCE), request))
+    assert body.topics[0].partitions[0].records == BATCH[16:]
+    assert type(body.topics[0].partitions[0].records) is bytes
+
+
+def test_missing_fields_with_defaults_take_them() -> None:
+    body = {
+        "topics": [{"name": "t", "num_partitions": 1, "replication_factor": 1}],
+        "timeout_ms": 1000,
+    }
+    request = decode_body(CreateTopicsRequest, body)
+    assert request.validate_only is False
+    assert request.topics[0].assignments == []
+    assert request.topics[0].configs == {}
+    fetch = decode_body(
+        FetchPartitionResponse, {"partition": 0, "error_code": 0, "high_watermark": 3, "records": b""}
+    )
+    assert (fetch.last_stable_offset, fetch.log_start_offset) == (-1, -1)
+    assert fetch.diverging_epoch is None and fetch.current_leader is None
+    assert decode_body(MetadataRequest, {}) == MetadataRequest(topics=None, allow_auto_topic_creation=False)
+    assert decode_body(OffsetsForLeaderEpochRequest, {"topics": []}).replica_id == -2
+
+
+def test_unknown_keys_are_ignored() -> None:
+    decoded = decode_body(TopicPartition, {"topic": "t", "partition": 1, "added_in_a_later_version": [1]})
+    assert decoded == TopicPartition(topic="t", partition=1)
+
+
+def test_int_range_limits_are_accepted() -> None:
+    request = ProduceRequest(acks=-(2**15), timeout_ms=2**31 - 1, topics=[])
+    assert decode_body(ProduceRequest, encode_body(request)) == request
+    state = FollowerState(
+        broker_id=-(2**31), log_end_offset=2**63 - 1, last_caught_up_time_ms=-(2**63), last_fetch_time_ms=0
+    )
+    assert decode_body(FollowerState, encode_body(state)) == state
+
+
+# --- validation -----------------------------------------------------------------------------
+
+
+def produce_body(**partition: Any) -> dict[str, Any]:
+    partitions = [{"partition": 0, "records": b""}, {"partition": 1, "records": b""}]
+    partitions.append({"partition": 2, "records": b"", **partition})
+    return {"acks": 1, "timeout_ms": 100, "topics": [{"name": "t", "partitions": partitions}]}
+
+
+@pytest.mark.parametrize(
+    ("cls", "data", "message"),
+    [
+        (
+            ProduceRequest,
+            produce_body(partition="2"),
+            "Produce request: topics[0].partitions[2].partition: expected int32, got str",
+        ),
+        (
+            ProduceRequest,
+            produce_body(partition=2**31),
+            "Produce request: topics[0].partitions[2].partition: "
+            "expected int32 in [-2147483648, 2147483647], got 2147483648",
+        ),
+        (
+            ProduceRequest,
+            {**produce_body(), "acks": 40_000},
+            "Produce request: acks: expected int16 in [-32768, 32767], got 40000",
+        ),
+        (
+            ProduceRequest,
+            produce_body(partition=True),
+            "Produce request: topics[0].partitions[2].partition: expected int32, got bool",
+        ),
+        (
+            ProduceRequest,
+            produce_body(records="abc"),
+            "Produce request: topics[0].partitions[2].records: expected bytes, got str",
+        ),
+        (
+            ProduceRequest,
+            produce_body(records=None),
+            "Produce request: topics[0].partitions[2].records: expected bytes, got null",
+        ),
+        (
+            ProduceRequest,
+            produce_body(current_leader_epoch=1.5),
+            "Produce request: topics[0].partitions[2].current_leader_epoch: expected int32, got float",
+        ),
+        (
+            ProduceRequest,
+            {"acks": 1, "timeout_ms": 100, "topics": [{"name": b"t", "partitions": []}]},
+            "Produce request: topics[0].name: expected str, got bytes",
+        ),
+        (
+            ProduceRequest,
+            {"acks": 1, "timeout_ms": 100, "topics": [{"partitions": []}]},
+            "Produce request: topics[0].name: missing required field",
+        ),
+        (
+            ProduceRequest,
+            {"acks": 1, "timeout_ms": 100, "topics": {"t": []}},
+            "Produce request: topics: expected list, got map",
+        ),
+        (ProduceRequest, [1, 2], "Produce request: expected map, got list"),
+        (
+            FetchRequest,
+            {
+                "replica_id": -1,
+                "max_wait_ms": 0,
+                "min_bytes": 1,
+                "max_bytes": 1,
+                "isolation_level": 128,
+                "topics": [],
+            },
+            "Fetch request: isolation_level: expected int8 in [-128, 127], got 128",
+        ),
+        (
+            MetadataRequest,
+            {"topics": ["a", 1]},
+            "Metadata request: topics[1]: expected str, got int",
+        ),
+        (
+            MetadataRequest,
+            {"allow_auto_topic_creation": 1},
+            "Metadata request: allow_auto_topic_creation: expected bool, got int",
+        ),
+        (
+            CreateTopicsRequest,
+            {
+                "timeout_ms": 1,
+                "topics": [
+                    {
+                        "name": "t",
+                        "num_partitions": 1,
+                        "replication_factor": 1,
+                        "configs": {"retention.ms": 1000},
+                    }
+                ],
+            },
+            "CreateTopics request: topics[0].configs['retention.ms']: expected str, got int",
+        ),
+        (
+            LeaderAndIsrRequest,
+            {
+                "controller_id": 1,
+                "controller_epoch": 1,
+                "broker_epoch": 1,
+                "live_leaders": [],
+                "partition_states": [
+                    {
+                        "topic": "t",
+                        "partition": 0,
+                        "controller_epoch": 1,
+                        "leader": 1,
+                        "leader_epoch": 0,
+                        "isr": [1, "2"],
+                        "zk_version": 0,
+                        "replicas": [1],
+                    }
+                ],
+            },
+            "LeaderAndIsr request: partition_states[0].isr[1]: expected int32, got str",
+        ),
+        (
+            FetchResponse,
+            {
+                "error_code": 0,
+                "topics": [
+                    {
+                        "name": "t",
+                        "partitions": [
+                            {
+                                "partition": 0,
+                                "error_code": 0,
+                                "high_watermark": 0,
+                                "records": b"",
+                                "diverging_epoch": {"epoch": "3", "end_offset": 5},
+                            }
+                        ],
+                    }
+                ],
+            },
+            "Fetch response: topics[0].partitions[0].diverging_epoch.epoch: expected int32, got str",
+        ),
+        (
+            TopicPartition,
+            {"topic": "t"},
+            "TopicPartition: partition: missing required field",
+        ),
+    ],
+)
+def test_validation_error_names_the_path(cls: type, data: Any, message: str) -> None:
+    with pytest.raises(ValidationError) as info:
+        decode_body(cls, data)
+    assert str(info.value) == message
+
+
+def test_encoding_validates_too() -> None:
+    request = ProduceRequest(
+        acks=1,
+        timeout_ms=100,
+        topics=[Topic(name="t", partitions=[ProducePartition(partition=0, records="text")])],
+    )
+    with pytest.raises(ValidationError) as info:
+        encode_request(header(ApiKey.PRODUCE), request)
+    assert str(info.value) == "Produce request: topics[0].partitions[0].records: expected bytes, got str"
+    assert info.value.path == "topics[0].partitions[0].records"
+    assert info.value.problem == "expected bytes, got str"
+
+
+def test_encoding_refuses_a_body_of_another_api() -> None:
+    with pytest.raises(ValidationError, match="Produce request: expected ProduceRequest, got FetchRequest"):
+        encode_request(header(ApiKey.PRODUCE), SAMPLES[ApiKey.FETCH][0])
+
+
+def test_encoding_refuses_a_nested_message_of_the_wrong_type() -> None:
+    response = ControlledShutdownResponse(
+        error_code=0, remaining_partitions=[PartitionError(topic="t", partition=0, error_code=0)]
+    )
+    with pytest.raises(ValidationError) as info:
+        encode_body(response)
+    assert str(info.value) == (
+        "ControlledShutdown response: remaining_partitions[0]: expected TopicPartition, got PartitionError"
+    )
+
+
+def test_error_codes_encode_as_ints() -> None:
+    encoded = encode_body(SAMPLES[ApiKey.UPDATE_METADATA][1])
+    assert encoded == {"error_code": 11}
+
+
+def test_declaring_an_int_without_a_width_is_refused() -> None:
+    @dataclass(slots=True)
+    class Unsized:
+        count: int
+
+    with pytest.raises(TypeError, match="Int8, Int16, Int32 or Int64"):
+        encode_body(Unsized(count=1))
+
+
+# --- request envelopes ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("payload", "match"),
+    [
+        (b"\xc1", "request is not msgpack"),
+        (b"", "request is not msgpack"),
+        (msgpack.packb({"a": 1}) + b"\x00", "request is not msgpack"),
+        (msgpack.packb([0, 0, 1, None, {}]), "request is not a map: got list"),
+        (msgpack.packb("hello"), "request is not a map: got str"),
+        (raw_request({}, correlation_id="x"), "request header: correlation_id: expected int32, got str"),
+        (
+            msgpack.packb({"api_key": 0, "api_version": 0, "client_id": None, "body": {}}),
+            "request header: correlation_id: missing required field",
+        ),
+        (raw_request({}, api_key=True), "request header: api_key: expected int16, got bool"),
+    ],
+)
+def test_malformed_requests(payload: bytes, match: str) -> None:
+    with pytest.raises(MalformedRequestError, match=match) as info:
+        decode_request(payload)
+    assert info.value.error_code is ErrorCode.CORRUPT_MESSAGE
+
+
+def test_unknown_api_key_carries_the_header() -> None:
+    with pytest.raises(UnknownApiError, match="unknown api key 999") as info:
+        decode_request(raw_request({}, api_key=999))
+    assert info.value.header == RequestHeader(api_key=999, api_version=0, correlation_id=9, client_id=None)
+    assert info.value.error_code is ErrorCode.INVALID_REQUEST
+
+
+def test_unsupported_version_carries_the_header() -> None:
+    with pytest.raises(
+        UnsupportedVersionError, match=r"Fetch version 3 is not supported \(supported: 0..0\)"
+    ) as info:
+        decode_request(raw_request({}, api_key=ApiKey.FETCH, api_version=3))
+    assert info.value.header.correlation_id == 9
+    assert info.value.header.api_version == 3
+    assert info.value.error_code is ErrorCode.UNSUPPORTED_VERSION
+
+
+def test_invalid_body_carries_the_header_and_path() -> None:
+    with pytest.raises(InvalidRequestError) as info:
+        decode_request(raw_request(produce_body(partition="2")))
+    assert str(info.value) == "Produce request: topics[0].partitions[2].partition: expected int32, got str"
+    assert info.value.header.correlation_id == 9
+    assert info.value.error_code is ErrorCode.INVALID_REQUEST
+
+
+def test_missing_body_is_an_invalid_request() -> None:
+    payload = msgpack.packb({"api_key": 18, "api_version": 0, "correlation_id": 3, "client_id": "c"})
+    with pytest.raises(InvalidRequestError, match="ApiVersions request: missing body") as info:
+        decode_request(payload)
+    assert info.value.header.correlation_id == 3
+
+
+def test_error_hierarchy() -> None:
+    for error in (MalformedRequestError, MalformedResponseError, ValidationError, RequestRejectedError):
+        assert issubclass(error, ProtocolError)
+    for error in (UnknownApiError, UnsupportedVersionError, InvalidRequestError):
+        assert issubclass(error, RequestRejectedError)
+    assert issubclass(ProtocolError, ValueError)
+
+
+def test_encode_request_refuses_an_unknown_api_key() -> None:
+    with pytest.raises(ValueError, match="unknown api key 999"):
+        encode_request(header(999), ApiVersionsRequest())
+
+
+# --- response envelopes ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("payload", "match"),
+    [
+        (b"\xc1", "response is not msgpack"),
+        (msgpack.packb([1]), "response is not a map: got list"),
+        (
+            msgpack.packb({"error_code": 0, "error_message": None, "body": {"error_code": 0}}),
+            "response header: correlation_id: missing required field",
+        ),
+        (
+            msgpack.packb({"correlation_id": 1, "error_code": 0, "error_message": None, "body": None}),
+            "UpdateMetadata response: no body and no error code",
+        ),
+        (
+            msgpack.packb({"correlation_id": 1, "error_code": 0, "error_message": None, "body": {}}),
+            "UpdateMetadata response: error_code: missing required field",
+        ),
+    ],
+)
+def test_malformed_responses(payload: bytes, match: str) -> None:
+    with pytest.raises(MalformedResponseError, match=match):
+        decode_response(payload, ApiKey.UPDATE_METADATA)
+
+
+# --- fuzzing --------------------------------------------------------------------------------
+
+msgpack_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**63), max_value=2**64 - 1)
+    | st.floats()
+    | st.text(max_size=8)
+    | st.binary(max_size=8)
+    | st.builds(msgpack.ExtType, st.integers(0, 127), st.binary(max_size=12))
+    | st.builds(msgpack.Timestamp, st.integers(0, 2**34 - 1), st.integers(0, 999_999_999)),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=12), children, max_size=4)
+    ),
+    max_leaves=20,
+)
+
+
+def assert_only_protocol_errors(payload: bytes) -> None:
+    with contextlib.suppress(ProtocolError):
+        decode_request(payload)
+
+
+@settings(max_examples=300)
+@given(st.binary(max_size=64))
+def test_fuzz_arbitrary_bytes(payload: bytes) -> None:
+    assert_only_protocol_errors(payload)
+
+
+@settings(max_examples=300)
+@given(msgpack_values)
+def test_fuzz_arbitrary_msgpack(value: Any) -> None:
+    assert_only_protocol_errors(msgpack.packb(value))
+
+
+def field_names() -> st.SearchStrategy[str]:
+    """Field names that occur in the declarations, so random maps reach deep into the bodies."""
+    names = set()
+    for request, response in SAMPLES.values():
+        for message in (request, response):
+            stack = [encode_body(message)]
+            while stack:
+                node = stack.pop()
+                if isinstance(node, dict):
+                    names.update(node)
+                    stack.extend(node.values())
+                elif isinstance(node, list):
+                    stack.extend(node)
+    return st.sampled_from(sorted(names))
+
+
+body_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**63), max_value=2**64 - 1)
+    | st.text(max_size=4)
+    | st.binary(max_size=4),
+    lambda children: st.lists(children, max_size=3) | st.dictionaries(field_names(), children, max_size=6),
+    max_leaves=30,
+)
+
+
+@settings(max_examples=500)
+@given(st.sampled_from(sorted(APIS)), body_values)
+def test_fuzz_bodies_behind_a_valid_header(api_key: int, body: Any) -> None:
+    assert_only_protocol_errors(raw_request(body, api_key=api_key))
+    response = {"correlation_id": 1, "error_code": 0, "error_message": None, "body": body}
+    with contextlib.suppress(ProtocolError):
+        decode_response(msgpack.packb(response), api_key)
+
+
+@settings(max_examples=200)
+@given(st.sampled_from(sorted(SAMPLES)), st.data())
+def test_fuzz_truncated_and_flipped_valid_requests(api_key: int, data: st.DataObject) -> None:
+    payload = bytearray(encode_request(header(api_key), SAMPLES[api_key][0]))
+    cut = data.draw(st.integers(0, len(payload)))
+    flip = data.draw(st.integers(0, len(payload) - 1))
+    payload[flip] ^= data.draw(st.integers(1, 255))
+    assert_only_protocol_errors(bytes(payload))
+    assert_only_protocol_errors(bytes(payload[:cut]))

@@ -1,0 +1,127 @@
+"""Per-log configuration with Kafka's property names and defaults."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+NEVER = 2**63 - 1  # Kafka's Long.MAX_VALUE: "no limit"
+
+
+class LogConfigError(ValueError):
+    """A log property with a bad name or value."""
+
+
+@dataclass(frozen=True, slots=True)
+class LogConfig:
+    """Settings of one partition log.
+
+    Built from broker properties (``log.segment.bytes``...) and overridden per topic by the
+    topic-level names (``segment.bytes``...), exactly as Kafka does.
+    """
+
+    segment_bytes: int = 1024 * 1024 * 1024
+    segment_ms: int = 7 * 24 * 60 * 60 * 1000
+    segment_index_bytes: int = 10 * 1024 * 1024
+    index_interval_bytes: int = 4096
+    retention_bytes: int = -1
+    retention_ms: int = 7 * 24 * 60 * 60 * 1000
+    flush_messages: int = NEVER
+    flush_ms: int = NEVER
+    max_message_bytes: int = 1024 * 1024 + 12
+    min_insync_replicas: int = 1
+    unclean_leader_election_enable: bool = False
+
+    @classmethod
+    def from_broker_properties(cls, props: Mapping[str, str]) -> LogConfig:
+        """Defaults from a server.properties mapping (``log.*`` names); unrelated keys are ignored."""
+        values: dict[str, str] = {}
+        for key, field_name in _BROKER_NAMES.items():
+            if key in props:
+                values[field_name] = props[key]
+        # Kafka: log.roll.hours is the coarse form; log.roll.ms wins when both are set.
+        if "log.roll.ms" not in props and "log.roll.hours" in props:
+            values["segment_ms"] = str(int(props["log.roll.hours"]) * 3_600_000)
+        if "log.retention.ms" not in props:
+            if "log.retention.minutes" in props:
+                values["retention_ms"] = str(int(props["log.retention.minutes"]) * 60_000)
+            elif "log.retention.hours" in props:
+                values["retention_ms"] = str(int(props["log.retention.hours"]) * 3_600_000)
+        return cls()._with(values, source="broker")
+
+    def with_topic_overrides(self, overrides: Mapping[str, str]) -> LogConfig:
+        """A copy with topic-level properties (``segment.bytes``, ``retention.ms``...) applied.
+
+        Unknown topic properties are refused, as Kafka's CreateTopics does (INVALID_CONFIG).
+        """
+        unknown = sorted(set(overrides) - set(TOPIC_NAMES))
+        if unknown:
+            raise LogConfigError(f"unknown topic config {', '.join(unknown)}")
+        return self._with({TOPIC_NAMES[k]: v for k, v in overrides.items()}, source="topic")
+
+    def _with(self, raw: Mapping[str, str], source: str) -> LogConfig:
+        parsed: dict[str, object] = {}
+        for name, text in raw.items():
+            parsed[name] = _parse(name, str(text), source)
+        config = dataclasses.replace(self, **parsed)
+        config._check()
+        return config
+
+    def _check(self) -> None:
+        if self.segment_bytes < 14 + 61:
+            raise LogConfigError(f"segment.bytes must be at least 75, got {self.segment_bytes}")
+        if self.segment_index_bytes < 8 or self.index_interval_bytes < 0:
+            raise LogConfigError("segment.index.bytes must be >= 8 and index.interval.bytes >= 0")
+        if self.segment_ms < 1 or self.flush_messages < 1 or self.flush_ms < 0:
+            raise LogConfigError("segment.ms and flush.messages must be >= 1, flush.ms >= 0")
+        if self.min_insync_replicas < 1:
+            raise LogConfigError(f"min.insync.replicas must be >= 1, got {self.min_insync_replicas}")
+
+
+def _parse(name: str, text: str, source: str) -> object:
+    if name == "unclean_leader_election_enable":
+        lowered = text.strip().lower()
+        if lowered not in ("true", "false"):
+            raise LogConfigError(f"{_display(name, source)} must be true or false, got {text!r}")
+        return lowered == "true"
+    try:
+        return int(text.strip())
+    except ValueError:
+        raise LogConfigError(f"{_display(name, source)} must be an integer, got {text!r}") from None
+
+
+def _display(field_name: str, source: str) -> str:
+    names = _BROKER_NAMES if source == "broker" else TOPIC_NAMES
+    return next((k for k, v in names.items() if v == field_name), field_name)
+
+
+# Topic-level property -> field (Kafka's TopicConfig names).
+TOPIC_NAMES: dict[str, str] = {
+    "segment.bytes": "segment_bytes",
+    "segment.ms": "segment_ms",
+    "segment.index.bytes": "segment_index_bytes",
+    "index.interval.bytes": "index_interval_bytes",
+    "retention.bytes": "retention_bytes",
+    "retention.ms": "retention_ms",
+    "flush.messages": "flush_messages",
+    "flush.ms": "flush_ms",
+    "max.message.bytes": "max_message_bytes",
+    "min.insync.replicas": "min_insync_replicas",
+    "unclean.leader.election.enable": "unclean_leader_election_enable",
+}
+
+# Broker-level property -> field (the server.properties names that give the defaults).
+_BROKER_NAMES: dict[str, str] = {
+    "log.segment.bytes": "segment_bytes",
+    "log.roll.ms": "segment_ms",
+    "log.index.size.max.bytes": "segment_index_bytes",
+    "log.index.interval.bytes": "index_interval_bytes",
+    "log.retention.bytes": "retention_bytes",
+    "log.retention.ms": "retention_ms",
+    "log.flush.interval.messages": "flush_messages",
+    "log.flush.interval.ms": "flush_ms",
+    "message.max.bytes": "max_message_bytes",
+    "min.insync.replicas": "min_insync_replicas",
+    "unclean.leader.election.enable": "unclean_leader_election_enable",
+}

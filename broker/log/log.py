@@ -1,0 +1,420 @@
+"""A partition's log: an ordered list of segments with offsets, epochs, retention and truncation.
+
+The log never fsyncs on the append path. Appends report when a flush is due (a segment rolled,
+or ``flush.messages`` was reached) and the owner runs :meth:`Log.flush` where blocking is
+allowed; :meth:`flush` may run on another thread while appends continue.
+"""
+
+from __future__ import annotations
+
+import bisect
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import NamedTuple
+
+from broker.log.checkpoint import (
+    LEADER_EPOCH_CHECKPOINT,
+    LeaderEpochCheckpointFile,
+    TopicPartition,
+    fsync_dir,
+)
+from broker.log.config import LogConfig
+from broker.log.epoch_cache import LeaderEpochCache
+from broker.log.segment import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, LogSegment
+from protocol.records import (
+    LOG_OVERHEAD,
+    BatchHeader,
+    RecordBatchError,
+    iter_batches,
+    set_base_offset,
+    set_partition_leader_epoch,
+)
+
+Clock = Callable[[], int]
+
+
+def wall_clock_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class LogError(Exception):
+    """Base of the errors a log operation reports to its caller."""
+
+
+class OffsetOutOfRangeError(LogError):
+    """A read or log-start move outside [log start offset, log end offset] (Kafka's OFFSET_OUT_OF_RANGE)."""
+
+
+class UnexpectedAppendOffsetError(LogError):
+    """A follower append whose offsets do not continue the log."""
+
+
+class RecordTooLargeError(LogError):
+    """A batch larger than max.message.bytes (Kafka's MESSAGE_TOO_LARGE)."""
+
+
+class EmptyAppendError(RecordBatchError):
+    """An append with no batches in it."""
+
+
+class AppendInfo(NamedTuple):
+    """What an append did: the offsets it wrote and whether the owner should now flush."""
+
+    first_offset: int
+    last_offset: int
+    max_timestamp: int
+    batch_count: int
+    size_in_bytes: int
+    rolled: bool
+    flush_needed: bool
+
+
+def parse_log_dir_name(name: str) -> TopicPartition:
+    """``"my-topic-3"`` -> ``TopicPartition("my-topic", 3)``; ValueError if the name has no partition."""
+    topic, sep, partition = name.rpartition("-")
+    if not sep or not topic or not partition.isdigit():
+        raise ValueError(f"{name!r} is not a partition directory (expected <topic>-<partition>)")
+    return TopicPartition(topic, int(partition))
+
+
+def log_dir_name(tp: TopicPartition) -> str:
+    return f"{tp.topic}-{tp.partition}"
+
+
+class Log:
+    """The segments of one partition plus its offsets: log start, log end (LEO), high watermark
+    and recovery point, and the partition's leader-epoch cache."""
+
+    def __init__(self, directory: Path, tp: TopicPartition, config: LogConfig, *,
+                 recovery_point: int = 0, log_start_offset: int = 0, high_watermark: int = 0,
+                 needs_recovery: bool = False, clock: Clock = wall_clock_ms) -> None:
+        self.dir = directory
+        self.tp = tp
+        self.config = config
+        self._clock = clock
+        self._flush_lock = threading.Lock()
+        self._truncations = 0
+        directory.mkdir(parents=True, exist_ok=True)
+        checkpoint = LeaderEpochCheckpointFile(directory / LEADER_EPOCH_CHECKPOINT)
+        rebuild_epochs = not checkpoint.exists()
+        self.epoch_cache = LeaderEpochCache(checkpoint, entries=[] if rebuild_epochs else None)
+        self._segments: list[LogSegment] = []
+        self.bytes_truncated_by_recovery = self._load_segments(recovery_point, needs_recovery, rebuild_epochs)
+        self.log_start_offset = max(log_start_offset, self._segments[0].base_offset)
+        self.recovery_point = min(max(recovery_point, self.log_start_offset), self.log_end_offset)
+        self.high_watermark = self.log_start_offset
+        self.update_high_watermark(high_watermark)
+        self.epoch_cache.truncate_from_end(self.log_end_offset)
+        self.epoch_cache.truncate_from_start(self.log_start_offset)
+        self._unflushed_messages = 0
+        self._last_flush_ms = clock()
+
+    # -- loading ----------------------------------------------------------------------------
+
+    def _load_segments(self, recovery_point: int, needs_recovery: bool, rebuild_epochs: bool) -> int:
+        """Open every segment; recover those past the recovery point (after an unclean shutdown)
+        or with bad indexes. A damaged segment loses its tail and every later segment."""
+        now = self._clock()
+        for path in self.dir.iterdir():
+            if path.suffix in (".tmp", ".deleted", ".cleaned", ".swap"):
+                path.unlink()
+        bases = sorted(int(p.stem) for p in self.dir.glob(f"*{LOG_SUFFIX}") if p.stem.isdigit())
+        for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+            for orphan in self.dir.glob(f"*{suffix}"):
+                if not orphan.stem.isdigit() or int(orphan.stem) not in bases:
+                    orphan.unlink()
+        self._segments = [LogSegment(self.dir, base, self.config, now) for base in bases]
+        truncated = 0
+        for i, segment in enumerate(self._segments):
+            unflushed = needs_recovery and (i + 1 == len(self._segments)
+                                             or self._segments[i + 1].base_offset > recovery_point)
+            if unflushed or not segment.indexes_trusted:
+                cut = segment.recover(self.epoch_cache)
+                truncated += cut
+                if cut:
+                    for later in self._segments[i + 1:]:
+                        truncated += later.size
+                        later.delete()
+                    del self._segments[i + 1:]
+                    break
+            elif rebuild_epochs:
+                self._assign_epochs_from(segment)
+        if not self._segments:
+            self._segments = [LogSegment(self.dir, 0, self.config, now)]
+        return truncated
+
+    def _assign_epochs_from(self, segment: LogSegment) -> None:
+        for header in segment.headers():
+            if header.partition_leader_epoch >= 0:
+                self.epoch_cache.assign(header.partition_leader_epoch, header.base_offset)
+
+    # -- offsets ----------------------------------------------------------------------------
+
+    @property
+    def active_segment(self) -> LogSegment:
+        return self._segments[-1]
+
+    @property
+    def segments(self) -> list[LogSegment]:
+        return list(self._segments)
+
+    @property
+    def log_end_offset(self) -> int:
+        return self._segments[-1].next_offset
+
+    @property
+    def size_in_bytes(self) -> int:
+        return sum(segment.size for segment in self._segments)
+
+    def update_high_watermark(self, offset: int) -> int:
+        """Set the HW, bounded to [log start offset, log end offset]; returns the value set."""
+        self.high_watermark = min(max(offset, self.log_start_offset), self.log_end_offset)
+        return self.high_watermark
+
+    # -- appending --------------------------------------------------------------------------
+
+    def append_as_leader(self, records: bytes | bytearray | memoryview, leader_epoch: int) -> AppendInfo:
+        """Validate the batches, assign them offsets from the LEO, stamp ``leader_epoch`` and append."""
+        data = bytearray(records)
+        batches = self._validate(data)
+        next_offset = self.log_end_offset
+        for i, (position, header) in enumerate(batches):
+            set_base_offset(data, position, next_offset)
+            set_partition_leader_epoch(data, position, leader_epoch)
+            batches[i] = (position, BatchHeader(next_offset, header[1], leader_epoch, *header[3:]))
+            next_offset += header.last_offset_delta + 1
+        self.epoch_cache.assign(leader_epoch, batches[0][1].base_offset)
+        return self._append(data, batches)
+
+    def append_as_follower(self, records: bytes | bytearray | memoryview) -> AppendInfo:
+        """Append batches that carry the leader's offsets and epochs; offsets must continue the log."""
+        batches = self._validate(records)
+        expected = self.log_end_offset
+        for _position, header in batches:
+            if header.base_offset < expected:
+                raise UnexpectedAppendOffsetError(
+                    f"{self.tp}: batch at offset {header.base_offset} does not follow offset {expected - 1}")
+            expected = header.next_offset
+        for _position, header in batches:
+            if header.partition_leader_epoch >= 0:
+                self.epoch_cache.assign(header.partition_leader_epoch, header.base_offset)
+        return self._append(records, batches)
+
+    def _validate(self, records: bytes | bytearray | memoryview) -> list[tuple[int, BatchHeader]]:
+        batches = list(iter_batches(records))
+        if not batches:
+            raise EmptyAppendError(f"{self.tp}: no record batches to append")
+        limit = self.config.max_message_bytes
+        for _position, header in batches:
+            if header.batch_length + LOG_OVERHEAD > limit:
+                raise RecordTooLargeError(f"{self.tp}: batch of {header.size_in_bytes} bytes is larger than "
+                                          f"max.message.bytes={limit}")
+        return batches
+
+    def _append(self, data: bytes | bytearray | memoryview, batches: list[tuple[int, BatchHeader]]) -> AppendInfo:
+        """Write batches to the active segment, rolling first whenever the next batch would not fit,
+        so that replicas that append the same batches get the same segment files."""
+        now = self._clock()
+        view = memoryview(data)
+        rolled = False
+        run_start = 0
+        run: list[tuple[int, BatchHeader]] = []
+        records = 0
+        max_timestamp = -1
+        for position, header in batches:
+            size = header.batch_length + LOG_OVERHEAD
+            last_offset = header.base_offset + header.last_offset_delta
+            records += header.record_count
+            max_timestamp = max(max_timestamp, header.max_timestamp)
+            segment = self._segments[-1]
+            if segment.should_roll(position + size - run_start, last_offset, header.max_timestamp, now):
+                if run:
+                    segment.append(view[run_start:position], run)
+                    run, run_start = [], position
+                if segment.should_roll(size, last_offset, header.max_timestamp, now):
+                    self._roll(header.base_offset, now)
+                    rolled = True
+            run.append((position - run_start, header))
+        first, last = batches[0], batches[-1]
+        end = last[0] + last[1].batch_length + LOG_OVERHEAD
+        self.active_segment.append(view[run_start:end], run)
+        self._unflushed_messages += records
+        return AppendInfo(first[1].base_offset, last[1].last_offset, max_timestamp, len(batches), end - first[0],
+                          rolled, rolled or self._unflushed_messages >= self.config.flush_messages)
+
+    def _roll(self, base_offset: int, now: int) -> None:
+        self.active_segment.on_become_inactive()
+        self._segments.append(LogSegment(self.dir, base_offset, self.config, now))
+
+    # -- reading ----------------------------------------------------------------------------
+
+    def read(self, offset: int, max_bytes: int, max_offset: int | None = None,
+             min_one_batch: bool = True) -> bytes:
+        """Whole batches starting with the one that holds ``offset``.
+
+        At most ``max_bytes`` (but at least one batch when ``min_one_batch``), and only batches
+        that end before ``max_offset`` (exclusive; consumers pass the high watermark).
+        Raises OffsetOutOfRangeError outside [log start offset, log end offset].
+        """
+        leo = self.log_end_offset
+        if offset < self.log_start_offset or offset > leo:
+            raise OffsetOutOfRangeError(f"{self.tp}: offset {offset} is outside [{self.log_start_offset}, {leo}]")
+        limit = leo if max_offset is None else min(max_offset, leo)
+        if offset >= limit:
+            return b""
+        bound_segment, bound_position = self._position_bound(limit)
+        for i in range(self._segment_index(offset), len(self._segments)):
+            segment = self._segments[i]
+            max_position = bound_position if segment is bound_segment else None
+            data = segment.read(offset, max_bytes, max_position, min_one_batch)
+            if data or segment is bound_segment:
+                return data
+        return b""
+
+    def _position_bound(self, limit: int) -> tuple[LogSegment | None, int | None]:
+        """The segment and position before which batches end below ``limit``."""
+        if limit >= self.log_end_offset:
+            return None, None
+        segment = self._segments[self._segment_index(limit)]
+        return segment, segment.position_of(limit)
+
+    def _segment_index(self, offset: int) -> int:
+        bases = [segment.base_offset for segment in self._segments]
+        return max(0, bisect.bisect_right(bases, offset) - 1)
+
+    def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
+        """``(timestamp, offset)`` of the first record with a timestamp >= ``timestamp``, using the
+        time indexes; None if every record is older."""
+        for segment in self._segments:
+            if segment.max_timestamp >= timestamp:
+                found = segment.find_offset_by_timestamp(timestamp, self.log_start_offset)
+                if found is not None:
+                    return found
+        return None
+
+    # -- truncation, retention, deletion -----------------------------------------------------
+
+    def truncate_to(self, offset: int) -> bool:
+        """Remove every batch that holds an offset >= ``offset``; returns whether anything went."""
+        if offset < 0:
+            raise ValueError(f"cannot truncate {self.tp} to negative offset {offset}")
+        if offset >= self.log_end_offset:
+            return False
+        if offset < self._segments[0].base_offset:
+            self.truncate_fully_and_start_at(offset)
+            return True
+        self._truncations += 1
+        keep = self._segment_index(offset)
+        for segment in self._segments[keep + 1:]:
+            segment.delete()
+        del self._segments[keep + 1:]
+        self.active_segment.truncate_to(offset)
+        self._after_end_moved_back()
+        return True
+
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        """Delete every segment and restart empty at ``offset`` (a follower behind the leader's log start)."""
+        self._truncations += 1
+        for segment in self._segments:
+            segment.delete()
+        self._segments = [LogSegment(self.dir, offset, self.config, self._clock())]
+        self.log_start_offset = offset
+        self.epoch_cache.clear()
+        self._after_end_moved_back()
+
+    def _after_end_moved_back(self) -> None:
+        leo = self.log_end_offset
+        self.epoch_cache.truncate_from_end(leo)
+        self.recovery_point = min(self.recovery_point, leo)
+        self.log_start_offset = min(self.log_start_offset, leo)
+        self.update_high_watermark(self.high_watermark)
+
+    def delete_records(self, offset: int) -> None:
+        """Advance the log start offset to ``offset`` (at most the HW) and drop whole segments below it."""
+        if offset > self.high_watermark:
+            raise OffsetOutOfRangeError(f"{self.tp}: cannot move the log start offset to {offset}, "
+                                        f"above the high watermark {self.high_watermark}")
+        if offset <= self.log_start_offset:
+            return
+        self.log_start_offset = offset
+        self.epoch_cache.truncate_from_start(offset)
+        self._delete_leading_segments(lambda segment, next_base: next_base <= offset)
+
+    def delete_retained_segments(self) -> int:
+        """Apply retention.ms and retention.bytes: delete whole old segments (never the active one,
+        never one reaching past the HW) and advance the log start offset. Returns segments deleted."""
+        now = self._clock()
+        retention_ms, retention_bytes = self.config.retention_ms, self.config.retention_bytes
+        excess = self.size_in_bytes - retention_bytes
+
+        def expired(segment: LogSegment, next_base: int) -> bool:
+            nonlocal excess
+            if next_base > self.high_watermark:
+                return False
+            if retention_ms >= 0 and segment.max_timestamp >= 0 and now - segment.max_timestamp > retention_ms:
+                excess -= segment.size
+                return True
+            if retention_bytes >= 0 and excess - segment.size >= 0:
+                excess -= segment.size
+                return True
+            return False
+
+        deleted = self._delete_leading_segments(expired)
+        if deleted:
+            self.log_start_offset = max(self.log_start_offset, self._segments[0].base_offset)
+            self.epoch_cache.truncate_from_start(self.log_start_offset)
+        return deleted
+
+    def _delete_leading_segments(self, predicate: Callable[[LogSegment, int], bool]) -> int:
+        count = 0
+        while len(self._segments) > 1 and predicate(self._segments[0], self._segments[1].base_offset):
+            self._segments.pop(0).delete()
+            count += 1
+        return count
+
+    # -- durability -------------------------------------------------------------------------
+
+    def flush_due(self, now_ms: int) -> bool:
+        """Whether flush.messages or flush.ms asks for a flush now."""
+        return self._unflushed_messages >= self.config.flush_messages or (
+            self._unflushed_messages > 0 and now_ms - self._last_flush_ms >= self.config.flush_ms)
+
+    def flush(self) -> None:
+        """fsync every segment holding data past the recovery point, then move the recovery point.
+
+        Safe to run on another thread while the owner appends; a truncation that happens meanwhile
+        keeps the recovery point where the truncation put it.
+        """
+        with self._flush_lock:
+            truncations = self._truncations
+            end = self.log_end_offset
+            pending = self._unflushed_messages
+            for segment in list(self._segments):
+                if segment.next_offset > self.recovery_point or segment.size:
+                    try:
+                        segment.flush()
+                    except OSError:
+                        continue  # deleted by a concurrent truncation
+            fsync_dir(self.dir)
+            if truncations == self._truncations:
+                self.recovery_point = max(self.recovery_point, end)
+            self._unflushed_messages = max(0, self._unflushed_messages - pending)
+            self._last_flush_ms = self._clock()
+
+    def close(self) -> None:
+        for segment in self._segments:
+            segment.close()
+
+    def delete(self) -> None:
+        """Remove the partition's directory and everything in it."""
+        for segment in self._segments:
+            segment.delete()
+        for path in self.dir.iterdir():
+            path.unlink()
+        self.dir.rmdir()
+
+    def __repr__(self) -> str:
+        return (f"Log({self.tp}, start={self.log_start_offset}, hw={self.high_watermark}, "
+                f"leo={self.log_end_offset}, segments={len(self._segments)})")

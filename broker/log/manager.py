@@ -1,0 +1,168 @@
+"""The log manager: every partition log in a broker's log dirs, their recovery and checkpoints."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+
+from broker.log.checkpoint import (
+    CLEAN_SHUTDOWN_MARKER,
+    LOG_START_OFFSET_CHECKPOINT,
+    RECOVERY_POINT_CHECKPOINT,
+    REPLICATION_OFFSET_CHECKPOINT,
+    OffsetCheckpointFile,
+    TopicPartition,
+    atomic_write_text,
+    read_meta_properties,
+    write_meta_properties,
+)
+from broker.log.config import LogConfig
+from broker.log.log import Clock, Log, log_dir_name, parse_log_dir_name, wall_clock_ms
+
+log = logging.getLogger(__name__)
+
+
+class LogDirError(Exception):
+    """A log dir that this broker must not use (another broker's, or unreadable)."""
+
+
+class LogManager:
+    """Opens every ``<topic>-<partition>`` directory under the log dirs at start-up, creates and
+    deletes logs, applies retention and flush policy, and writes the per-dir checkpoint files
+    (recovery points, log start offsets, high watermarks) and the clean-shutdown marker.
+
+    Blocking work (fsync, checkpoint writes) happens in the calling thread; an asyncio owner
+    calls these methods through a worker thread.
+    """
+
+    def __init__(self, log_dirs: Sequence[Path], broker_id: int, default_config: LogConfig, *,
+                 topic_config: Callable[[str], LogConfig] | None = None, clock: Clock = wall_clock_ms) -> None:
+        if not log_dirs:
+            raise LogDirError("log.dirs is empty")
+        self.log_dirs = [Path(d) for d in log_dirs]
+        self.broker_id = broker_id
+        self.default_config = default_config
+        self._topic_config = topic_config or (lambda _topic: default_config)
+        self._clock = clock
+        self._logs: dict[TopicPartition, Log] = {}
+        #: Per log dir: whether the last shutdown was clean (no recovery was needed).
+        self.clean_shutdown: dict[Path, bool] = {}
+
+    # -- start and stop ---------------------------------------------------------------------
+
+    def startup(self) -> None:
+        """Claim the log dirs for this broker and load every log, recovering after a crash."""
+        for log_dir in self.log_dirs:
+            log_dir.mkdir(parents=True, exist_ok=True)
+            self._claim(log_dir)
+        for log_dir in self.log_dirs:
+            self._load_dir(log_dir)
+
+    def _claim(self, log_dir: Path) -> None:
+        meta = read_meta_properties(log_dir)
+        if meta is None:
+            write_meta_properties(log_dir, self.broker_id)
+            return
+        owner = meta.get("broker.id")
+        if owner != str(self.broker_id):
+            raise LogDirError(f"log dir {log_dir} belongs to broker.id {owner}, this broker is {self.broker_id}; "
+                              "use another log.dirs or set broker.id to match meta.properties")
+
+    def _load_dir(self, log_dir: Path) -> None:
+        marker = log_dir / CLEAN_SHUTDOWN_MARKER
+        clean = marker.exists()
+        self.clean_shutdown[log_dir] = clean
+        recovery_points = OffsetCheckpointFile(log_dir / RECOVERY_POINT_CHECKPOINT).read()
+        log_starts = OffsetCheckpointFile(log_dir / LOG_START_OFFSET_CHECKPOINT).read()
+        high_watermarks = OffsetCheckpointFile(log_dir / REPLICATION_OFFSET_CHECKPOINT).read()
+        for child in sorted(log_dir.iterdir()):
+            if not child.is_dir():
+                continue
+            try:
+                tp = parse_log_dir_name(child.name)
+            except ValueError as e:
+                raise LogDirError(f"{child}: {e}") from None
+            if tp in self._logs:
+                raise LogDirError(f"{tp} is in two log dirs: {self._logs[tp].dir} and {child}")
+            loaded = Log(child, tp, self._topic_config(tp.topic),
+                         recovery_point=recovery_points.get(tp, 0), log_start_offset=log_starts.get(tp, 0),
+                         high_watermark=high_watermarks.get(tp, 0), needs_recovery=not clean, clock=self._clock)
+            if loaded.bytes_truncated_by_recovery:
+                log.warning("%s: recovery truncated %d invalid bytes; log end offset is now %d",
+                            tp, loaded.bytes_truncated_by_recovery, loaded.log_end_offset)
+            self._logs[tp] = loaded
+        # The marker only vouches for the shutdown that wrote it: a crash from now on must recover.
+        marker.unlink(missing_ok=True)
+
+    def shutdown(self) -> None:
+        """Flush every log, write all checkpoints, close the logs and leave the clean-shutdown marker."""
+        for each in self._logs.values():
+            each.flush()
+        self.checkpoint_recovery_points()
+        self.checkpoint_log_start_offsets()
+        self.checkpoint_high_watermarks()
+        for each in self._logs.values():
+            each.close()
+        for log_dir in self.log_dirs:
+            atomic_write_text(log_dir / CLEAN_SHUTDOWN_MARKER, "")
+        self._logs.clear()
+
+    # -- logs -------------------------------------------------------------------------------
+
+    @property
+    def logs(self) -> Mapping[TopicPartition, Log]:
+        return self._logs
+
+    def get_log(self, tp: TopicPartition) -> Log | None:
+        return self._logs.get(tp)
+
+    def get_or_create_log(self, tp: TopicPartition, config: LogConfig | None = None) -> Log:
+        """The partition's log, created empty in the log dir holding the fewest partitions."""
+        existing = self._logs.get(tp)
+        if existing is not None:
+            return existing
+        counts = {d: 0 for d in self.log_dirs}
+        for each in self._logs.values():
+            counts[each.dir.parent] += 1
+        target = min(self.log_dirs, key=lambda d: counts[d])
+        created = Log(target / log_dir_name(tp), tp, config or self._topic_config(tp.topic), clock=self._clock)
+        self._logs[tp] = created
+        return created
+
+    def delete_log(self, tp: TopicPartition) -> None:
+        removed = self._logs.pop(tp, None)
+        if removed is not None:
+            removed.delete()
+
+    # -- periodic work ----------------------------------------------------------------------
+
+    def flush_due_logs(self) -> int:
+        """Flush the logs whose flush.messages or flush.ms is due; returns how many were flushed."""
+        now = self._clock()
+        due = [each for each in self._logs.values() if each.flush_due(now)]
+        for each in due:
+            each.flush()
+        return len(due)
+
+    def cleanup_logs(self) -> int:
+        """Apply retention to every log; returns the number of segments deleted."""
+        return sum(each.delete_retained_segments() for each in list(self._logs.values()))
+
+    def checkpoint_recovery_points(self) -> None:
+        self._write_checkpoint(RECOVERY_POINT_CHECKPOINT, lambda each: each.recovery_point, self._logs.values())
+
+    def checkpoint_log_start_offsets(self) -> None:
+        """Only logs whose start moved past their first segment need an entry (as in Kafka)."""
+        moved = [each for each in self._logs.values() if each.log_start_offset > each.segments[0].base_offset]
+        self._write_checkpoint(LOG_START_OFFSET_CHECKPOINT, lambda each: each.log_start_offset, moved)
+
+    def checkpoint_high_watermarks(self) -> None:
+        self._write_checkpoint(REPLICATION_OFFSET_CHECKPOINT, lambda each: each.high_watermark, self._logs.values())
+
+    def _write_checkpoint(self, name: str, value: Callable[[Log], int], logs: Iterable[Log]) -> None:
+        per_dir: dict[Path, dict[TopicPartition, int]] = {d: {} for d in self.log_dirs}
+        for each in logs:
+            per_dir[each.dir.parent][each.tp] = value(each)
+        for log_dir, offsets in per_dir.items():
+            OffsetCheckpointFile(log_dir / name).write(offsets)

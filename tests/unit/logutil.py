@@ -1,0 +1,45 @@
+"""Helpers shared by the log tests: batches, a settable clock, and offsets read back from bytes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from broker.log.checkpoint import TopicPartition
+from broker.log.config import LogConfig
+from broker.log.log import Log
+from protocol.records import BatchBuilder, decode_records
+
+TP = TopicPartition("events", 0)
+
+
+class ManualClock:
+    """A millisecond clock that only moves when told to."""
+
+    def __init__(self, now_ms: int = 1_700_000_000_000) -> None:
+        self.now_ms = now_ms
+
+    def __call__(self) -> int:
+        return self.now_ms
+
+    def advance(self, ms: int) -> None:
+        self.now_ms += ms
+
+
+def batch(*values: bytes, timestamp: int = 1_700_000_000_000, key: bytes | None = None) -> bytes:
+    """One batch of records with the given values, all stamped ``timestamp`` (+1 ms per record)."""
+    builder = BatchBuilder()
+    for i, value in enumerate(values):
+        builder.append(value, key=key, timestamp=timestamp + i)
+    return builder.build()
+
+
+def values_of(data: bytes) -> list[bytes | None]:
+    return [record.value for record in decode_records(data)]
+
+
+def offsets_of(data: bytes) -> list[int]:
+    return [record.offset for record in decode_records(data)]
+
+
+def open_log(directory: Path, clock: ManualClock | None = None, **config: int) -> Log:
+    return Log(directory / f"{TP.topic}-{TP.partition}", TP, LogConfig(**config), clock=clock or ManualClock())

@@ -1,0 +1,1 @@
+"""Benchmarks that print figures (never run as tests)."""

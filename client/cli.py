@@ -27,12 +27,11 @@ def dump_log(paths: tuple[Path, ...], print_data: bool, as_json: bool) -> None:
     for path in paths:
         click.echo(f"Dumping {path}" if not as_json else json.dumps({"file": str(path)}))
         data = path.read_bytes()
-        position = 0
         try:
             for position, header in iter_batches(data):
                 _echo_batch(data, position, header.size_in_bytes, print_data, as_json)
         except RecordBatchError as e:
-            raise click.ClickException(f"{path}: invalid batch at position {position}: {e}") from None
+            raise click.ClickException(f"{path}: invalid batch: {e}") from None
         if not as_json:
             click.echo(f"{path.name}: {len(data)} bytes, base offset {int(path.stem) if path.stem.isdigit() else '?'}")
 

@@ -168,6 +168,15 @@ class Log:
     def size_in_bytes(self) -> int:
         return sum(segment.size for segment in self._segments)
 
+    def assign_epoch_start_offset(self, leader_epoch: int) -> None:
+        """Record that ``leader_epoch`` starts at the current LEO (a replica becoming leader)."""
+        self.epoch_cache.assign(leader_epoch, self.log_end_offset)
+
+    def end_offset_for_epoch(self, leader_epoch: int) -> tuple[int, int]:
+        """``(epoch, end offset)`` as OffsetsForLeaderEpoch answers: the largest epoch <= the one
+        asked for, and where it ends on this log (the LEO for the latest epoch)."""
+        return self.epoch_cache.end_offset_for(leader_epoch, self.log_end_offset)
+
     def update_high_watermark(self, offset: int) -> int:
         """Set the HW, bounded to [log start offset, log end offset]; returns the value set."""
         self.high_watermark = min(max(offset, self.log_start_offset), self.log_end_offset)

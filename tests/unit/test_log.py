@@ -388,3 +388,30 @@ def test_files_are_not_left_open_after_close(tmp_path):
     before = len(os.listdir("/proc/self/fd"))
     log.close()
     assert len(os.listdir("/proc/self/fd")) == before - 3 * len(log.segments)
+
+
+def test_epoch_start_offsets_and_end_offsets_for_epochs(tmp_path):
+    log = open_log(tmp_path)
+    log.assign_epoch_start_offset(0)
+    fill(log, 3, epoch=0)
+    log.assign_epoch_start_offset(2)
+    fill(log, 2, epoch=2)
+    log.assign_epoch_start_offset(5)
+    assert [(e.epoch, e.start_offset) for e in log.epoch_cache.entries] == [(0, 0), (2, 3), (5, 5)]
+    assert log.end_offset_for_epoch(0) == (0, 3)
+    assert log.end_offset_for_epoch(1) == (0, 3)
+    assert log.end_offset_for_epoch(2) == (2, 5)
+    assert log.end_offset_for_epoch(5) == (5, 5)
+    assert log.end_offset_for_epoch(6) == (-1, -1)
+
+
+def test_timestamp_lookup_starts_from_the_time_index(tmp_path):
+    log = open_log(tmp_path)
+    for i in range(200):
+        log.append_as_leader(batch(b"v" * 200, timestamp=10_000 + i), leader_epoch=0)
+    log.flush()
+    segment = log.active_segment
+    indexed_timestamp, indexed_offset = segment.time_index.entries()[-3]
+    with open(segment.log_path, "r+b") as f:
+        f.write(b"\xff" * 4096)  # never read: the time and offset indexes point past it
+    assert log.offset_for_timestamp(indexed_timestamp + 1) == (indexed_timestamp + 1, indexed_offset + 1)

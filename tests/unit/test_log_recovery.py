@@ -205,3 +205,25 @@ def test_leftover_temporary_files_are_removed(tmp_path):
     reopen(directory, recover=True)
     assert sorted(p.name for p in directory.iterdir()) == sorted(
         [f"{0:020d}.log", f"{0:020d}.index", f"{0:020d}.timeindex", LEADER_EPOCH_CHECKPOINT])
+
+
+def test_index_cut_at_every_position_still_serves_every_offset(tmp_path):
+    directory = tmp_path / "events-0"
+    written = write_log(directory, batches=40, index_interval_bytes=256)
+    expected_entries = written.segments[0].offset_index.entries()
+    expected_data = (directory / f"{0:020d}.log").read_bytes()
+    index_file = directory / f"{0:020d}.index"
+    raw = index_file.read_bytes()
+    for cut in range(len(raw)):
+        index_file.write_bytes(raw[:cut])
+        log = reopen(directory, recover=False, index_interval_bytes=256)
+        entries = log.segments[0].offset_index.entries()
+        if cut % 8:
+            assert entries == expected_entries, cut  # unreadable: rebuilt from the log
+        else:
+            assert entries == expected_entries[: cut // 8], cut  # shorter but sound: kept
+        assert log.read(0, 1 << 20) == expected_data
+        for offset, _position in expected_entries:
+            assert offsets_of(log.read(offset, 1))[-1] >= offset
+        log.close()
+        index_file.write_bytes(raw)

@@ -1,0 +1,157 @@
+"""Request handlers, one per RPC (Kafka's KafkaApis)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol
+
+from broker.metadata_cache import MetadataCache
+from broker.network import NO_RESPONSE, NoResponse, Request, Response
+from broker.replication.replica_manager import ReplicaManager
+from protocol.errors import ErrorCode
+from protocol.messages import (
+    ApiVersionsRequest,
+    ApiVersionsResponse,
+    CreatableTopicResult,
+    CreateTopicsRequest,
+    CreateTopicsResponse,
+    DescribeReplicasRequest,
+    DescribeReplicasResponse,
+    FetchRequest,
+    FollowerState,
+    LeaderAndIsrRequest,
+    ListOffsetsRequest,
+    MetadataRequest,
+    OffsetsForLeaderEpochRequest,
+    ProducePartitionResponse,
+    ProduceRequest,
+    ProduceResponse,
+    ReplicaState,
+    StopReplicaRequest,
+    Topic,
+    UpdateMetadataRequest,
+    UpdateMetadataResponse,
+    supported_api_versions,
+)
+
+log = logging.getLogger(__name__)
+
+Handled = Response | asyncio.Future[Response] | NoResponse
+VALID_ACKS = (-1, 0, 1)
+
+
+class TopicCreator(Protocol):
+    """The part of the controller the handlers use."""
+
+    @property
+    def is_active(self) -> bool: ...
+
+    async def create_topics(self, request: CreateTopicsRequest) -> CreateTopicsResponse: ...
+
+
+class KafkaApis:
+    """Dispatches each decoded request to its handler; every handler answers, none raises."""
+
+    def __init__(self, broker_id: int, replica_manager: ReplicaManager, metadata_cache: MetadataCache,
+                 controller: TopicCreator) -> None:
+        self.broker_id = broker_id
+        self.replica_manager = replica_manager
+        self.metadata_cache = metadata_cache
+        self.controller = controller
+        self._handlers: dict[type, Callable[[Any], Awaitable[Handled]]] = {
+            ApiVersionsRequest: self.handle_api_versions,
+            MetadataRequest: self.handle_metadata,
+            CreateTopicsRequest: self.handle_create_topics,
+            ProduceRequest: self.handle_produce,
+            FetchRequest: self.handle_fetch,
+            ListOffsetsRequest: self.handle_list_offsets,
+            OffsetsForLeaderEpochRequest: self.handle_offsets_for_leader_epoch,
+            LeaderAndIsrRequest: self.handle_leader_and_isr,
+            UpdateMetadataRequest: self.handle_update_metadata,
+            StopReplicaRequest: self.handle_stop_replica,
+            DescribeReplicasRequest: self.handle_describe_replicas,
+        }
+
+    async def handle(self, request: Request) -> Handled:
+        handler = self._handlers.get(type(request.body))
+        if handler is None:
+            return Response(None, ErrorCode.INVALID_REQUEST, f"{type(request.body).__name__} is not served here")
+        return await handler(request.body)
+
+    async def handle_api_versions(self, _body: ApiVersionsRequest) -> Handled:
+        return Response(ApiVersionsResponse(error_code=ErrorCode.NONE, api_keys=supported_api_versions()))
+
+    async def handle_metadata(self, body: MetadataRequest) -> Handled:
+        return Response(self.metadata_cache.metadata(body.topics))
+
+    async def handle_create_topics(self, body: CreateTopicsRequest) -> Handled:
+        if not self.controller.is_active:
+            return Response(CreateTopicsResponse(topics=[
+                CreatableTopicResult(name=t.name, error_code=ErrorCode.NOT_CONTROLLER,
+                                     error_message=f"broker {self.broker_id} is not the controller")
+                for t in body.topics]))
+        return Response(await self.controller.create_topics(body))
+
+    async def handle_produce(self, body: ProduceRequest) -> Handled:
+        if body.acks not in VALID_ACKS:
+            return Response(ProduceResponse(topics=[Topic(name=t.name, partitions=[
+                ProducePartitionResponse(partition=p.partition, error_code=ErrorCode.INVALID_REQUIRED_ACKS,
+                                         error_message=f"acks must be -1, 0 or 1, got {body.acks}", base_offset=-1)
+                for p in t.partitions]) for t in body.topics]))
+        result = self.replica_manager.append_records(body)
+        if body.acks == 0:
+            return NO_RESPONSE
+        return _respond(result)
+
+    async def handle_fetch(self, body: FetchRequest) -> Handled:
+        return _respond(self.replica_manager.fetch(body))
+
+    async def handle_list_offsets(self, body: ListOffsetsRequest) -> Handled:
+        return Response(self.replica_manager.list_offsets(body))
+
+    async def handle_offsets_for_leader_epoch(self, body: OffsetsForLeaderEpochRequest) -> Handled:
+        return Response(self.replica_manager.offsets_for_leader_epoch(body))
+
+    async def handle_leader_and_isr(self, body: LeaderAndIsrRequest) -> Handled:
+        return Response(await self.replica_manager.become_leader_or_follower(body))
+
+    async def handle_update_metadata(self, body: UpdateMetadataRequest) -> Handled:
+        if not self.metadata_cache.update(body):
+            log.warning("ignoring UpdateMetadata from controller %d with stale epoch %d", body.controller_id,
+                        body.controller_epoch)
+            return Response(UpdateMetadataResponse(error_code=ErrorCode.STALE_CONTROLLER_EPOCH))
+        return Response(UpdateMetadataResponse(error_code=ErrorCode.NONE))
+
+    async def handle_stop_replica(self, body: StopReplicaRequest) -> Handled:
+        return Response(self.replica_manager.stop_replicas(body))
+
+    async def handle_describe_replicas(self, body: DescribeReplicasRequest) -> Handled:
+        partitions = []
+        for partition in self.replica_manager.describe(body.topics):
+            partition_log = partition.log
+            partitions.append(ReplicaState(
+                topic=partition.tp.topic, partition=partition.tp.partition, role=partition.role.value,
+                leader=partition.leader_id, leader_epoch=partition.leader_epoch,
+                log_end_offset=partition_log.log_end_offset, high_watermark=partition_log.high_watermark,
+                log_start_offset=partition_log.log_start_offset, isr=sorted(partition.isr),
+                followers=[FollowerState(broker_id=r.broker_id, log_end_offset=r.log_end_offset,
+                                         last_caught_up_time_ms=r.last_caught_up_time_ms,
+                                         last_fetch_time_ms=r.last_fetch_time_ms)
+                           for r in partition.remote_replicas.values()]))
+        return Response(DescribeReplicasResponse(broker_id=self.broker_id, partitions=partitions))
+
+
+def _respond(result: object) -> Response | asyncio.Future[Response]:
+    """Wrap a body, or a future body from a purgatory, as the network layer's Response."""
+    if not isinstance(result, asyncio.Future):
+        return Response(result)
+    wrapped: asyncio.Future[Response] = asyncio.get_running_loop().create_future()
+
+    def done(future: asyncio.Future) -> None:
+        if not wrapped.done():
+            wrapped.set_result(Response(future.result()))
+
+    result.add_done_callback(done)
+    return wrapped

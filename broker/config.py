@@ -1,0 +1,196 @@
+"""Broker configuration: a Kafka-style server.properties plus overrides, with Kafka's names and defaults."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from broker.log.config import LogConfig, LogConfigError
+from broker.network import NetworkConfig
+
+log = logging.getLogger(__name__)
+
+TRUNCATION_MODES = ("leader-epoch", "high-watermark")
+
+
+class ConfigError(ValueError):
+    """A missing, unknown-valued or malformed broker property."""
+
+
+def parse_properties(text: str) -> dict[str, str]:
+    """Java-properties style ``key=value`` (or ``key: value``) lines; ``#`` and ``!`` start comments."""
+    props: dict[str, str] = {}
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = raw.strip()
+        if not line or line[0] in "#!":
+            continue
+        separators = [i for i in (line.find("="), line.find(":")) if i > 0]
+        if not separators:
+            raise ConfigError(f"line {number}: expected key=value, got {raw!r}")
+        at = min(separators)
+        props[line[:at].strip()] = line[at + 1:].strip()
+    return props
+
+
+def parse_overrides(overrides: Iterable[str]) -> dict[str, str]:
+    """``["key=value", ...]`` as given on a command line."""
+    parsed: dict[str, str] = {}
+    for item in overrides:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"override {item!r} is not KEY=VALUE")
+        parsed[key.strip()] = value.strip()
+    return parsed
+
+
+@dataclass(frozen=True)
+class BrokerConfig:
+    """Everything a broker reads from server.properties (Kafka's property names, minikafka's types)."""
+
+    broker_id: int
+    host: str
+    port: int
+    log_dirs: list[Path]
+    zookeeper_connect: str
+    zookeeper_chroot: str = "/minikafka"
+    zookeeper_session_timeout_ms: int = 18000
+    replica_lag_time_max_ms: int = 30000
+    replica_fetch_wait_max_ms: int = 500
+    replica_fetch_min_bytes: int = 1
+    replica_fetch_max_bytes: int = 1024 * 1024
+    replica_fetch_response_max_bytes: int = 10 * 1024 * 1024
+    replica_fetch_backoff_ms: int = 1000
+    replica_socket_timeout_ms: int = 30000
+    num_replica_fetchers: int = 1
+    replica_high_watermark_checkpoint_interval_ms: int = 5000
+    log_flush_offset_checkpoint_interval_ms: int = 60000
+    log_flush_start_offset_checkpoint_interval_ms: int = 60000
+    log_retention_check_interval_ms: int = 300000
+    log_flush_scheduler_interval_ms: int = 1000
+    controller_socket_timeout_ms: int = 30000
+    controlled_shutdown_enable: bool = True
+    controlled_shutdown_max_retries: int = 3
+    controlled_shutdown_retry_backoff_ms: int = 5000
+    auto_leader_rebalance_enable: bool = True
+    leader_imbalance_check_interval_seconds: int = 300
+    default_replication_factor: int = 1
+    num_partitions: int = 1
+    replication_truncation_mode: str = "leader-epoch"
+    network: NetworkConfig = field(default_factory=lambda: NetworkConfig(host="127.0.0.1", port=9092))
+    log: LogConfig = field(default_factory=LogConfig)
+
+    @classmethod
+    def from_file(cls, path: Path, overrides: Iterable[str] = ()) -> BrokerConfig:
+        try:
+            props = parse_properties(path.read_text())
+        except ConfigError as e:
+            raise ConfigError(f"{path}: {e}") from None
+        props.update(parse_overrides(overrides))
+        return cls.from_properties(props)
+
+    @classmethod
+    def from_properties(cls, props: Mapping[str, str]) -> BrokerConfig:
+        reader = _Reader(props)
+        host, port = _parse_listener(reader.text("listeners", "PLAINTEXT://127.0.0.1:9092"))
+        connect = reader.required("zookeeper.connect")
+        hosts, slash, chroot = connect.partition("/")
+        log_dirs = reader.text("log.dirs", reader.text("log.dir", "/tmp/minikafka-logs"))
+        mode = reader.text("replication.truncation.mode", "leader-epoch")
+        if mode not in TRUNCATION_MODES:
+            raise ConfigError(f"replication.truncation.mode must be one of {', '.join(TRUNCATION_MODES)}, got {mode!r}")
+        try:
+            log_config = LogConfig.from_broker_properties(props)
+        except LogConfigError as e:
+            raise ConfigError(str(e)) from None
+        network = NetworkConfig(
+            host=host, port=port,
+            num_network_threads=reader.integer("num.network.threads", 3),
+            num_io_threads=reader.integer("num.io.threads", 8),
+            queued_max_requests=reader.integer("queued.max.requests", 500),
+            socket_request_max_bytes=reader.integer("socket.request.max.bytes", 104857600),
+            connections_max_idle_ms=reader.integer("connections.max.idle.ms", 600000),
+        )
+        config = cls(
+            broker_id=reader.integer("broker.id", None),
+            host=host,
+            port=port,
+            log_dirs=[Path(d.strip()) for d in log_dirs.split(",") if d.strip()],
+            zookeeper_connect=hosts,
+            zookeeper_chroot="/" + chroot.strip("/") if slash and chroot.strip("/") else "/minikafka",
+            zookeeper_session_timeout_ms=reader.integer("zookeeper.session.timeout.ms", 18000),
+            replica_lag_time_max_ms=reader.integer("replica.lag.time.max.ms", 30000),
+            replica_fetch_wait_max_ms=reader.integer("replica.fetch.wait.max.ms", 500),
+            replica_fetch_min_bytes=reader.integer("replica.fetch.min.bytes", 1),
+            replica_fetch_max_bytes=reader.integer("replica.fetch.max.bytes", 1024 * 1024),
+            replica_fetch_response_max_bytes=reader.integer("replica.fetch.response.max.bytes", 10 * 1024 * 1024),
+            replica_fetch_backoff_ms=reader.integer("replica.fetch.backoff.ms", 1000),
+            replica_socket_timeout_ms=reader.integer("replica.socket.timeout.ms", 30000),
+            num_replica_fetchers=reader.integer("num.replica.fetchers", 1),
+            replica_high_watermark_checkpoint_interval_ms=reader.integer(
+                "replica.high.watermark.checkpoint.interval.ms", 5000),
+            log_flush_offset_checkpoint_interval_ms=reader.integer("log.flush.offset.checkpoint.interval.ms", 60000),
+            log_flush_start_offset_checkpoint_interval_ms=reader.integer(
+                "log.flush.start.offset.checkpoint.interval.ms", 60000),
+            log_retention_check_interval_ms=reader.integer("log.retention.check.interval.ms", 300000),
+            log_flush_scheduler_interval_ms=reader.integer("log.flush.scheduler.interval.ms", 1000),
+            controller_socket_timeout_ms=reader.integer("controller.socket.timeout.ms", 30000),
+            controlled_shutdown_enable=reader.boolean("controlled.shutdown.enable", True),
+            controlled_shutdown_max_retries=reader.integer("controlled.shutdown.max.retries", 3),
+            controlled_shutdown_retry_backoff_ms=reader.integer("controlled.shutdown.retry.backoff.ms", 5000),
+            auto_leader_rebalance_enable=reader.boolean("auto.leader.rebalance.enable", True),
+            leader_imbalance_check_interval_seconds=reader.integer("leader.imbalance.check.interval.seconds", 300),
+            default_replication_factor=reader.integer("default.replication.factor", 1),
+            num_partitions=reader.integer("num.partitions", 1),
+            replication_truncation_mode=mode,
+            network=network,
+            log=log_config,
+        )
+        if config.replica_fetch_wait_max_ms >= config.replica_lag_time_max_ms:
+            log.warning("replica.fetch.wait.max.ms (%d) should be less than replica.lag.time.max.ms (%d)",
+                        config.replica_fetch_wait_max_ms, config.replica_lag_time_max_ms)
+        return config
+
+
+class _Reader:
+    def __init__(self, props: Mapping[str, str]) -> None:
+        self._props = props
+
+    def text(self, key: str, default: str) -> str:
+        return self._props.get(key, default)
+
+    def required(self, key: str) -> str:
+        value = self._props.get(key, "").strip()
+        if not value:
+            raise ConfigError(f"{key} is required")
+        return value
+
+    def integer(self, key: str, default: int | None) -> int:
+        raw = self._props.get(key)
+        if raw is None:
+            if default is None:
+                raise ConfigError(f"{key} is required")
+            return default
+        try:
+            return int(raw)
+        except ValueError:
+            raise ConfigError(f"{key} must be an integer, got {raw!r}") from None
+
+    def boolean(self, key: str, default: bool) -> bool:
+        raw = self._props.get(key)
+        if raw is None:
+            return default
+        if raw.lower() not in ("true", "false"):
+            raise ConfigError(f"{key} must be true or false, got {raw!r}")
+        return raw.lower() == "true"
+
+
+def _parse_listener(listeners: str) -> tuple[str, int]:
+    """``PLAINTEXT://127.0.0.1:9092`` -> (host, port). One listener is supported."""
+    first = listeners.split(",")[0].strip()
+    _scheme, sep, address = first.rpartition("://")
+    host, colon, port = (address if sep else first).rpartition(":")
+    if not colon or not port.isdigit():
+        raise ConfigError(f"listeners must look like PLAINTEXT://host:port, got {listeners!r}")
+    return host or "127.0.0.1", int(port)

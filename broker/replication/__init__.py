@@ -1,0 +1,1 @@
+"""Replication: partition rules, replica manager, fetchers and delayed operations."""

@@ -1,0 +1,442 @@
+"""The partitions this broker hosts: becoming leader or follower, the produce and fetch paths, and
+the periodic work (HW checkpoints, flushes, retention)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Iterable
+from typing import TypeVar
+
+from broker.config import BrokerConfig
+from broker.log.checkpoint import TopicPartition
+from broker.log.config import LogConfig, LogConfigError
+from broker.log.log import Clock, Log, LogError, OffsetOutOfRangeError, RecordTooLargeError
+from broker.log.manager import LogManager
+from broker.replication.delayed import DelayedFetch, DelayedProduce, PendingProduce, build_produce_response
+from broker.replication.partition import Partition, PartitionState, Role
+from broker.replication.purgatory import Purgatory
+from protocol.errors import ErrorCode, KafkaError
+from protocol.messages import (
+    CONSUMER_REPLICA_ID,
+    EARLIEST_TIMESTAMP,
+    LATEST_TIMESTAMP,
+    FetchPartitionResponse,
+    FetchRequest,
+    FetchResponse,
+    LeaderAndIsrRequest,
+    LeaderAndIsrResponse,
+    ListOffsetsPartitionResponse,
+    ListOffsetsRequest,
+    ListOffsetsResponse,
+    OffsetForLeaderPartitionResult,
+    OffsetForLeaderTopic,
+    OffsetsForLeaderEpochRequest,
+    OffsetsForLeaderEpochResponse,
+    PartitionError,
+    ProducePartitionResponse,
+    ProduceRequest,
+    ProduceResponse,
+    StopReplicaRequest,
+    StopReplicaResponse,
+    Topic,
+)
+from protocol.records import RecordBatchError
+
+log = logging.getLogger(__name__)
+state_change_log = logging.getLogger("state.change")
+
+TopicConfigSource = Callable[[str], Awaitable[dict[str, str]]]
+T = TypeVar("T")
+
+
+def error_code_of(error: Exception) -> ErrorCode:
+    """Kafka's error code for an exception raised on the produce or fetch path."""
+    if isinstance(error, KafkaError):
+        return error.code
+    if isinstance(error, RecordTooLargeError):
+        return ErrorCode.MESSAGE_TOO_LARGE
+    if isinstance(error, RecordBatchError):
+        return ErrorCode.CORRUPT_MESSAGE
+    if isinstance(error, OffsetOutOfRangeError):
+        return ErrorCode.OFFSET_OUT_OF_RANGE
+    if isinstance(error, OSError):
+        return ErrorCode.KAFKA_STORAGE_ERROR
+    return ErrorCode.UNKNOWN_SERVER_ERROR
+
+
+class ReplicaManager:
+    """Hosts this broker's partitions and applies the controller's decisions to them."""
+
+    def __init__(self, config: BrokerConfig, log_manager: LogManager, topic_config: TopicConfigSource,
+                 clock: Clock) -> None:
+        self.config = config
+        self.broker_id = config.broker_id
+        self.log_manager = log_manager
+        self._topic_config = topic_config
+        self._clock = clock
+        self.partitions: dict[TopicPartition, Partition] = {}
+        self.controller_epoch = 0
+        self.produce_purgatory = Purgatory("produce")
+        self.fetch_purgatory = Purgatory("fetch")
+        #: Called with (partition, leader id) for partitions that became followers, and with the
+        #: partitions that stopped following; set by the fetcher manager.
+        self.on_follow: Callable[[dict[TopicPartition, int], dict[int, tuple[str, int]]], None] = lambda _p, _l: None
+        self.on_stop_following: Callable[[Iterable[TopicPartition]], None] = lambda _tps: None
+        self._flushing: dict[TopicPartition, asyncio.Task] = {}
+        self._tasks: list[asyncio.Task] = []
+
+    # -- lookups ----------------------------------------------------------------------------
+
+    def partition(self, tp: TopicPartition) -> Partition | None:
+        return self.partitions.get(tp)
+
+    def _leader_partition(self, tp: TopicPartition, current_leader_epoch: int) -> Partition:
+        partition = self.partitions.get(tp)
+        if partition is None:
+            raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"{tp} is not hosted on broker {self.broker_id}")
+        partition.check_leader_epoch(current_leader_epoch)
+        return partition
+
+    # -- LeaderAndIsr and StopReplica -------------------------------------------------------
+
+    async def become_leader_or_follower(self, request: LeaderAndIsrRequest) -> LeaderAndIsrResponse:
+        """Apply a LeaderAndIsr request: fence stale controllers and stale leader epochs, then make each
+        partition leader or follower and move the fetchers."""
+        if request.controller_epoch < self.controller_epoch:
+            log.warning("ignoring LeaderAndIsr from controller %d with stale epoch %d (current %d)",
+                        request.controller_id, request.controller_epoch, self.controller_epoch)
+            return LeaderAndIsrResponse(error_code=ErrorCode.STALE_CONTROLLER_EPOCH, partition_errors=[])
+        self.controller_epoch = request.controller_epoch
+        errors: list[PartitionError] = []
+        followed: dict[TopicPartition, int] = {}
+        changed: list[TopicPartition] = []
+        for state in request.partition_states:
+            tp = TopicPartition(state.topic, state.partition)
+            code = await self._apply_partition_state(tp, state, request, followed)
+            errors.append(PartitionError(topic=state.topic, partition=state.partition, error_code=code))
+            if code is ErrorCode.NONE:
+                changed.append(tp)
+        leaders = {tp for tp in changed if tp not in followed}
+        self.on_stop_following(leaders)
+        endpoints = {leader.broker_id: (leader.host, leader.port) for leader in request.live_leaders}
+        if followed:
+            self.on_follow(followed, endpoints)
+        for tp in changed:
+            self._wake(tp)
+        return LeaderAndIsrResponse(error_code=ErrorCode.NONE, partition_errors=errors)
+
+    async def _apply_partition_state(self, tp: TopicPartition, state, request: LeaderAndIsrRequest,
+                                     followed: dict[TopicPartition, int]) -> ErrorCode:
+        partition = self.partitions.get(tp)
+        if partition is not None and state.leader_epoch <= partition.leader_epoch:
+            state_change_log.info(
+                "broker %d ignored %s state from controller %d epoch %d: leader epoch %d is not newer than %d",
+                self.broker_id, tp, request.controller_id, request.controller_epoch, state.leader_epoch,
+                partition.leader_epoch)
+            return ErrorCode.STALE_CONTROLLER_EPOCH
+        if self.broker_id not in state.replicas:
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        if partition is None:
+            try:
+                partition = await self._create_partition(tp)
+            except (LogConfigError, OSError, LogError) as e:
+                log.error("cannot create the log of %s: %s", tp, e)
+                return ErrorCode.KAFKA_STORAGE_ERROR
+        new_state = PartitionState(leader=state.leader, leader_epoch=state.leader_epoch, isr=tuple(state.isr),
+                                   replicas=tuple(state.replicas), zk_version=state.zk_version,
+                                   controller_epoch=state.controller_epoch)
+        if state.leader == self.broker_id:
+            partition.make_leader(new_state)
+        else:
+            partition.make_follower(new_state)
+            followed[tp] = state.leader
+        state_change_log.info(
+            "broker %d became %s of %s: leader=%d leader_epoch=%d isr=%s controller_epoch=%d (LeaderAndIsr from "
+            "controller %d)", self.broker_id, partition.role.value, tp, state.leader, state.leader_epoch,
+            list(state.isr), request.controller_epoch, request.controller_id)
+        return ErrorCode.NONE
+
+    async def _create_partition(self, tp: TopicPartition) -> Partition:
+        overrides = await self._topic_config(tp.topic)
+        config: LogConfig = self.config.log.with_topic_overrides(overrides)
+        existing = self.log_manager.get_log(tp)
+        if existing is not None:
+            existing.config = config
+        partition_log = existing or self.log_manager.get_or_create_log(tp, config)
+        partition = Partition(tp, self.broker_id, partition_log, self._clock,
+                              replica_lag_time_max_ms=self.config.replica_lag_time_max_ms,
+                              min_insync_replicas=config.min_insync_replicas)
+        self.partitions[tp] = partition
+        return partition
+
+    def stop_replicas(self, request: StopReplicaRequest) -> StopReplicaResponse:
+        """Stop replicating partitions (and delete their logs when asked)."""
+        if request.controller_epoch < self.controller_epoch:
+            return StopReplicaResponse(error_code=ErrorCode.STALE_CONTROLLER_EPOCH, partition_errors=[])
+        self.controller_epoch = request.controller_epoch
+        tps = [TopicPartition(p.topic, p.partition) for p in request.partitions]
+        self.on_stop_following(tps)
+        errors = []
+        for stop in request.partitions:
+            tp = TopicPartition(stop.topic, stop.partition)
+            partition = self.partitions.pop(tp, None)
+            if partition is not None:
+                partition.role = Role.NONE
+                self._wake(tp)
+            if stop.delete_partition:
+                self.log_manager.delete_log(tp)
+            errors.append(PartitionError(topic=stop.topic, partition=stop.partition, error_code=ErrorCode.NONE))
+        return StopReplicaResponse(error_code=ErrorCode.NONE, partition_errors=errors)
+
+    # -- produce ----------------------------------------------------------------------------
+
+    def append_records(self, request: ProduceRequest) -> ProduceResponse | asyncio.Future[ProduceResponse]:
+        """Append to each partition as leader. acks=0/1 answer now; acks=all (-1) waits in the produce
+        purgatory until the HW passes every batch or the request's timeout."""
+        order: list[TopicPartition] = []
+        responses: dict[TopicPartition, ProducePartitionResponse] = {}
+        pending: dict[TopicPartition, PendingProduce] = {}
+        for topic in request.topics:
+            for data in topic.partitions:
+                tp = TopicPartition(topic.name, data.partition)
+                order.append(tp)
+                response = ProducePartitionResponse(partition=data.partition, error_code=ErrorCode.NONE,
+                                                    base_offset=-1)
+                responses[tp] = response
+                try:
+                    partition = self._leader_partition(tp, data.current_leader_epoch)
+                    info = partition.append_records_to_leader(data.records, request.acks)
+                except Exception as e:
+                    response.error_code = error_code_of(e)
+                    response.error_message = str(e)
+                    if response.error_code is ErrorCode.UNKNOWN_SERVER_ERROR:
+                        log.exception("append to %s failed", tp)
+                    continue
+                response.base_offset = info.first_offset
+                response.log_start_offset = partition.log.log_start_offset
+                if info.flush_needed:
+                    self.schedule_flush(partition.log)
+                self.fetch_purgatory.check_and_complete(tp)
+                if request.acks == -1:
+                    pending[tp] = PendingProduce(response, info.last_offset + 1)
+                    self.produce_purgatory.check_and_complete(tp)
+        if not pending:
+            return build_produce_response(order, responses)
+        for tp, response in responses.items():
+            if tp not in pending:
+                pending[tp] = PendingProduce(response, 0, decided=True)
+        operation = DelayedProduce(request.timeout_ms, pending, self.partition, order)
+        return self.produce_purgatory.try_complete_else_watch(operation, [tp for tp, p in pending.items()
+                                                                          if not p.decided])
+
+    # -- fetch ------------------------------------------------------------------------------
+
+    def fetch(self, request: FetchRequest) -> FetchResponse | asyncio.Future[FetchResponse]:
+        """Serve a fetch. A follower's fetch offset is its LEO on the leader (which may move the HW);
+        followers read up to the LEO, consumers up to the HW. Without enough data it waits up to
+        max_wait_ms in the fetch purgatory."""
+        from_follower = request.replica_id >= 0
+        offsets: dict[TopicPartition, tuple[int, int]] = {}
+        for topic in request.topics:
+            for wanted in topic.partitions:
+                tp = TopicPartition(topic.name, wanted.partition)
+                offsets[tp] = (wanted.fetch_offset, wanted.current_leader_epoch)
+                if from_follower:
+                    self._record_follower_fetch(tp, request.replica_id, wanted.fetch_offset,
+                                                wanted.log_start_offset, wanted.current_leader_epoch)
+        limits = {TopicPartition(t.name, p.partition): p.partition_max_bytes for t in request.topics
+                  for p in t.partitions}
+
+        def respond() -> FetchResponse:
+            return self._read_for_fetch(request, offsets, limits, from_follower)
+
+        immediate = respond()
+        read_bytes = sum(len(p.records) for t in immediate.topics for p in t.partitions)
+        has_error = any(p.error_code != ErrorCode.NONE for t in immediate.topics for p in t.partitions)
+        if request.max_wait_ms <= 0 or read_bytes >= request.min_bytes or has_error or not offsets:
+            return immediate
+        operation = DelayedFetch(request.max_wait_ms, offsets,
+                                 lambda wanted: self._fetch_ready(wanted, from_follower, request.min_bytes), respond)
+        return self.fetch_purgatory.try_complete_else_watch(operation, offsets)
+
+    def _record_follower_fetch(self, tp: TopicPartition, follower: int, fetch_offset: int, log_start: int,
+                               epoch: int) -> None:
+        partition = self.partitions.get(tp)
+        if partition is None or not partition.is_leader or (0 <= epoch != partition.leader_epoch):
+            return  # the read reports the error
+        if fetch_offset > partition.log.log_end_offset or follower not in partition.remote_replicas:
+            return
+        if partition.update_follower_fetch_state(follower, fetch_offset, log_start):
+            self._wake(tp)
+
+    def _read_for_fetch(self, request: FetchRequest, offsets: dict[TopicPartition, tuple[int, int]],
+                        limits: dict[TopicPartition, int], from_follower: bool) -> FetchResponse:
+        budget = request.max_bytes
+        topics: dict[str, list[FetchPartitionResponse]] = {}
+        for tp, (fetch_offset, epoch) in offsets.items():
+            response = FetchPartitionResponse(partition=tp.partition, error_code=ErrorCode.NONE, high_watermark=-1,
+                                              records=b"")
+            topics.setdefault(tp.topic, []).append(response)
+            try:
+                partition = self._leader_partition(tp, epoch)
+                result = partition.read(fetch_offset, max(1, min(limits[tp], budget)),
+                                        up_to_high_watermark=not from_follower)
+            except Exception as e:
+                response.error_code = error_code_of(e)
+                if response.error_code is ErrorCode.UNKNOWN_SERVER_ERROR:
+                    log.exception("fetch from %s failed", tp)
+                continue
+            response.records = result.records
+            response.high_watermark = result.high_watermark
+            response.last_stable_offset = result.high_watermark
+            response.log_start_offset = result.log_start_offset
+            budget = max(0, budget - len(result.records))
+        return FetchResponse(error_code=ErrorCode.NONE,
+                             topics=[Topic(name=name, partitions=parts) for name, parts in topics.items()])
+
+    def _fetch_ready(self, wanted: dict[TopicPartition, tuple[int, int]], from_follower: bool, min_bytes: int) -> bool:
+        """Whether a parked fetch can be answered: new data past a fetch offset, or a leadership change."""
+        new_data = False
+        for tp, (fetch_offset, epoch) in wanted.items():
+            partition = self.partitions.get(tp)
+            if partition is None or not partition.is_leader or (0 <= epoch != partition.leader_epoch):
+                return True
+            end = partition.log.log_end_offset if from_follower else partition.log.high_watermark
+            if end > fetch_offset:
+                new_data = True
+        return new_data and (min_bytes <= 1 or self._available_bytes(wanted, from_follower) >= min_bytes)
+
+    def _available_bytes(self, wanted: dict[TopicPartition, tuple[int, int]], from_follower: bool) -> int:
+        total = 0
+        for tp, (fetch_offset, _epoch) in wanted.items():
+            partition = self.partitions[tp]
+            total += len(partition.read(fetch_offset, 1 << 20, up_to_high_watermark=not from_follower).records)
+        return total
+
+    # -- offsets ----------------------------------------------------------------------------
+
+    def list_offsets(self, request: ListOffsetsRequest) -> ListOffsetsResponse:
+        """Earliest (log start), latest (HW for consumers, LEO for replicas) or by timestamp, on the leader."""
+        topics = []
+        for topic in request.topics:
+            parts = []
+            for asked in topic.partitions:
+                tp = TopicPartition(topic.name, asked.partition)
+                response = ListOffsetsPartitionResponse(partition=asked.partition, error_code=ErrorCode.NONE)
+                parts.append(response)
+                try:
+                    partition = self._leader_partition(tp, asked.current_leader_epoch)
+                except KafkaError as e:
+                    response.error_code = e.code
+                    continue
+                partition_log = partition.log
+                response.leader_epoch = partition.leader_epoch
+                if asked.timestamp == EARLIEST_TIMESTAMP:
+                    response.offset = partition_log.log_start_offset
+                elif asked.timestamp == LATEST_TIMESTAMP:
+                    response.offset = (partition_log.high_watermark if request.replica_id == CONSUMER_REPLICA_ID
+                                       else partition_log.log_end_offset)
+                else:
+                    found = partition_log.offset_for_timestamp(asked.timestamp)
+                    if found is not None and found[1] < partition_log.high_watermark:
+                        response.timestamp, response.offset = found
+            topics.append(Topic(name=topic.name, partitions=parts))
+        return ListOffsetsResponse(topics=topics)
+
+    def offsets_for_leader_epoch(self, request: OffsetsForLeaderEpochRequest) -> OffsetsForLeaderEpochResponse:
+        """Where each asked epoch ends on the leader's log (the largest epoch <= the one asked)."""
+        topics = []
+        for topic in request.topics:
+            parts = []
+            for asked in topic.partitions:
+                tp = TopicPartition(topic.topic, asked.partition)
+                try:
+                    partition = self._leader_partition(tp, asked.current_leader_epoch)
+                except KafkaError as e:
+                    parts.append(OffsetForLeaderPartitionResult(error_code=e.code, partition=asked.partition,
+                                                                end_offset=-1))
+                    continue
+                epoch, end_offset = partition.log.end_offset_for_epoch(asked.leader_epoch)
+                parts.append(OffsetForLeaderPartitionResult(error_code=ErrorCode.NONE, partition=asked.partition,
+                                                            leader_epoch=epoch, end_offset=end_offset))
+            topics.append(OffsetForLeaderTopic(topic=topic.topic, partitions=parts))
+        return OffsetsForLeaderEpochResponse(topics=topics)
+
+    # -- waking parked requests -------------------------------------------------------------
+
+    def _wake(self, tp: TopicPartition) -> None:
+        """Let parked produces and fetches on ``tp`` re-check (its HW, data or leadership changed)."""
+        self.produce_purgatory.check_and_complete(tp)
+        self.fetch_purgatory.check_and_complete(tp)
+
+    def on_follower_append(self, partition: Partition, flush_needed: bool) -> None:
+        """Called by the fetcher after it appended to a follower replica."""
+        if flush_needed:
+            self.schedule_flush(partition.log)
+
+    # -- background work --------------------------------------------------------------------
+
+    def schedule_flush(self, partition_log: Log) -> None:
+        """fsync a log on a worker thread, never on the event loop; one flush per log at a time."""
+        tp = partition_log.tp
+        if tp in self._flushing:
+            return
+
+        async def flush() -> None:
+            try:
+                await asyncio.to_thread(partition_log.flush)
+            except OSError as e:
+                log.error("flushing %s failed: %s", tp, e)
+            finally:
+                self._flushing.pop(tp, None)
+
+        self._flushing[tp] = asyncio.get_running_loop().create_task(flush())
+
+    def start(self) -> None:
+        """Start the periodic tasks, as Kafka schedules them."""
+        config = self.config
+        loop = asyncio.get_running_loop()
+        manager = self.log_manager
+        self._tasks += [
+            loop.create_task(self._every(config.replica_high_watermark_checkpoint_interval_ms,
+                                         manager.checkpoint_high_watermarks, blocking=True)),
+            loop.create_task(self._every(config.log_flush_offset_checkpoint_interval_ms,
+                                         manager.checkpoint_recovery_points, blocking=True)),
+            loop.create_task(self._every(config.log_flush_start_offset_checkpoint_interval_ms,
+                                         manager.checkpoint_log_start_offsets, blocking=True)),
+            loop.create_task(self._every(config.log_flush_scheduler_interval_ms, self._flush_due_logs)),
+            loop.create_task(self._every(config.log_retention_check_interval_ms, manager.cleanup_logs)),
+        ]
+
+    def _flush_due_logs(self) -> None:
+        now = self._clock()
+        for partition_log in list(self.log_manager.logs.values()):
+            if partition_log.flush_due(now):
+                self.schedule_flush(partition_log)
+
+    async def _every(self, interval_ms: int, work: Callable[[], object], blocking: bool = False) -> None:
+        while True:
+            await asyncio.sleep(interval_ms / 1000)
+            try:
+                if blocking:
+                    await asyncio.to_thread(work)
+                else:
+                    work()
+            except Exception:
+                log.exception("periodic task %s failed", getattr(work, "__name__", work))
+
+    async def shutdown(self) -> None:
+        """Stop periodic work, answer every parked request, wait for flushes."""
+        self.produce_purgatory.complete_all()
+        self.fetch_purgatory.complete_all()
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, *self._flushing.values(), return_exceptions=True)
+        self._tasks.clear()
+
+    # -- description ------------------------------------------------------------------------
+
+    def describe(self, topics: list[str] | None) -> list[Partition]:
+        wanted = None if topics is None else set(topics)
+        return [p for tp, p in sorted(self.partitions.items()) if wanted is None or tp.topic in wanted]

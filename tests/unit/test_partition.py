@@ -1,0 +1,173 @@
+"""The pure partition rules: the seeds' HW/LEO walk-through, acks=all completion, ISR decisions, fencing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from broker.log.checkpoint import TopicPartition
+from broker.log.config import LogConfig
+from broker.log.log import Log
+from broker.replication.partition import Partition, PartitionState, Role
+from protocol.errors import ErrorCode, KafkaError
+from tests.unit.logutil import ManualClock, batch, values_of
+
+TP = TopicPartition("seed", 0)
+LEADER, FOLLOWER = 0, 1
+
+
+def replica(tmp_path: Path, broker_id: int, clock: ManualClock, **settings: int) -> Partition:
+    log = Log(tmp_path / f"broker-{broker_id}" / "seed-0", TP, LogConfig(), clock=clock)
+    return Partition(TP, broker_id, log, clock, **settings)
+
+
+def fetch(leader: Partition, follower: Partition) -> None:
+    """One FETCH round trip: the follower asks from its LEO; the leader records that offset as the
+    follower's remote LEO, then answers with records and its HW; the follower appends."""
+    fetch_offset = follower.log.log_end_offset
+    leader.update_follower_fetch_state(follower.local_broker_id, fetch_offset, follower.log.log_start_offset)
+    result = leader.read(fetch_offset, 1 << 20, up_to_high_watermark=False)
+    follower.append_records_to_follower(result.records, result.high_watermark, result.log_start_offset)
+
+
+def two_replicas(tmp_path: Path, clock: ManualClock, **settings: int) -> tuple[Partition, Partition]:
+    state = PartitionState(leader=LEADER, leader_epoch=0, isr=(LEADER, FOLLOWER), replicas=(LEADER, FOLLOWER))
+    leader, follower = replica(tmp_path, LEADER, clock, **settings), replica(tmp_path, FOLLOWER, clock, **settings)
+    leader.make_leader(state)
+    follower.make_follower(state)
+    return leader, follower
+
+
+def snapshot(leader: Partition, follower: Partition) -> dict[str, int]:
+    return {
+        "leader LEO": leader.log.log_end_offset, "leader HW": leader.log.high_watermark,
+        "remote LEO": leader.remote_replicas[FOLLOWER].log_end_offset,
+        "follower LEO": follower.log.log_end_offset, "follower HW": follower.log.high_watermark,
+    }
+
+
+def test_the_seeds_two_replica_walk_through(tmp_path):
+    clock = ManualClock()
+    leader, follower = two_replicas(tmp_path, clock)
+    assert snapshot(leader, follower) == {
+        "leader LEO": 0, "leader HW": 0, "remote LEO": 0, "follower LEO": 0, "follower HW": 0}
+
+    leader.append_records_to_leader(batch(b"m1"), required_acks=-1)  # PRODUCE
+    assert snapshot(leader, follower) == {
+        "leader LEO": 1, "leader HW": 0, "remote LEO": 0, "follower LEO": 0, "follower HW": 0}
+
+    fetch(leader, follower)  # first FETCH: offset 0; the record travels, the HW does not yet
+    assert snapshot(leader, follower) == {
+        "leader LEO": 1, "leader HW": 0, "remote LEO": 0, "follower LEO": 1, "follower HW": 0}
+
+    fetch(leader, follower)  # second FETCH: offset 1 tells the leader the follower has the record
+    assert snapshot(leader, follower) == {
+        "leader LEO": 1, "leader HW": 1, "remote LEO": 1, "follower LEO": 1, "follower HW": 1}
+    assert values_of(follower.log.read(0, 1000)) == [b"m1"]
+
+
+def test_consumers_read_below_the_high_watermark_followers_up_to_the_leo(tmp_path):
+    clock = ManualClock()
+    leader, follower = two_replicas(tmp_path, clock)
+    leader.append_records_to_leader(batch(b"a"), required_acks=1)
+    leader.append_records_to_leader(batch(b"b"), required_acks=1)
+    assert leader.read(0, 1 << 20, up_to_high_watermark=True).records == b""
+    assert values_of(leader.read(0, 1 << 20, up_to_high_watermark=False).records) == [b"a", b"b"]
+    fetch(leader, follower)
+    fetch(leader, follower)
+    assert values_of(leader.read(0, 1 << 20, up_to_high_watermark=True).records) == [b"a", b"b"]
+
+
+def test_acks_all_completes_when_the_high_watermark_passes_the_batch(tmp_path):
+    clock = ManualClock()
+    leader, follower = two_replicas(tmp_path, clock)
+    info = leader.append_records_to_leader(batch(b"x", b"y"), required_acks=-1)
+    required = info.last_offset + 1
+    assert leader.produce_completion(required) is None
+    fetch(leader, follower)
+    assert leader.produce_completion(required) is None
+    fetch(leader, follower)
+    assert leader.produce_completion(required) is ErrorCode.NONE
+
+
+def test_a_single_replica_isr_commits_at_once(tmp_path):
+    clock = ManualClock()
+    alone = replica(tmp_path, LEADER, clock)
+    alone.make_leader(PartitionState(leader=LEADER, leader_epoch=0, isr=(LEADER,), replicas=(LEADER,)))
+    info = alone.append_records_to_leader(batch(b"x"), required_acks=-1)
+    assert alone.log.high_watermark == 1 and alone.produce_completion(info.last_offset + 1) is ErrorCode.NONE
+
+
+def test_min_insync_replicas_refuses_acks_all_and_holds_the_high_watermark(tmp_path):
+    clock = ManualClock()
+    leader = replica(tmp_path, LEADER, clock, min_insync_replicas=2)
+    leader.make_leader(PartitionState(leader=LEADER, leader_epoch=0, isr=(LEADER,), replicas=(LEADER, FOLLOWER)))
+    with pytest.raises(KafkaError) as refused:
+        leader.append_records_to_leader(batch(b"x"), required_acks=-1)
+    assert refused.value.code is ErrorCode.NOT_ENOUGH_REPLICAS
+    leader.append_records_to_leader(batch(b"x"), required_acks=1)
+    assert leader.log.high_watermark == 0  # ISR below min.insync.replicas: the HW stays
+
+
+def test_min_insync_replicas_is_capped_at_the_replica_count(tmp_path):
+    clock = ManualClock()
+    leader = replica(tmp_path, LEADER, clock, min_insync_replicas=3)
+    leader.make_leader(PartitionState(leader=LEADER, leader_epoch=0, isr=(LEADER,), replicas=(LEADER,)))
+    assert leader.effective_min_isr == 1
+    leader.append_records_to_leader(batch(b"x"), required_acks=-1)
+
+
+def test_isr_shrink_takes_the_stuck_follower_and_keeps_the_idle_caught_up_one(tmp_path):
+    clock = ManualClock()
+    state = PartitionState(leader=LEADER, leader_epoch=0, isr=(0, 1, 2), replicas=(0, 1, 2))
+    leader = replica(tmp_path, 0, clock, replica_lag_time_max_ms=1000)
+    leader.make_leader(state)
+    leader.append_records_to_leader(batch(b"x"), required_acks=1)
+    leader.update_follower_fetch_state(1, 1, 0)  # broker 1 fetched up to the LEO
+    leader.update_follower_fetch_state(2, 0, 0)  # broker 2 is behind
+    clock.advance(1500)  # nothing is produced: broker 1 is idle but was caught up at its last fetch
+    leader.update_follower_fetch_state(1, 1, 0)
+    assert leader.out_of_sync_replicas() == {2}
+
+
+def test_a_follower_below_the_current_epoch_start_does_not_rejoin(tmp_path):
+    clock = ManualClock()
+    leader = replica(tmp_path, LEADER, clock)
+    leader.make_leader(PartitionState(leader=LEADER, leader_epoch=0, isr=(LEADER,), replicas=(LEADER, FOLLOWER)))
+    for value in (b"a", b"b", b"c"):
+        leader.append_records_to_leader(batch(value), required_acks=1)
+    leader.make_leader(PartitionState(leader=LEADER, leader_epoch=1, isr=(LEADER,), replicas=(LEADER, FOLLOWER)))
+    assert leader.leader_epoch_start_offset == 3
+    leader.log.update_high_watermark(2)
+    leader.update_follower_fetch_state(FOLLOWER, 2, 0)
+    assert not leader.is_follower_in_sync(FOLLOWER)  # LEO 2 reaches the HW but not the epoch start (3)
+    leader.update_follower_fetch_state(FOLLOWER, 3, 0)
+    assert leader.followers_to_add() == {FOLLOWER}
+
+
+def test_leader_epoch_fencing(tmp_path):
+    clock = ManualClock()
+    leader, follower = two_replicas(tmp_path, clock)
+    leader.make_leader(PartitionState(leader=LEADER, leader_epoch=3, isr=(0, 1), replicas=(0, 1)))
+    leader.check_leader_epoch(3)
+    leader.check_leader_epoch(-1)
+    for asked, code in ((2, ErrorCode.FENCED_LEADER_EPOCH), (4, ErrorCode.UNKNOWN_LEADER_EPOCH)):
+        with pytest.raises(KafkaError) as fenced:
+            leader.check_leader_epoch(asked)
+        assert fenced.value.code is code
+    with pytest.raises(KafkaError) as not_leader:
+        follower.append_records_to_leader(batch(b"x"), required_acks=1)
+    assert not_leader.value.code is ErrorCode.NOT_LEADER_OR_FOLLOWER
+    assert follower.role is Role.FOLLOWER
+
+
+def test_a_new_leader_stamps_its_epoch_at_its_leo(tmp_path):
+    clock = ManualClock()
+    leader, follower = two_replicas(tmp_path, clock)
+    leader.append_records_to_leader(batch(b"a", b"b"), required_acks=1)
+    fetch(leader, follower)
+    follower.make_leader(PartitionState(leader=FOLLOWER, leader_epoch=1, isr=(FOLLOWER,), replicas=(0, 1)))
+    assert [(e.epoch, e.start_offset) for e in follower.log.epoch_cache.entries] == [(0, 0), (1, 2)]
+    follower.append_records_to_leader(batch(b"c"), required_acks=1)
+    assert follower.log.read(2, 100) and follower.log.end_offset_for_epoch(0) == (0, 2)

@@ -2,6 +2,7 @@
 
 Appends ``--size-mb`` of 16 KiB batches (100-byte records) to a minikafka log, fsyncs, reads it
 all back, and in the same run writes the same bytes to a plain file with ``os.write`` and fsyncs.
+A warm-up write comes first; runs alternate which of the two writes goes first.
 Each run prints MB/s for raw writes, log appends and log reads, and the ratio append/raw; the
 last line gives the medians over ``--runs`` runs.
 
@@ -76,12 +77,22 @@ def _next_offset(chunk: bytes) -> int:
     return last.next_offset
 
 
-def one_run(work: Path, data: bytes, count: int) -> dict[str, float]:
-    """MB/s of one run: raw and log, write-only and with the final fsync, and the read-back."""
+def one_run(work: Path, data: bytes, count: int, log_first: bool) -> dict[str, float]:
+    """MB/s of one run: raw and log, write-only and with the final fsync, and the read-back.
+    Runs alternate which of the two writes first, so neither always gets the warmer page cache."""
     megabytes = len(data) * count / 1e6
-    raw_only, raw_total = raw_write(work / "raw.bin", data, count)
-    (work / "raw.bin").unlink()
-    append_only, append_total, log = log_append(work / "bench-0", data, count)
+
+    def raw() -> tuple[float, float]:
+        timings = raw_write(work / "raw.bin", data, count)
+        (work / "raw.bin").unlink()
+        return timings
+
+    if log_first:
+        append_only, append_total, log = log_append(work / "bench-0", data, count)
+        raw_only, raw_total = raw()
+    else:
+        raw_only, raw_total = raw()
+        append_only, append_total, log = log_append(work / "bench-0", data, count)
     read_seconds, read_bytes = log_read(log)
     assert read_bytes == len(data) * count
     log.close()
@@ -108,8 +119,10 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="minikafka-bench-", dir=args.dir))
     results: list[dict[str, float]] = []
     try:
+        raw_write(work / "warm-up.bin", data, count)  # the first touch of fresh memory is slow on a VM
+        (work / "warm-up.bin").unlink()
         for run in range(1, args.runs + 1):
-            results.append(one_run(work, data, count))
+            results.append(one_run(work, data, count, log_first=run % 2 == 0))
             print(f"run {run}: {describe(results[-1])}", flush=True)
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -226,17 +226,34 @@ class Log:
         """Write batches to the active segment, rolling first whenever the next batch would not fit,
         so that replicas that append the same batches get the same segment files."""
         now = self._clock()
-        view = memoryview(data)
-        rolled = False
+        last_position, last = batches[-1]
+        end = last_position + last.batch_length + LOG_OVERHEAD
+        last_offset = last.base_offset + last.last_offset_delta
+        if len(batches) == 1:
+            records, max_timestamp = last.record_count, last.max_timestamp
+        else:
+            records = sum(header.record_count for _position, header in batches)
+            max_timestamp = max(header.max_timestamp for _position, header in batches)
+        segment = self._segments[-1]
+        # One check for the whole append: if no batch of it would roll a non-empty segment, write it at once.
+        if (segment.size == 0 and len(batches) > 1) or segment.should_roll(end, last_offset, max_timestamp, now):
+            segments_before = len(self._segments)
+            self._append_rolling(memoryview(data), batches, now)
+            rolled = len(self._segments) > segments_before
+        else:
+            segment.append(data if end == len(data) else memoryview(data)[:end], batches)
+            rolled = False
+        self._unflushed_messages += records
+        return AppendInfo(batches[0][1].base_offset, last_offset, max_timestamp, len(batches), end, rolled,
+                          rolled or self._unflushed_messages >= self.config.flush_messages)
+
+    def _append_rolling(self, view: memoryview, batches: list[tuple[int, BatchHeader]], now: int) -> None:
+        """Append batch by batch runs, rolling before each batch that would not fit."""
         run_start = 0
         run: list[tuple[int, BatchHeader]] = []
-        records = 0
-        max_timestamp = -1
         for position, header in batches:
             size = header.batch_length + LOG_OVERHEAD
             last_offset = header.base_offset + header.last_offset_delta
-            records += header.record_count
-            max_timestamp = max(max_timestamp, header.max_timestamp)
             segment = self._segments[-1]
             if segment.should_roll(position + size - run_start, last_offset, header.max_timestamp, now):
                 if run:
@@ -244,14 +261,9 @@ class Log:
                     run, run_start = [], position
                 if segment.should_roll(size, last_offset, header.max_timestamp, now):
                     self._roll(header.base_offset, now)
-                    rolled = True
             run.append((position - run_start, header))
-        first, last = batches[0], batches[-1]
-        end = last[0] + last[1].batch_length + LOG_OVERHEAD
-        self.active_segment.append(view[run_start:end], run)
-        self._unflushed_messages += records
-        return AppendInfo(first[1].base_offset, last[1].last_offset, max_timestamp, len(batches), end - first[0],
-                          rolled, rolled or self._unflushed_messages >= self.config.flush_messages)
+        last_position, last = batches[-1]
+        self._segments[-1].append(view[run_start:last_position + last.batch_length + LOG_OVERHEAD], run)
 
     def _roll(self, base_offset: int, now: int) -> None:
         self.active_segment.on_become_inactive()

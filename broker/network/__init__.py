@@ -1,0 +1,27 @@
+"""The broker's network layer: acceptor, processors, bounded request channel, handler tasks, ordered responses."""
+
+from broker.network.config import NetworkConfig
+from broker.network.request import (
+    NO_RESPONSE,
+    HandlerResult,
+    NoResponse,
+    Request,
+    RequestHandler,
+    Response,
+    ResponseResult,
+)
+from broker.network.server import SocketServer
+from broker.network.stats import NetworkStats
+
+__all__ = [
+    "NO_RESPONSE",
+    "HandlerResult",
+    "NetworkConfig",
+    "NetworkStats",
+    "NoResponse",
+    "Request",
+    "RequestHandler",
+    "Response",
+    "ResponseResult",
+    "SocketServer",
+]

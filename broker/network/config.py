@@ -1,0 +1,30 @@
+"""The network layer's settings, named after Kafka's broker properties."""
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class NetworkConfig:
+    """listeners host/port, num.network.threads, num.io.threads, queued.max.requests,
+    socket.request.max.bytes and connections.max.idle.ms, with Kafka's defaults."""
+
+    host: str = "127.0.0.1"
+    port: int = 9092  # 0 picks a free port
+    num_network_threads: int = 3
+    num_io_threads: int = 8
+    queued_max_requests: int = 500
+    socket_request_max_bytes: int = 104857600
+    connections_max_idle_ms: int = 600000
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.port <= 65535:
+            raise ValueError(f"port must be 0..65535, got {self.port}")
+        for name in (
+            "num_network_threads",
+            "num_io_threads",
+            "queued_max_requests",
+            "socket_request_max_bytes",
+            "connections_max_idle_ms",
+        ):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")

@@ -1,0 +1,45 @@
+"""What the network layer hands to request handlers, and what they give back."""
+
+import asyncio
+import enum
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Final, TypeAlias
+
+from protocol.errors import ErrorCode
+from protocol.messages import RequestHeader
+
+
+@dataclass(slots=True)
+class Request:
+    """A decoded request as read from one connection."""
+
+    header: RequestHeader
+    body: object  # the decoded request message
+    connection_id: str  # "<peer host>:<peer port>-<N>", for logs
+    size: int  # bytes of the frame, length prefix included
+
+
+@dataclass(slots=True)
+class Response:
+    """A handler's answer; body is None only for a request-level error."""
+
+    body: object | None
+    error_code: ErrorCode = ErrorCode.NONE
+    error_message: str | None = None
+
+
+class NoResponse(enum.Enum):
+    """The type of NO_RESPONSE."""
+
+    NO_RESPONSE = "NO_RESPONSE"
+
+
+NO_RESPONSE: Final = NoResponse.NO_RESPONSE
+"""Returned for an acks=0 produce: nothing is written back, later responses keep their order."""
+
+ResponseResult: TypeAlias = Response | NoResponse
+HandlerResult: TypeAlias = ResponseResult | asyncio.Future[ResponseResult]
+RequestHandler: TypeAlias = Callable[[Request], Awaitable[HandlerResult]]
+"""Does the immediate work of a request. A delayed operation returns a future that completes later; the
+handler task does not wait for it."""

@@ -1,0 +1,456 @@
+"""`ZkClient`: a kazoo session bridged into asyncio. The only module that imports kazoo.
+
+kazoo runs its own threads. Requests use kazoo's ``*_async`` calls, whose completions are handed to
+the event loop with ``call_soon_threadsafe``; the few blocking calls (connect, close, setting up a
+watch) run in ``asyncio.to_thread``. Watch and session-state callbacks arrive on kazoo's threads and
+are forwarded to the loop the same way: every callback given to this module runs on the loop thread,
+and nothing here touches an asyncio object from another thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import enum
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from kazoo import exceptions as kz
+from kazoo.client import KazooClient, KazooState
+from kazoo.handlers.threading import KazooTimeoutError
+from kazoo.interfaces import IAsyncResult
+from kazoo.protocol.states import ZnodeStat as KazooStat
+from kazoo.recipe.watchers import ChildrenWatch, DataWatch
+
+from controller import zkdata
+
+log = logging.getLogger("controller.zk")
+
+MATCH_ANY_VERSION = -1
+
+
+class ZkError(Exception):
+    """A ZooKeeper operation failed. `op_index` names the failing operation of a multi."""
+
+    def __init__(self, message: str, op_index: int | None = None) -> None:
+        super().__init__(message)
+        self.op_index = op_index
+
+
+class NodeExistsError(ZkError):
+    """The znode to create exists already."""
+
+
+class NoNodeError(ZkError):
+    """The znode (or the parent of the znode to create) does not exist."""
+
+
+class BadVersionError(ZkError):
+    """A conditional write or version check found another znode version."""
+
+
+class NotEmptyError(ZkError):
+    """The znode to delete has children."""
+
+
+class ZkSessionError(ZkError):
+    """No usable session: not connected, connection lost during the call, session expired, or client closed."""
+
+
+class BrokerIdInUseError(ZkError):
+    """Another live session holds the registration of this broker id."""
+
+
+_ERRORS: tuple[tuple[type[Exception], type[ZkError]], ...] = (
+    (kz.NodeExistsError, NodeExistsError),
+    (kz.NoNodeError, NoNodeError),
+    (kz.BadVersionError, BadVersionError),
+    (kz.NotEmptyError, NotEmptyError),
+    (kz.ConnectionLoss, ZkSessionError),
+    (kz.SessionExpiredError, ZkSessionError),
+    (kz.ConnectionClosedError, ZkSessionError),
+    (KazooTimeoutError, ZkSessionError),
+)
+
+
+def _translate(error: BaseException, what: str, op_index: int | None = None) -> BaseException:
+    for kazoo_type, ours in _ERRORS:
+        if isinstance(error, kazoo_type):
+            return ours(f"{what}: {type(error).__name__}", op_index)
+    if isinstance(error, kz.KazooException):
+        return ZkError(f"{what}: {type(error).__name__} {error}", op_index)
+    return error
+
+
+@dataclass(frozen=True, slots=True)
+class ZnodeStat:
+    """A znode's metadata: versions, creating transaction (czxid) and ephemeral owner (0 if persistent)."""
+
+    czxid: int
+    mzxid: int
+    ctime_ms: int
+    mtime_ms: int
+    version: int
+    cversion: int
+    ephemeral_owner: int
+    data_length: int
+    num_children: int
+
+    @classmethod
+    def _from_kazoo(cls, stat: KazooStat) -> ZnodeStat:
+        return cls(
+            czxid=stat.czxid,
+            mzxid=stat.mzxid,
+            ctime_ms=stat.ctime,
+            mtime_ms=stat.mtime,
+            version=stat.version,
+            cversion=stat.cversion,
+            ephemeral_owner=stat.ephemeralOwner,
+            data_length=stat.dataLength,
+            num_children=stat.numChildren,
+        )
+
+
+class ZkState(enum.Enum):
+    """Session events. NEW_SESSION: connected again after the previous session expired (ephemeral
+    znodes of the old session are gone)."""
+
+    CONNECTED = "connected"
+    SUSPENDED = "suspended"
+    LOST = "lost"
+    NEW_SESSION = "new-session"
+
+
+# Operations of a multi (an atomic transaction).
+@dataclass(frozen=True, slots=True)
+class CheckOp:
+    path: str
+    version: int
+
+
+@dataclass(frozen=True, slots=True)
+class CreateOp:
+    path: str
+    data: bytes = b""
+    ephemeral: bool = False
+    sequence: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class SetOp:
+    path: str
+    data: bytes
+    version: int = MATCH_ANY_VERSION
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteOp:
+    path: str
+    version: int = MATCH_ANY_VERSION
+
+
+Op = CheckOp | CreateOp | SetOp | DeleteOp
+OpResult = str | ZnodeStat | None  # created path, new stat of a set, nothing for check and delete
+
+
+class Watch:
+    """A persistent watch; cancel() stops its callbacks."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.cancelled = False
+
+    def cancel(self) -> None:
+        self.cancelled = True
+
+
+class ZkClient:
+    """An asyncio ZooKeeper session under a chroot (created if missing)."""
+
+    def __init__(self, connect: str, chroot: str = "/minikafka", session_timeout_ms: int = 18000) -> None:
+        self.connect = connect
+        self.chroot = "/" + chroot.strip("/") if chroot.strip("/") else ""
+        self.session_timeout_ms = session_timeout_ms
+        self._client: KazooClient | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._state_listeners: list[Callable[[ZkState], None]] = []
+        self._session_id: int | None = None  # written on kazoo's connection thread only
+
+    # -- session --------------------------------------------------------------------------------
+
+    async def start(self, timeout_s: float = 15.0) -> None:
+        """Connect (creating the chroot path first if needed); raises ZkSessionError on timeout."""
+        self._loop = asyncio.get_running_loop()
+        if self.chroot:
+            root = self._new_kazoo(self.connect)
+            try:
+                await self._blocking(root.start, timeout_s, what=f"connect to {self.connect}")
+                await self._blocking(root.ensure_path, self.chroot, what=f"create {self.chroot}")
+            finally:
+                await asyncio.to_thread(root.stop)
+                root.close()
+        client = self._new_kazoo(self.connect + self.chroot)
+        client.add_listener(self._on_kazoo_state)
+        self._client = client
+        try:
+            await self._blocking(client.start, timeout_s, what=f"connect to {self.connect}{self.chroot}")
+        except ZkError:
+            self._client = None  # kazoo has stopped itself
+            raise
+
+    async def close(self) -> None:
+        """End the session (its ephemeral znodes go at once) and stop kazoo's threads."""
+        client, self._client = self._client, None
+        if client is None:
+            return
+        client.remove_listener(self._on_kazoo_state)
+        await asyncio.to_thread(client.stop)
+        client.close()
+
+    @property
+    def session_id(self) -> int | None:
+        """The current session's id, None before start and after close."""
+        client_id = self._client.client_id if self._client is not None else None
+        return client_id[0] if client_id else None
+
+    @property
+    def connected(self) -> bool:
+        return self._client is not None and self._client.connected
+
+    def add_state_listener(self, callback: Callable[[ZkState], None]) -> None:
+        """Call `callback(state)` on the loop for every session event."""
+        self._state_listeners.append(callback)
+
+    def remove_state_listener(self, callback: Callable[[ZkState], None]) -> None:
+        if callback in self._state_listeners:
+            self._state_listeners.remove(callback)
+
+    # -- requests -------------------------------------------------------------------------------
+
+    async def create(
+        self, path: str, data: bytes = b"", ephemeral: bool = False, sequence: bool = False, makepath: bool = False
+    ) -> str:
+        """Create a znode; returns its path (with the sequence suffix for a sequential znode)."""
+        client = self._require()
+        return await self._await(
+            client.create_async(path, data, ephemeral=ephemeral, sequence=sequence, makepath=makepath),
+            f"create {path}",
+        )
+
+    async def get(self, path: str) -> tuple[bytes, ZnodeStat]:
+        data, stat = await self._await(self._require().get_async(path), f"get {path}")
+        return data, ZnodeStat._from_kazoo(stat)
+
+    async def get_or_none(self, path: str) -> tuple[bytes, ZnodeStat] | None:
+        try:
+            return await self.get(path)
+        except NoNodeError:
+            return None
+
+    async def set(self, path: str, data: bytes, version: int = MATCH_ANY_VERSION) -> ZnodeStat:
+        stat = await self._await(self._require().set_async(path, data, version), f"set {path}")
+        return ZnodeStat._from_kazoo(stat)
+
+    async def delete(self, path: str, version: int = MATCH_ANY_VERSION, recursive: bool = False) -> None:
+        client = self._require()
+        if recursive:
+            await self._blocking(client.delete, path, version, True, what=f"delete {path}")
+        else:
+            await self._await(client.delete_async(path, version), f"delete {path}")
+
+    async def exists(self, path: str) -> ZnodeStat | None:
+        stat = await self._await(self._require().exists_async(path), f"exists {path}")
+        return ZnodeStat._from_kazoo(stat) if stat is not None else None
+
+    async def get_children(self, path: str) -> list[str]:
+        return sorted(await self._await(self._require().get_children_async(path), f"get children of {path}"))
+
+    async def ensure_path(self, path: str) -> None:
+        """Create `path` and its missing parents (persistent, empty)."""
+        await self._await(self._require().ensure_path_async(path), f"ensure {path}")
+
+    async def multi(self, ops: Sequence[Op]) -> list[OpResult]:
+        """Apply `ops` atomically: all or none. On failure raises the failing operation's error, with
+        `op_index` set to its position."""
+        transaction = self._require().transaction()
+        for op in ops:
+            match op:
+                case CheckOp(path, version):
+                    transaction.check(path, version)
+                case CreateOp(path, data, ephemeral, sequence):
+                    transaction.create(path, data, ephemeral=ephemeral, sequence=sequence)
+                case SetOp(path, data, version):
+                    transaction.set_data(path, data, version)
+                case DeleteOp(path, version):
+                    transaction.delete(path, version)
+        results = await self._await(transaction.commit_async(), "multi")
+        for index, result in enumerate(results):
+            if isinstance(result, Exception) and not isinstance(result, kz.RolledBackError | kz.RuntimeInconsistency):
+                raise _translate(result, f"multi: {ops[index]}", index)
+        return [_op_result(result) for result in results]
+
+    # -- watches --------------------------------------------------------------------------------
+
+    async def watch_children(self, path: str, callback: Callable[[list[str]], None]) -> Watch:
+        """Call `callback(children)` on the loop now and whenever the children of `path` (which must
+        exist) change, across reconnections, until the watch is cancelled."""
+        if await self.exists(path) is None:
+            raise NoNodeError(f"watch children of {path}: no such znode")
+        watch = Watch(path)
+
+        def on_children(children: list[str]) -> bool | None:  # kazoo thread
+            if watch.cancelled:
+                return False
+            self._post(self._fire, watch, callback, sorted(children))
+            return None
+
+        await self._blocking(ChildrenWatch, self._require(), path, on_children, what=f"watch {path}")
+        return watch
+
+    async def watch_data(self, path: str, callback: Callable[[bytes | None, ZnodeStat | None], None]) -> Watch:
+        """Call `callback(data, stat)` on the loop now and whenever `path` is created, changed or
+        deleted (data and stat None while it does not exist), until the watch is cancelled."""
+        watch = Watch(path)
+
+        def on_data(data: bytes | None, stat: KazooStat | None, event: Any = None) -> bool | None:  # kazoo thread
+            if watch.cancelled:
+                return False
+            ours = ZnodeStat._from_kazoo(stat) if stat is not None else None
+            self._post(self._fire, watch, callback, data if stat is not None else None, ours)
+            return None
+
+        await self._blocking(DataWatch, self._require(), path, on_data, what=f"watch {path}")
+        return watch
+
+    async def watch_exists(self, path: str, callback: Callable[[ZnodeStat | None], None]) -> Watch:
+        """Like watch_data, for callers that only care whether (and which version of) `path` exists."""
+        return await self.watch_data(path, lambda _data, stat: callback(stat))
+
+    # -- plumbing -------------------------------------------------------------------------------
+
+    def _new_kazoo(self, hosts: str) -> KazooClient:
+        return KazooClient(
+            hosts=hosts,
+            timeout=self.session_timeout_ms / 1000,
+            connection_retry={"max_tries": -1, "delay": 0.05, "backoff": 2, "max_delay": 1.0},
+            logger=logging.getLogger("controller.zk.kazoo"),
+        )
+
+    def _require(self) -> KazooClient:
+        if self._client is None:
+            raise ZkSessionError("the ZooKeeper client is not started")
+        return self._client
+
+    async def _blocking(self, fn: Callable[..., Any], *args: Any, what: str) -> Any:
+        try:
+            return await asyncio.to_thread(fn, *args)
+        except Exception as e:
+            raise _translate(e, what) from None
+
+    async def _await(self, result: IAsyncResult, what: str) -> Any:
+        """The value of a kazoo async result, delivered on the loop."""
+        future = asyncio.get_running_loop().create_future()
+
+        def completed(done: IAsyncResult) -> None:  # kazoo thread
+            try:
+                value, error = done.get(block=False), None
+            except Exception as e:
+                value, error = None, e
+            self._post(_settle, future, value, error)
+
+        result.rawlink(completed)
+        try:
+            return await future
+        except Exception as e:
+            raise _translate(e, what) from None
+
+    def _post(self, fn: Callable[..., None], *args: Any) -> None:
+        """Run fn(*args) on the loop; called from kazoo's threads."""
+        with contextlib.suppress(RuntimeError):  # the loop is closed: nobody is left to tell
+            self._loop.call_soon_threadsafe(fn, *args)  # type: ignore[union-attr]
+
+    @staticmethod
+    def _fire(watch: Watch, callback: Callable[..., None], *args: Any) -> None:
+        if watch.cancelled:
+            return
+        try:
+            callback(*args)
+        except Exception:
+            log.exception("ZooKeeper watch callback for %s failed", watch.path)
+
+    def _on_kazoo_state(self, state: str) -> None:  # kazoo's connection thread
+        if state == KazooState.CONNECTED:
+            client_id = self._client.client_id if self._client is not None else None
+            session_id = client_id[0] if client_id else None
+            renewed = self._session_id is not None and session_id != self._session_id
+            self._session_id = session_id
+            event = ZkState.NEW_SESSION if renewed else ZkState.CONNECTED
+        else:
+            event = ZkState.SUSPENDED if state == KazooState.SUSPENDED else ZkState.LOST
+        self._post(self._dispatch_state, event)
+
+    def _dispatch_state(self, event: ZkState) -> None:
+        log.info("ZooKeeper session %s: %s", self.connect + self.chroot, event.value)
+        for callback in list(self._state_listeners):
+            try:
+                callback(event)
+            except Exception:
+                log.exception("ZooKeeper state listener failed on %s", event.value)
+
+
+def _settle(future: asyncio.Future[Any], value: Any, error: BaseException | None) -> None:
+    if future.done():
+        return
+    if error is not None:
+        future.set_exception(error)
+    else:
+        future.set_result(value)
+
+
+def _op_result(result: Any) -> OpResult:
+    if isinstance(result, str):
+        return result
+    if isinstance(result, KazooStat):
+        return ZnodeStat._from_kazoo(result)
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# Broker-side helpers
+
+
+async def ensure_top_level_paths(zk: ZkClient) -> None:
+    """Create the persistent paths every broker and the controller rely on (Kafka's createTopLevelPaths)."""
+    for path in zkdata.TOP_LEVEL_PATHS:
+        await zk.ensure_path(path)
+
+
+async def register_broker(
+    zk: ZkClient, broker_id: int, host: str, port: int, *, rack: str | None = None, wait_ms: int = 0
+) -> int:
+    """Register this broker: the ephemeral /brokers/ids/<id> of this session. Returns the broker epoch
+    (the registration's czxid).
+
+    A registration left by this same session counts as ours. One held by another live session is
+    waited out for up to `wait_ms` (a killed broker's znode stays until its session times out), then
+    refused with BrokerIdInUseError."""
+    await ensure_top_level_paths(zk)
+    path = zkdata.broker_path(broker_id)
+    deadline = time.monotonic() + wait_ms / 1000
+    while True:
+        with contextlib.suppress(NodeExistsError):
+            await zk.create(path, zkdata.encode_broker(host, port, int(time.time() * 1000), rack), ephemeral=True)
+        stat = await zk.exists(path)
+        if stat is not None and stat.ephemeral_owner == zk.session_id:
+            log.info("Registered broker %d at %s:%d, broker epoch %d", broker_id, host, port, stat.czxid)
+            return stat.czxid
+        if stat is not None and time.monotonic() >= deadline:
+            raise BrokerIdInUseError(
+                f"broker.id {broker_id} is already registered at {path} by another live ZooKeeper session "
+                f"(0x{stat.ephemeral_owner:x}): another broker runs with this id, or a killed one's session "
+                "has not timed out yet"
+            )
+        await asyncio.sleep(0.1)

@@ -1,0 +1,259 @@
+"""ZooKeeper paths and znode contents, in Apache Kafka's layout and JSON formats (ZooKeeper mode).
+
+Paths are relative to the client's chroot. JSON is written compactly, as Kafka's Jackson does. Pure: json only.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+CONTROLLER_PATH = "/controller"
+CONTROLLER_EPOCH_PATH = "/controller_epoch"
+BROKER_IDS_PATH = "/brokers/ids"
+TOPICS_PATH = "/brokers/topics"
+CONFIG_TOPICS_PATH = "/config/topics"
+CONFIG_CHANGES_PATH = "/config/changes"
+DELETE_TOPICS_PATH = "/admin/delete_topics"
+ISR_CHANGE_NOTIFICATION_PATH = "/isr_change_notification"
+ISR_CHANGE_PREFIX = "isr_change_"
+
+# Persistent paths every broker makes sure of at start-up (Kafka's createTopLevelPaths).
+TOP_LEVEL_PATHS = (
+    BROKER_IDS_PATH,
+    TOPICS_PATH,
+    CONFIG_TOPICS_PATH,
+    CONFIG_CHANGES_PATH,
+    DELETE_TOPICS_PATH,
+    ISR_CHANGE_NOTIFICATION_PATH,
+)
+
+INITIAL_CONTROLLER_EPOCH = 0  # /controller_epoch is created with 0; the first controller's epoch is 1
+
+
+class ZkDataError(ValueError):
+    """A znode whose contents do not follow the expected format."""
+
+
+def broker_path(broker_id: int) -> str:
+    return f"{BROKER_IDS_PATH}/{broker_id}"
+
+
+def topic_path(topic: str) -> str:
+    return f"{TOPICS_PATH}/{topic}"
+
+
+def topic_partitions_path(topic: str) -> str:
+    return f"{topic_path(topic)}/partitions"
+
+
+def topic_partition_path(topic: str, partition: int) -> str:
+    return f"{topic_partitions_path(topic)}/{partition}"
+
+
+def partition_state_path(topic: str, partition: int) -> str:
+    return f"{topic_partition_path(topic, partition)}/state"
+
+
+def topic_config_path(topic: str) -> str:
+    return f"{CONFIG_TOPICS_PATH}/{topic}"
+
+
+def isr_change_sequence_path() -> str:
+    """The prefix to create a sequential ISR change notification under."""
+    return f"{ISR_CHANGE_NOTIFICATION_PATH}/{ISR_CHANGE_PREFIX}"
+
+
+def _dump(value: Mapping[str, Any]) -> bytes:
+    return json.dumps(value, separators=(",", ":")).encode()
+
+
+def _load(data: bytes, what: str) -> dict[str, Any]:
+    try:
+        value = json.loads(data)
+    except (ValueError, UnicodeDecodeError) as e:
+        raise ZkDataError(f"{what} is not JSON: {e}") from None
+    if not isinstance(value, dict):
+        raise ZkDataError(f"{what} is not a JSON object: {data!r}")
+    return value
+
+
+def _field(obj: Mapping[str, Any], key: str, kind: type, what: str) -> Any:
+    value = obj.get(key)
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        raise ZkDataError(f"{what}: {key!r} is missing or not {kind.__name__}: {obj!r}")
+    return value
+
+
+def _int_list(value: Any, what: str) -> list[int]:
+    if not isinstance(value, list) or not all(isinstance(x, int) and not isinstance(x, bool) for x in value):
+        raise ZkDataError(f"{what}: expected a list of ints, got {value!r}")
+    return value
+
+
+# ---------------------------------------------------------------------------------------------
+# /brokers/ids/<id> (ephemeral)
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerInfo:
+    """A registered broker: where to reach it, and its epoch (the czxid of its registration znode, KIP-380)."""
+
+    id: int
+    host: str
+    port: int
+    epoch: int = -1
+    rack: str | None = None
+
+
+def encode_broker(host: str, port: int, timestamp_ms: int, rack: str | None = None) -> bytes:
+    """Kafka's version 5 broker registration with one PLAINTEXT listener (rack only when set, as Kafka)."""
+    value: dict[str, Any] = {
+        "version": 5,
+        "host": host,
+        "port": port,
+        "endpoints": [f"PLAINTEXT://{host}:{port}"],
+        "listener_security_protocol_map": {"PLAINTEXT": "PLAINTEXT"},
+        "jmx_port": -1,
+        "timestamp": str(timestamp_ms),
+        "features": {},
+    }
+    if rack is not None:
+        value["rack"] = rack
+    return _dump(value)
+
+
+def decode_broker(broker_id: int, data: bytes, epoch: int = -1) -> BrokerInfo:
+    """A broker registration; the address is the PLAINTEXT endpoint, else the top-level host and port."""
+    what = f"broker {broker_id} registration"
+    value = _load(data, what)
+    host, port = value.get("host"), value.get("port")
+    for endpoint in value.get("endpoints") or ():
+        listener, _, address = str(endpoint).partition("://")
+        if listener == "PLAINTEXT":
+            host, _, port_text = address.rpartition(":")
+            port = int(port_text) if port_text.isdigit() else None
+            break
+    if not isinstance(host, str) or not host or not isinstance(port, int) or isinstance(port, bool):
+        raise ZkDataError(f"{what} has no PLAINTEXT endpoint: {value!r}")
+    rack = value.get("rack")
+    return BrokerInfo(id=broker_id, host=host, port=port, epoch=epoch, rack=rack if isinstance(rack, str) else None)
+
+
+# ---------------------------------------------------------------------------------------------
+# /brokers/topics/<topic>
+
+
+def encode_topic_assignment(assignment: Mapping[int, Iterable[int]]) -> bytes:
+    """A topic's replica assignment (version 2; no reassignment in progress)."""
+    partitions = {str(p): list(replicas) for p, replicas in sorted(assignment.items())}
+    return _dump({"version": 2, "partitions": partitions, "adding_replicas": {}, "removing_replicas": {}})
+
+
+def decode_topic_assignment(data: bytes) -> dict[int, list[int]]:
+    """partition -> replicas, in partition order. Versions 1 and 2 are read alike."""
+    partitions = _field(_load(data, "topic assignment"), "partitions", dict, "topic assignment")
+    try:
+        return {
+            int(p): _int_list(replicas, f"partition {p}")
+            for p, replicas in sorted(partitions.items(), key=lambda item: int(item[0]))
+        }
+    except ValueError as e:
+        raise ZkDataError(f"topic assignment: {e}") from None
+
+
+# ---------------------------------------------------------------------------------------------
+# /brokers/topics/<topic>/partitions/<partition>/state
+
+
+@dataclass(frozen=True, slots=True)
+class LeaderIsrAndControllerEpoch:
+    """A partition's leader, leader epoch and ISR, the epoch of the controller that wrote them, and the
+    version of the state znode they were read from or written to."""
+
+    leader: int
+    leader_epoch: int
+    isr: tuple[int, ...]
+    controller_epoch: int
+    zk_version: int = 0
+
+
+def encode_partition_state(state: LeaderIsrAndControllerEpoch) -> bytes:
+    return _dump(
+        {
+            "controller_epoch": state.controller_epoch,
+            "leader": state.leader,
+            "version": 1,
+            "leader_epoch": state.leader_epoch,
+            "isr": list(state.isr),
+        }
+    )
+
+
+def decode_partition_state(data: bytes, zk_version: int) -> LeaderIsrAndControllerEpoch:
+    what = "partition state"
+    value = _load(data, what)
+    return LeaderIsrAndControllerEpoch(
+        leader=_field(value, "leader", int, what),
+        leader_epoch=_field(value, "leader_epoch", int, what),
+        isr=tuple(_int_list(value.get("isr"), what)),
+        controller_epoch=_field(value, "controller_epoch", int, what),
+        zk_version=zk_version,
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# /config/topics/<topic>
+
+
+def encode_topic_config(config: Mapping[str, str]) -> bytes:
+    return _dump({"version": 1, "config": dict(config)})
+
+
+def decode_topic_config(data: bytes) -> dict[str, str]:
+    config = _field(_load(data, "topic config"), "config", dict, "topic config")
+    return {str(k): str(v) for k, v in config.items()}
+
+
+# ---------------------------------------------------------------------------------------------
+# /controller (ephemeral) and /controller_epoch
+
+
+def encode_controller(broker_id: int, timestamp_ms: int) -> bytes:
+    """Kafka's version 2 controller registration (kraftControllerEpoch -1: a ZooKeeper-mode controller)."""
+    return _dump({"version": 2, "brokerid": broker_id, "timestamp": str(timestamp_ms), "kraftControllerEpoch": -1})
+
+
+def decode_controller(data: bytes) -> int:
+    """The controller's broker id."""
+    return _field(_load(data, "controller"), "brokerid", int, "controller")
+
+
+def encode_controller_epoch(epoch: int) -> bytes:
+    """The epoch as plain decimal text (not JSON), as Kafka writes it."""
+    return str(epoch).encode()
+
+
+def decode_controller_epoch(data: bytes) -> int:
+    try:
+        return int(data.decode().strip())
+    except (ValueError, UnicodeDecodeError):
+        raise ZkDataError(f"controller epoch is not an integer: {data!r}") from None
+
+
+# ---------------------------------------------------------------------------------------------
+# /isr_change_notification/isr_change_<sequence>
+
+
+def encode_isr_change(partitions: Iterable[tuple[str, int]]) -> bytes:
+    return _dump({"version": 1, "partitions": [{"topic": t, "partition": p} for t, p in partitions]})
+
+
+def decode_isr_change(data: bytes) -> list[tuple[str, int]]:
+    what = "ISR change notification"
+    entries = _field(_load(data, what), "partitions", list, what)
+    if not all(isinstance(e, dict) for e in entries):
+        raise ZkDataError(f"{what}: partitions must be objects: {entries!r}")
+    return [(_field(e, "topic", str, what), _field(e, "partition", int, what)) for e in entries]

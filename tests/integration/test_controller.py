@@ -1,0 +1,405 @@
+"""KafkaController against a real ZooKeeper: election and failover, topic creation (znodes in Kafka's formats,
+seed 001's assignment, one LeaderAndIsr per broker), refusals, epoch fencing and broker/topic changes. Brokers
+are stood in for by a small fake network that answers and records the controller's requests."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from contextlib import AsyncExitStack
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from broker.log.config import LogConfig
+from controller import zkdata
+from controller.channel import BrokerRemovedError, ControllerChannelManager
+from controller.controller import KafkaController
+from controller.zk import ZkClient, register_broker
+from protocol.errors import ErrorCode
+from protocol.messages import (
+    CreatableReplicaAssignment,
+    CreatableTopic,
+    CreateTopicsRequest,
+    LeaderAndIsrRequest,
+    LeaderAndIsrResponse,
+    UpdateMetadataRequest,
+    UpdateMetadataResponse,
+)
+
+if TYPE_CHECKING:
+    from tests.integration.conftest import ZkSessionFactory
+
+TIMEOUT = 10.0
+PORT_BASE = 9000  # broker N "listens" on PORT_BASE + N
+
+
+class FakeNetwork:
+    """Connections to stand-in brokers: every request is recorded and answered with success, except that
+    brokers in `unreachable` drop and refuse connections and requests to brokers in `stalled` get no answer."""
+
+    def __init__(self) -> None:
+        self.sent: list[tuple[int, Any]] = []  # (destination broker id, request)
+        self.unreachable: set[int] = set()
+        self.stalled: set[int] = set()
+
+    def connect(self, host: str, port: int) -> FakeConnection:
+        return FakeConnection(self, port - PORT_BASE)
+
+    def requests(self, kind: type, to: int | None = None) -> list[Any]:
+        return [r for dest, r in self.sent if isinstance(r, kind) and to in (None, dest)]
+
+    def destinations(self, kind: type) -> list[int]:
+        return sorted(dest for dest, r in self.sent if isinstance(r, kind))
+
+    def knows_live_brokers(self, broker_ids: list[int], epoch: int) -> bool:
+        """Whether the latest UpdateMetadata each of these brokers got lists exactly them as live, from the
+        controller of this epoch."""
+        for broker_id in broker_ids:
+            received = self.requests(UpdateMetadataRequest, to=broker_id)
+            if not received or received[-1].controller_epoch != epoch:
+                return False
+            if [(b.id, b.port) for b in received[-1].live_brokers] != [(b, PORT_BASE + b) for b in broker_ids]:
+                return False
+        return True
+
+
+@dataclass
+class FakeConnection:
+    network: FakeNetwork
+    broker_id: int
+
+    async def connect(self) -> None:
+        if self.broker_id in self.network.unreachable:
+            raise OSError(f"connection to broker {self.broker_id} refused")
+
+    async def request(self, body: object) -> object:
+        if self.broker_id in self.network.unreachable:
+            raise OSError(f"connection to broker {self.broker_id} lost")
+        if self.broker_id in self.network.stalled:
+            await asyncio.Future()
+        self.network.sent.append((self.broker_id, body))
+        if isinstance(body, LeaderAndIsrRequest):
+            return LeaderAndIsrResponse(error_code=ErrorCode.NONE, partition_errors=[])
+        return UpdateMetadataResponse(error_code=ErrorCode.NONE)
+
+    async def close(self) -> None:
+        pass
+
+
+async def eventually(predicate: Callable[[], bool], what: str) -> None:
+    deadline = time.monotonic() + TIMEOUT
+    while not predicate():
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out waiting for {what}")
+        await asyncio.sleep(0.01)
+
+
+@dataclass
+class Broker:
+    id: int
+    zk: ZkClient
+    controller: KafkaController
+    epoch: int  # the broker epoch (czxid of its registration)
+
+
+@dataclass
+class Cluster:
+    """Stand-in brokers, each with its own ZooKeeper session, registration and KafkaController."""
+
+    zk_session: ZkSessionFactory
+    network: FakeNetwork = field(default_factory=FakeNetwork)
+    brokers: dict[int, Broker] = field(default_factory=dict)
+    observer: ZkClient | None = None
+    _stack: AsyncExitStack = field(default_factory=AsyncExitStack)
+
+    async def __aenter__(self) -> Cluster:
+        self.observer = await self._stack.enter_async_context(self.zk_session())
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        for broker_id in list(self.brokers):
+            await self.stop(broker_id)
+        await self._stack.aclose()
+
+    async def start(self, *broker_ids: int) -> None:
+        for broker_id in broker_ids:
+            zk = ZkClient(self.observer.connect, chroot=self.observer.chroot, session_timeout_ms=4000)
+            await zk.start()
+            epoch = await register_broker(zk, broker_id, "127.0.0.1", PORT_BASE + broker_id)
+            channel = ControllerChannelManager(broker_id, self.network.connect, backoff_ms=10, max_backoff_ms=50)
+            controller = KafkaController(broker_id, zk, channel, LogConfig().with_topic_overrides)
+            await controller.startup()
+            self.brokers[broker_id] = Broker(broker_id, zk, controller, epoch)
+
+    async def stop(self, broker_id: int) -> None:
+        """A broker's shutdown: its controller resigns, its session (and ephemeral znodes) ends."""
+        broker = self.brokers.pop(broker_id)
+        await broker.controller.shutdown()
+        await broker.zk.close()
+
+    async def active_controller(self) -> Broker:
+        """The one active controller, once it has told every running broker which brokers are alive."""
+
+        def settled() -> bool:
+            active = [b for b in self.brokers.values() if b.controller.is_active]
+            running = sorted(self.brokers)
+            return (
+                len(active) == 1
+                and sorted(active[0].controller.context.live_brokers) == running
+                and self.network.knows_live_brokers(running, active[0].controller.epoch)
+            )
+
+        await eventually(settled, "exactly one active controller, and every broker told of the live ones")
+        return next(b for b in self.brokers.values() if b.controller.is_active)
+
+    async def znode(self, path: str) -> bytes | None:
+        got = await self.observer.get_or_none(path)
+        return got[0] if got is not None else None
+
+
+def topic(name: str, partitions: int = 1, rf: int = 1, **kwargs: Any) -> CreatableTopic:
+    return CreatableTopic(name=name, num_partitions=partitions, replication_factor=rf, **kwargs)
+
+
+async def create(controller: KafkaController, *topics: CreatableTopic, **kwargs: Any) -> list[tuple[str, int, str]]:
+    request = CreateTopicsRequest(topics=list(topics), timeout_ms=kwargs.pop("timeout_ms", 5000), **kwargs)
+    response = await controller.create_topics(request)
+    return [(r.name, r.error_code, r.error_message or "") for r in response.topics]
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+async def test_one_of_three_is_elected_and_a_successor_takes_over_with_the_next_epoch(zk_session: ZkSessionFactory):
+    async with Cluster(zk_session) as cluster:
+        await cluster.start(1, 2, 3)
+        first = await cluster.active_controller()
+        assert first.controller.epoch == 1
+        assert await cluster.znode("/controller_epoch") == b"1"
+        assert zkdata.decode_controller(await cluster.znode("/controller")) == first.id
+        await eventually(
+            lambda: all(b.controller.controller_id == first.id for b in cluster.brokers.values()),
+            "every broker to know the controller",
+        )
+        assert {r.controller_id for r in cluster.network.requests(UpdateMetadataRequest)} == {first.id}
+
+        await cluster.stop(first.id)
+        second = await cluster.active_controller()
+        assert second.id != first.id and second.controller.epoch == 2
+        assert await cluster.znode("/controller_epoch") == b"2"
+        assert zkdata.decode_controller(await cluster.znode("/controller")) == second.id
+
+
+async def test_create_topics_writes_kafka_znodes_and_one_leader_and_isr_per_broker(zk_session: ZkSessionFactory):
+    async with Cluster(zk_session) as cluster:
+        await cluster.start(1, 2, 3)
+        active = await cluster.active_controller()
+        cluster.network.sent.clear()
+        results = await create(active.controller, topic("events", 6, 2, configs={"min.insync.replicas": "2"}))
+        assert results == [("events", ErrorCode.NONE, "")]
+
+        # Seed 001 over the sorted brokers [1, 2, 3]: partition i on broker i mod 3, replica j on (i + j) mod 3.
+        expected = {0: [1, 2], 1: [2, 3], 2: [3, 1], 3: [1, 2], 4: [2, 3], 5: [3, 1]}
+        assert await cluster.znode("/brokers/topics/events") == (
+            b'{"version":2,"partitions":{"0":[1,2],"1":[2,3],"2":[3,1],"3":[1,2],"4":[2,3],"5":[3,1]},'
+            b'"adding_replicas":{},"removing_replicas":{}}'
+        )
+        assert await cluster.znode("/config/topics/events") == b'{"version":1,"config":{"min.insync.replicas":"2"}}'
+        for p, replicas in expected.items():
+            state = await cluster.znode(f"/brokers/topics/events/partitions/{p}/state")
+            leader, follower = replicas
+            assert (
+                state
+                == (
+                    f'{{"controller_epoch":1,"leader":{leader},"version":1,"leader_epoch":0,"isr":[{leader},{follower}]}}'
+                ).encode()
+            )
+
+        # Answered after the LeaderAndIsr requests were acknowledged: one per broker, with its partitions.
+        assert cluster.network.destinations(LeaderAndIsrRequest) == [1, 2, 3]
+        for broker in cluster.brokers.values():
+            (request,) = cluster.network.requests(LeaderAndIsrRequest, to=broker.id)
+            assert (request.controller_id, request.controller_epoch, request.broker_epoch) == (
+                active.id,
+                1,
+                broker.epoch,
+            )
+            states = {s.partition: s for s in request.partition_states}
+            assert sorted(states) == [p for p, replicas in expected.items() if broker.id in replicas]
+            for p, s in states.items():
+                assert (s.topic, s.controller_epoch, s.leader, s.leader_epoch) == ("events", 1, expected[p][0], 0)
+                assert (s.isr, s.replicas, s.zk_version, s.is_new) == (expected[p], expected[p], 0, True)
+            assert sorted(leader.broker_id for leader in request.live_leaders) == sorted(
+                {s.leader for s in states.values()}
+            )
+        await eventually(lambda: cluster.network.destinations(UpdateMetadataRequest) == [1, 2, 3], "UpdateMetadata")
+        for request in cluster.network.requests(UpdateMetadataRequest):
+            assert sorted(s.partition for s in request.partition_states) == list(expected)
+            assert all(s.offline_replicas == [] for s in request.partition_states)
+
+
+async def test_create_topics_answers_request_timed_out_while_a_replica_is_unreachable(zk_session: ZkSessionFactory):
+    async with Cluster(zk_session) as cluster:
+        await cluster.start(1, 2)
+        active = await cluster.active_controller()
+        other = 3 - active.id
+        cluster.network.unreachable.add(other)
+        results = await create(active.controller, topic("slow", 2, 2), timeout_ms=300)
+        assert results[0][:2] == ("slow", ErrorCode.REQUEST_TIMED_OUT)
+        assert await cluster.znode("/brokers/topics/slow") is not None
+        cluster.network.unreachable.clear()  # the channel keeps retrying until the broker answers
+        await eventually(lambda: cluster.network.requests(LeaderAndIsrRequest, to=other), "the retried LeaderAndIsr")
+        (request,) = cluster.network.requests(LeaderAndIsrRequest, to=other)
+        assert sorted(s.partition for s in request.partition_states) == [0, 1]
+
+
+async def test_create_topics_refusals_write_nothing(zk_session: ZkSessionFactory):
+    async with Cluster(zk_session) as cluster:
+        await cluster.start(1, 2, 3)
+        active = await cluster.active_controller()
+        created = await create(active.controller, topic("events"), topic("metrics.cpu"))
+        assert [code for _, code, _ in created] == [ErrorCode.NONE, ErrorCode.NONE]
+        cluster.network.sent.clear()
+        assignment = [CreatableReplicaAssignment(partition=0, broker_ids=[1, 7])]
+        results = await create(
+            active.controller,
+            topic("too-many-replicas", 1, 4),
+            topic("bad/name"),
+            topic("events"),
+            topic("metrics_cpu"),
+            topic("no-partitions", 0, 1),
+            topic("bad-config", configs={"segment.bytes": "big"}),
+            topic("unknown-config", configs={"no.such.config": "1"}),
+            topic("dead-replica", -1, -1, assignments=assignment),
+            topic("both", 1, -1, assignments=[CreatableReplicaAssignment(partition=0, broker_ids=[1])]),
+            topic("twice"),
+            topic("twice"),
+        )
+        codes = {name: (code, message) for name, code, message in results}
+        assert codes["too-many-replicas"] == (
+            ErrorCode.INVALID_REPLICATION_FACTOR,
+            "Replication factor: 4 larger than available brokers: 3.",
+        )
+        assert codes["bad/name"][0] == ErrorCode.INVALID_TOPIC_EXCEPTION
+        assert codes["events"] == (ErrorCode.TOPIC_ALREADY_EXISTS, "Topic 'events' already exists.")
+        assert codes["metrics_cpu"] == (
+            ErrorCode.INVALID_TOPIC_EXCEPTION,
+            "Topic 'metrics_cpu' collides with existing topic: metrics.cpu",
+        )
+        assert codes["no-partitions"][0] == ErrorCode.INVALID_PARTITIONS
+        assert codes["bad-config"][0] == ErrorCode.INVALID_CONFIG and "segment.bytes" in codes["bad-config"][1]
+        assert codes["unknown-config"][0] == ErrorCode.INVALID_CONFIG and "no.such.config" in codes["unknown-config"][1]
+        assert codes["dead-replica"][0] == ErrorCode.INVALID_REPLICA_ASSIGNMENT
+        assert codes["both"][0] == ErrorCode.INVALID_REQUEST
+        assert [code for name, code, _ in results if name == "twice"] == [ErrorCode.INVALID_REQUEST] * 2
+
+        ok = topic("valid")
+        assert await create(active.controller, ok, validate_only=True) == [("valid", ErrorCode.NONE, "")]
+        follower = next(b for b in cluster.brokers.values() if not b.controller.is_active)
+        not_controller = await create(follower.controller, ok)
+        assert [code for _, code, _ in not_controller] == [ErrorCode.NOT_CONTROLLER]
+
+        assert await cluster.observer.get_children("/brokers/topics") == ["events", "metrics.cpu"]
+        assert await cluster.observer.get_children("/config/topics") == ["events", "metrics.cpu"]
+        assert cluster.network.requests(LeaderAndIsrRequest) == []
+
+
+async def test_explicit_assignment_and_default_counts(zk_session: ZkSessionFactory):
+    async with Cluster(zk_session) as cluster:
+        await cluster.start(1, 2, 3)
+        active = await cluster.active_controller()
+        explicit = [CreatableReplicaAssignment(partition=p, broker_ids=ids) for p, ids in ((1, [1, 2]), (0, [3, 1]))]
+        results = await create(
+            active.controller, topic("explicit", -1, -1, assignments=explicit), topic("defaults", -1, -1)
+        )
+        assert [code for _, code, _ in results] == [ErrorCode.NONE, ErrorCode.NONE]
+        assert zkdata.decode_topic_assignment(await cluster.znode("/brokers/topics/explicit")) == {0: [3, 1], 1: [1, 2]}
+        assert zkdata.decode_topic_assignment(await cluster.znode("/brokers/topics/defaults")) == {0: [1]}
+        state = zkdata.decode_partition_state(await cluster.znode("/brokers/topics/explicit/partitions/0/state"), 0)
+        assert (state.leader, state.isr) == (3, (3, 1))
+
+
+async def test_a_deposed_controller_is_fenced_by_the_epoch_znode_version(zk_session: ZkSessionFactory):
+    async with Cluster(zk_session) as cluster:
+        await cluster.start(1, 2, 3)
+        deposed = await cluster.active_controller()
+        await cluster.observer.set("/controller_epoch", b"7")  # another controller's election, behind its back
+        cluster.network.sent.clear()
+        results = await create(deposed.controller, topic("fenced", 3, 3), topic("fenced-too"))
+        assert [code for _, code, _ in results] == [ErrorCode.NOT_CONTROLLER] * 2
+        assert await cluster.observer.exists("/brokers/topics/fenced") is None
+        assert await cluster.observer.exists("/config/topics/fenced") is None
+        assert await cluster.observer.get_children("/brokers/topics") == []
+        assert cluster.network.requests(LeaderAndIsrRequest) == []
+        # The deposed controller stepped down; whoever wins next takes the epoch after the bumped one.
+        successor = await cluster.active_controller()
+        assert successor.controller.epoch == 8
+        assert await create(successor.controller, topic("after")) == [("after", ErrorCode.NONE, "")]
+
+
+async def test_topics_from_other_tools_and_brokers_coming_and_going(zk_session: ZkSessionFactory):
+    async with Cluster(zk_session) as cluster:
+        await cluster.start(1)
+        active = await cluster.active_controller()
+        await cluster.start(2)
+        assert await cluster.active_controller() is active
+        cluster.network.sent.clear()
+
+        # A topic znode written by another tool: the controller creates its partition states (broker 3 is
+        # not live yet, so partition 1 starts with the live replicas only).
+        await cluster.observer.create("/brokers/topics/tool", zkdata.encode_topic_assignment({0: [2, 1], 1: [3, 1]}))
+        await eventually(lambda: len(cluster.network.requests(LeaderAndIsrRequest)) == 2, "LeaderAndIsr for tool")
+        state0 = zkdata.decode_partition_state(await cluster.znode("/brokers/topics/tool/partitions/0/state"), 0)
+        state1 = zkdata.decode_partition_state(await cluster.znode("/brokers/topics/tool/partitions/1/state"), 0)
+        assert (state0.leader, state0.isr, state1.leader, state1.isr) == (2, (2, 1), 1, (1,))
+        (to_2,) = cluster.network.requests(LeaderAndIsrRequest, to=2)
+        assert [(s.partition, s.is_new) for s in to_2.partition_states] == [(0, True)]
+
+        # Broker 3 starts: the others learn it is alive, it gets the full metadata and its replicas.
+        cluster.network.sent.clear()
+        await cluster.start(3)
+        await eventually(lambda: cluster.network.requests(LeaderAndIsrRequest, to=3), "LeaderAndIsr to broker 3")
+        (to_3,) = cluster.network.requests(LeaderAndIsrRequest, to=3)
+        assert [(s.topic, s.partition, s.leader, s.isr, s.replicas) for s in to_3.partition_states] == [
+            ("tool", 1, 1, [1], [3, 1])
+        ]
+        assert to_3.broker_epoch == cluster.brokers[3].epoch
+        full = [r for r in cluster.network.requests(UpdateMetadataRequest, to=3) if len(r.partition_states) == 2]
+        assert full and [b.id for b in full[0].live_brokers] == [1, 2, 3]
+
+        # Broker 2 goes: the others learn it is gone and which replicas are offline.
+        cluster.network.sent.clear()
+        await cluster.stop(2)
+        await eventually(lambda: cluster.network.destinations(UpdateMetadataRequest) == [1, 3], "UpdateMetadata")
+        for request in cluster.network.requests(UpdateMetadataRequest):
+            assert [b.id for b in request.live_brokers] == [1, 3]
+            assert [(s.partition, s.offline_replicas) for s in request.partition_states] == [(0, [2])]
+
+
+async def test_channel_retries_until_answered_and_a_stuck_broker_delays_no_one():
+    network = FakeNetwork()
+    network.unreachable.add(2)
+    network.stalled.add(3)
+    channel = ControllerChannelManager(1, network.connect, backoff_ms=5, max_backoff_ms=20)
+    for broker_id in (1, 2, 3):
+        channel.add_broker(broker_id, "127.0.0.1", PORT_BASE + broker_id)
+    request = UpdateMetadataRequest(
+        controller_id=1, controller_epoch=1, broker_epoch=0, partition_states=[], live_brokers=[]
+    )
+    to_1, to_2, to_3 = (channel.send(b, request) for b in (1, 2, 3))
+    assert isinstance(await asyncio.wait_for(to_1, TIMEOUT), UpdateMetadataResponse)
+    assert not to_2.done() and not to_3.done()
+    network.unreachable.clear()
+    assert isinstance(await asyncio.wait_for(to_2, TIMEOUT), UpdateMetadataResponse)
+    await channel.remove_broker(3)
+    with pytest.raises(BrokerRemovedError):
+        await to_3
+    with pytest.raises(BrokerRemovedError):
+        channel.send(3, request)
+    assert channel.broker_ids == [1, 2]
+    await channel.shutdown()
+    assert channel.broker_ids == []
+    assert network.destinations(UpdateMetadataRequest) == [1, 2]

@@ -1,0 +1,121 @@
+"""Znode paths and contents round-trip, against JSON literals in Apache Kafka's formats (ZkData.scala)."""
+
+import json
+
+import pytest
+
+from controller import zkdata
+from controller.zkdata import BrokerInfo, LeaderIsrAndControllerEpoch, ZkDataError
+
+
+def test_paths_follow_kafkas_layout():
+    assert zkdata.broker_path(3) == "/brokers/ids/3"
+    assert zkdata.topic_path("events") == "/brokers/topics/events"
+    assert zkdata.topic_partitions_path("events") == "/brokers/topics/events/partitions"
+    assert zkdata.partition_state_path("events", 7) == "/brokers/topics/events/partitions/7/state"
+    assert zkdata.topic_config_path("events") == "/config/topics/events"
+    assert zkdata.isr_change_sequence_path() == "/isr_change_notification/isr_change_"
+    assert zkdata.CONTROLLER_PATH == "/controller"
+    assert zkdata.CONTROLLER_EPOCH_PATH == "/controller_epoch"
+
+
+def test_broker_registration_is_kafkas_version_5():
+    data = zkdata.encode_broker("127.0.0.1", 9092, 1707276552023)
+    assert json.loads(data) == {
+        "version": 5,
+        "host": "127.0.0.1",
+        "port": 9092,
+        "endpoints": ["PLAINTEXT://127.0.0.1:9092"],
+        "listener_security_protocol_map": {"PLAINTEXT": "PLAINTEXT"},
+        "jmx_port": -1,
+        "timestamp": "1707276552023",
+        "features": {},
+    }
+    assert b" " not in data  # compact, as Jackson writes it
+    assert zkdata.decode_broker(1, data, epoch=42) == BrokerInfo(1, "127.0.0.1", 9092, epoch=42)
+    assert json.loads(zkdata.encode_broker("h", 1, 0, rack="r1"))["rack"] == "r1"
+
+
+def test_broker_registration_written_by_kafka_decodes():
+    # As a Kafka 3.x broker writes it (several listeners; the PLAINTEXT one is where minikafka connects).
+    kafka = (
+        b'{"features":{},"listener_security_protocol_map":{"INTERNAL":"SSL","PLAINTEXT":"PLAINTEXT"},'
+        b'"endpoints":["INTERNAL://kafka3:29092","PLAINTEXT://kafka3:9092"],"jmx_port":-1,"port":9092,'
+        b'"host":"kafka3","version":5,"timestamp":"1731163180710","rack":"dc1"}'
+    )
+    assert zkdata.decode_broker(3, kafka) == BrokerInfo(3, "kafka3", 9092, rack="dc1")
+    seed_001_v1 = b'{"jmx_port":-1,"host":"node1","version":1,"port":9092}'
+    assert zkdata.decode_broker(8, seed_001_v1) == BrokerInfo(8, "node1", 9092)
+
+
+def test_topic_assignment_round_trip():
+    data = zkdata.encode_topic_assignment({1: [2, 3], 0: [1, 2]})
+    assert data == b'{"version":2,"partitions":{"0":[1,2],"1":[2,3]},"adding_replicas":{},"removing_replicas":{}}'
+    assert zkdata.decode_topic_assignment(data) == {0: [1, 2], 1: [2, 3]}
+
+
+def test_topic_assignment_from_kafka_and_from_seed_001():
+    kafka_3 = (
+        b'{"removing_replicas":{},"partitions":{"0":[0]},"topic_id":"ZOLr9CLNQjSW70hyIHx6BQ",'
+        b'"adding_replicas":{},"version":3}'
+    )
+    assert zkdata.decode_topic_assignment(kafka_3) == {0: [0]}
+    seed = b'{"version":1,"partitions":{"12":[6],"8":[2],"4":[6],"11":[5],"1":[3],"0":[2]}}'
+    assert list(zkdata.decode_topic_assignment(seed).items()) == [
+        (0, [2]),
+        (1, [3]),
+        (4, [6]),
+        (8, [2]),
+        (11, [5]),
+        (12, [6]),
+    ]
+
+
+def test_partition_state_round_trip_in_kafkas_key_order():
+    state = LeaderIsrAndControllerEpoch(leader=2, leader_epoch=48, isr=(2,), controller_epoch=29, zk_version=5)
+    data = zkdata.encode_partition_state(state)
+    # The seed 001 example, byte for byte.
+    assert data == b'{"controller_epoch":29,"leader":2,"version":1,"leader_epoch":48,"isr":[2]}'
+    assert zkdata.decode_partition_state(data, zk_version=5) == state
+    kafka_38 = b'{"controller_epoch":1,"leader":1,"version":1,"leader_epoch":0,"isr":[1,2],"leader_recovery_state":0}'
+    assert zkdata.decode_partition_state(kafka_38, 0) == LeaderIsrAndControllerEpoch(1, 0, (1, 2), 1, 0)
+
+
+def test_topic_config_round_trip():
+    data = zkdata.encode_topic_config({"min.insync.replicas": "2", "segment.bytes": "1048576"})
+    assert data == b'{"version":1,"config":{"min.insync.replicas":"2","segment.bytes":"1048576"}}'
+    assert zkdata.decode_topic_config(data) == {"min.insync.replicas": "2", "segment.bytes": "1048576"}
+
+
+def test_controller_and_epoch():
+    data = zkdata.encode_controller(2, 1685460739018)
+    assert data == b'{"version":2,"brokerid":2,"timestamp":"1685460739018","kraftControllerEpoch":-1}'
+    assert zkdata.decode_controller(data) == 2
+    assert zkdata.decode_controller(b'{"version":1,"brokerid":8,"timestamp":"1"}') == 8
+    assert zkdata.encode_controller_epoch(17) == b"17"
+    assert zkdata.decode_controller_epoch(b"17") == 17
+
+
+def test_isr_change_notification_round_trip():
+    data = zkdata.encode_isr_change([("events", 0), ("events", 3)])
+    assert data == b'{"version":1,"partitions":[{"topic":"events","partition":0},{"topic":"events","partition":3}]}'
+    assert zkdata.decode_isr_change(data) == [("events", 0), ("events", 3)]
+
+
+@pytest.mark.parametrize(
+    ("decode", "data"),
+    [
+        (lambda d: zkdata.decode_broker(1, d), b'{"version":5,"endpoints":["SSL://h:1"]}'),
+        (lambda d: zkdata.decode_broker(1, d), b"not json"),
+        (zkdata.decode_topic_assignment, b'{"version":2,"partitions":{"x":[1]}}'),
+        (zkdata.decode_topic_assignment, b'{"version":2,"partitions":{"0":[true]}}'),
+        (lambda d: zkdata.decode_partition_state(d, 0), b'{"leader":1,"leader_epoch":0,"isr":[1]}'),
+        (zkdata.decode_topic_config, b"[]"),
+        (zkdata.decode_controller, b'{"brokerid":"1"}'),
+        (zkdata.decode_controller_epoch, b"one"),
+        (zkdata.decode_isr_change, b'{"version":1,"partitions":[1]}'),
+    ],
+)
+def test_malformed_znodes_are_refused_clearly(decode, data: bytes):
+    with pytest.raises(ZkDataError):
+        decode(data)

@@ -1,0 +1,466 @@
+"""A local cluster described in a directory: one ZooKeeper and N broker processes on 127.0.0.1.
+
+Layout of the directory::
+
+    cluster.json                 what runs: ZooKeeper's port and pid, each broker's id, address, pid and paths
+    zookeeper/                   ZooKeeper's data directory and zookeeper.log
+    broker-<id>/server.properties
+    broker-<id>/server.log       the broker's output
+    broker-<id>/data/            its log.dirs
+
+Processes are signalled only through the pids recorded in cluster.json, and only after checking that the pid
+still runs the recorded program.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from client.connection import BrokerConnection, KafkaConnectionError
+from controller.zkserver import MAIN_CLASS, ZooKeeperError, ZooKeeperServer, stop_pid
+from protocol.errors import KafkaError
+from protocol.messages import MetadataRequest, MetadataResponse
+
+CLUSTER_FILE = "cluster.json"
+DEFAULT_DIR = Path("minikafka-data")
+CHROOT = "/minikafka"
+HOST = "127.0.0.1"
+SIGNALS = {"KILL": signal.SIGKILL, "TERM": signal.SIGTERM, "STOP": signal.SIGSTOP, "CONT": signal.SIGCONT}
+_PROJECT_ROOT = Path(__file__).resolve().parents[1]
+_POLL_S = 0.1
+_PROBE_TIMEOUT_MS = 2000
+
+
+class ClusterError(RuntimeError):
+    """The cluster could not be started, found, or acted on; the message says why."""
+
+
+@dataclass(frozen=True, slots=True)
+class ZooKeeperProcess:
+    """The cluster's ZooKeeper server."""
+
+    port: int
+    pid: int
+    data_dir: str
+
+    @property
+    def connect(self) -> str:
+        return f"{HOST}:{self.port}"
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerProcess:
+    """One broker: its id, listener, process, server.properties and log directory."""
+
+    id: int
+    host: str
+    port: int
+    pid: int
+    config: str
+    log_dir: str
+
+    @property
+    def address(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    @property
+    def server_log(self) -> Path:
+        return Path(self.config).parent / "server.log"
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterState:
+    """The content of cluster.json."""
+
+    directory: Path
+    zookeeper: ZooKeeperProcess
+    brokers: tuple[BrokerProcess, ...]
+    chroot: str = CHROOT
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return ",".join(broker.address for broker in self.brokers)
+
+    def broker(self, broker_id: int) -> BrokerProcess:
+        for broker in self.brokers:
+            if broker.id == broker_id:
+                return broker
+        known = ", ".join(str(b.id) for b in self.brokers)
+        raise ClusterError(f"no broker {broker_id} in {self.directory / CLUSTER_FILE} (brokers: {known})")
+
+    def with_broker(self, broker: BrokerProcess) -> ClusterState:
+        brokers = tuple(broker if b.id == broker.id else b for b in self.brokers)
+        return ClusterState(self.directory, self.zookeeper, brokers, self.chroot)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "zookeeper": asdict(self.zookeeper) | {"connect": self.zookeeper.connect},
+            "chroot": self.chroot,
+            "brokers": [asdict(b) for b in self.brokers],
+        }
+
+    @classmethod
+    def from_json(cls, directory: Path, data: Mapping[str, Any]) -> ClusterState:
+        zk = data["zookeeper"]
+        return cls(
+            directory=directory,
+            zookeeper=ZooKeeperProcess(port=int(zk["port"]), pid=int(zk["pid"]), data_dir=str(zk["data_dir"])),
+            brokers=tuple(
+                BrokerProcess(
+                    id=int(b["id"]),
+                    host=str(b["host"]),
+                    port=int(b["port"]),
+                    pid=int(b["pid"]),
+                    config=str(b["config"]),
+                    log_dir=str(b["log_dir"]),
+                )
+                for b in data["brokers"]
+            ),
+            chroot=str(data.get("chroot", CHROOT)),
+        )
+
+
+# ----------------------------------------------------------------------------------------- pure helpers
+
+
+def parse_key_values(items: list[str] | tuple[str, ...]) -> dict[str, str]:
+    """`KEY=VALUE` strings as a dict; ValueError for an item without `=` or with an empty key."""
+    parsed: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"expected KEY=VALUE, got {item!r}")
+        parsed[key.strip()] = value.strip()
+    return parsed
+
+
+def server_properties(
+    broker_id: int, port: int, log_dir: Path, zookeeper_connect: str, overrides: Mapping[str, str] | None = None
+) -> str:
+    """A broker's server.properties: id, listener, log.dirs and zookeeper.connect, then the overrides (which
+    replace those keys too)."""
+    settings = {
+        "broker.id": str(broker_id),
+        "listeners": f"PLAINTEXT://{HOST}:{port}",
+        "log.dirs": str(log_dir),
+        "zookeeper.connect": zookeeper_connect,
+        **(overrides or {}),
+    }
+    lines = [f"# minikafka broker {broker_id}, written by `minikafka cluster up`"]
+    lines += [f"{key}={value}" for key, value in settings.items()]
+    return "\n".join(lines) + "\n"
+
+
+def broker_command(config: Path | str) -> list[str]:
+    """The command line that runs one broker in the foreground."""
+    return [sys.executable, "-m", "client.cli", "broker", "--config", str(config)]
+
+
+def load_cluster(directory: Path) -> ClusterState:
+    """The cluster described in `directory`; ClusterError if there is none or the file is damaged."""
+    path = directory / CLUSTER_FILE
+    try:
+        return ClusterState.from_json(directory, json.loads(path.read_text()))
+    except FileNotFoundError:
+        raise ClusterError(
+            f"no cluster in {directory} ({path} is missing; start one with `minikafka cluster up`)"
+        ) from None
+    except (ValueError, KeyError, TypeError) as e:
+        raise ClusterError(f"{path} is damaged: {e!r}") from None
+
+
+def save_cluster(state: ClusterState) -> None:
+    """Write cluster.json atomically."""
+    path = state.directory / CLUSTER_FILE
+    temporary = path.with_suffix(".json.tmp")
+    temporary.write_text(json.dumps(state.to_json(), indent=2) + "\n")
+    temporary.replace(path)
+
+
+def log_tail(path: Path, lines: int = 30) -> str:
+    """The last lines of a log file, or a note that it cannot be read."""
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError as e:
+        return f"({path}: {e.strerror})"
+
+
+# ----------------------------------------------------------------------------------------- processes
+
+
+def process_running(pid: int, *markers: str) -> bool:
+    """True if `pid` runs (not a zombie) and its command line contains every marker."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+    if stat.rpartition(")")[2].split()[0] == "Z":
+        return False
+    return all(marker.encode() in cmdline for marker in markers)
+
+
+def broker_running(broker: BrokerProcess) -> bool:
+    """True if the broker's recorded pid still runs that broker."""
+    return process_running(broker.pid, "client.cli", broker.config)
+
+
+def zookeeper_running(zookeeper: ZooKeeperProcess) -> bool:
+    """True if ZooKeeper's recorded pid still runs a ZooKeeper server."""
+    return process_running(zookeeper.pid, MAIN_CLASS)
+
+
+def _free_ports(count: int) -> list[int]:
+    """`count` distinct loopback ports that nothing listens on right now."""
+    with contextlib.ExitStack() as stack:
+        sockets = [stack.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) for _ in range(count)]
+        for s in sockets:
+            s.bind((HOST, 0))
+        return [s.getsockname()[1] for s in sockets]
+
+
+def _spawn_broker(config: Path) -> int:
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(_PROJECT_ROOT), env.get("PYTHONPATH")]))
+    with (config.parent / "server.log").open("ab") as log:
+        process = subprocess.Popen(
+            broker_command(config),
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=env,
+            start_new_session=True,
+        )
+    return process.pid
+
+
+def _signal_broker(broker: BrokerProcess, sig: signal.Signals) -> bool:
+    """Send `sig` if the broker runs; False if it does not."""
+    if not broker_running(broker):
+        return False
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(broker.pid, sig)
+    return True
+
+
+def _stop_brokers(brokers: list[BrokerProcess], timeout_s: float) -> None:
+    """SIGTERM (and SIGCONT, for stopped ones), then SIGKILL whatever still runs after timeout_s."""
+    running = [b for b in brokers if _signal_broker(b, signal.SIGTERM)]
+    for broker in running:
+        _signal_broker(broker, signal.SIGCONT)
+    for sig in (None, signal.SIGKILL):
+        if sig is not None:
+            for broker in running:
+                _signal_broker(broker, sig)
+        deadline = time.monotonic() + timeout_s
+        while (running := [b for b in running if broker_running(b)]) and time.monotonic() < deadline:
+            time.sleep(_POLL_S)
+    if running:
+        raise ClusterError(f"brokers {', '.join(str(b.id) for b in running)} did not exit")
+
+
+# ----------------------------------------------------------------------------------------- readiness
+
+
+async def _metadata(broker: BrokerProcess) -> MetadataResponse:
+    connection = BrokerConnection(
+        broker.host, broker.port, client_id="minikafka-cluster", request_timeout_ms=_PROBE_TIMEOUT_MS
+    )
+    try:
+        await connection.connect()
+        return await connection.request(MetadataRequest(topics=[]))
+    finally:
+        await connection.close()
+
+
+async def _readiness_problem(broker: BrokerProcess, expected: set[int]) -> str:
+    """Why the broker is not ready yet ('' if it is): it must answer Metadata listing the expected brokers
+    and a controller."""
+    if not broker_running(broker):
+        return f"broker {broker.id} exited:\n{log_tail(broker.server_log)}"
+    try:
+        response = await _metadata(broker)
+    except (KafkaConnectionError, KafkaError) as e:
+        return f"broker {broker.id} does not answer: {e}"
+    missing = expected - {b.node_id for b in response.brokers}
+    if missing:
+        return f"broker {broker.id} does not list brokers {sorted(missing)} yet"
+    if response.controller_id == -1:
+        return f"broker {broker.id} knows no controller yet"
+    return ""
+
+
+async def wait_until_ready(brokers: list[BrokerProcess], expected: set[int], timeout_s: float) -> None:
+    """Poll until every broker in `brokers` is ready; ClusterError at once if one exits, or at the deadline."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        problems = [p for p in await asyncio.gather(*(_readiness_problem(b, expected) for b in brokers)) if p]
+        if not problems:
+            return
+        exited = [p for p in problems if " exited:" in p]
+        if exited:
+            raise ClusterError(exited[0])
+        if time.monotonic() >= deadline:
+            broker = next(b for b, p in zip(brokers, problems, strict=False) if p)
+            raise ClusterError(
+                f"the cluster was not ready within {timeout_s:.0f} s: {problems[0]}\n"
+                f"last lines of {broker.server_log}:\n{log_tail(broker.server_log)}"
+            )
+        await asyncio.sleep(_POLL_S)
+
+
+# ----------------------------------------------------------------------------------------- commands
+
+
+def _any_running(state: ClusterState) -> bool:
+    return any(broker_running(b) for b in state.brokers) or zookeeper_running(state.zookeeper)
+
+
+async def cluster_up(
+    directory: Path,
+    *,
+    brokers: int = 3,
+    overrides: Mapping[str, str] | None = None,
+    base_port: int | None = None,
+    zookeeper_port: int = 0,
+    timeout_s: float = 60.0,
+) -> ClusterState:
+    """Start ZooKeeper and `brokers` brokers (ids 1..N) described in `directory` and wait until every broker
+    lists all of them and a controller. Data of an earlier cluster in the directory is kept. On failure,
+    everything started is stopped again."""
+    if brokers < 1:
+        raise ClusterError("a cluster needs at least one broker")
+    directory = directory.resolve()
+    if (directory / CLUSTER_FILE).exists() and _any_running(load_cluster(directory)):
+        raise ClusterError(f"a cluster is already running in {directory}; run `minikafka cluster down` first")
+    directory.mkdir(parents=True, exist_ok=True)
+    zk_server = ZooKeeperServer(directory / "zookeeper", port=zookeeper_port)
+    try:
+        await asyncio.to_thread(zk_server.start, detach=True)
+    except ZooKeeperError as e:
+        raise ClusterError(f"ZooKeeper did not start: {e}") from None
+    assert zk_server.pid is not None
+    zookeeper = ZooKeeperProcess(port=zk_server.port, pid=zk_server.pid, data_dir=str(zk_server.data_dir))
+    state = ClusterState(directory, zookeeper, ())
+    try:
+        ports = [base_port + i for i in range(brokers)] if base_port else _free_ports(brokers)
+        for broker_id, port in enumerate(ports, start=1):
+            broker_dir = directory / f"broker-{broker_id}"
+            broker_dir.mkdir(exist_ok=True)
+            config = broker_dir / "server.properties"
+            log_dir = broker_dir / "data"
+            config.write_text(server_properties(broker_id, port, log_dir, zookeeper.connect + CHROOT, overrides))
+            broker = BrokerProcess(broker_id, HOST, port, _spawn_broker(config), str(config), str(log_dir))
+            state = ClusterState(directory, zookeeper, (*state.brokers, broker))
+        save_cluster(state)
+        await wait_until_ready(list(state.brokers), {b.id for b in state.brokers}, timeout_s)
+    except BaseException:
+        await asyncio.to_thread(_stop_all, state, 10.0)
+        raise
+    return state
+
+
+def _stop_all(state: ClusterState, timeout_s: float) -> None:
+    try:
+        _stop_brokers(list(state.brokers), timeout_s)
+    finally:
+        try:
+            stop_pid(state.zookeeper.pid, timeout_s)
+        except ZooKeeperError as e:
+            raise ClusterError(str(e)) from None
+
+
+async def cluster_down(directory: Path, *, timeout_s: float = 30.0) -> ClusterState:
+    """Stop every broker (SIGTERM, SIGKILL after timeout_s), then ZooKeeper."""
+    state = load_cluster(directory)
+    await asyncio.to_thread(_stop_all, state, timeout_s)
+    return state
+
+
+def kill_broker(directory: Path, broker_id: int, signal_name: str = "TERM") -> BrokerProcess:
+    """Send a signal (KILL, TERM, STOP or CONT) to a running broker."""
+    sig = SIGNALS.get(signal_name.upper())
+    if sig is None:
+        raise ClusterError(f"unknown signal {signal_name!r} (use one of {', '.join(SIGNALS)})")
+    broker = load_cluster(directory).broker(broker_id)
+    if not _signal_broker(broker, sig):
+        raise ClusterError(f"broker {broker_id} is not running (pid {broker.pid})")
+    return broker
+
+
+async def start_broker(directory: Path, broker_id: int, *, timeout_s: float = 60.0) -> BrokerProcess:
+    """Restart a stopped broker with its server.properties and data, and wait until the cluster lists it."""
+    state = load_cluster(directory)
+    broker = state.broker(broker_id)
+    if broker_running(broker):
+        raise ClusterError(f"broker {broker_id} is already running (pid {broker.pid})")
+    restarted = BrokerProcess(
+        broker.id, broker.host, broker.port, _spawn_broker(Path(broker.config)), broker.config, broker.log_dir
+    )
+    save_cluster(state.with_broker(restarted))
+    await wait_until_ready([restarted], {broker_id}, timeout_s)
+    return restarted
+
+
+async def cluster_status(directory: Path) -> dict[str, Any]:
+    """{"controller", "controller_epoch", "zookeeper", "brokers": [{"id", "pid", "host", "port", "log_dir",
+    "alive"}]}: alive means the pid runs the broker and the broker answers Metadata."""
+    state = load_cluster(directory)
+    answers = await asyncio.gather(*(_probe(b) for b in state.brokers))
+    controllers = [a.controller_id for a in answers if a is not None and a.controller_id != -1]
+    zk_alive = zookeeper_running(state.zookeeper)
+    return {
+        "controller": controllers[0] if controllers else None,
+        "controller_epoch": await _controller_epoch(state) if zk_alive else None,
+        "zookeeper": {"port": state.zookeeper.port, "pid": state.zookeeper.pid, "alive": zk_alive},
+        "brokers": [
+            {
+                "id": b.id,
+                "pid": b.pid,
+                "host": b.host,
+                "port": b.port,
+                "log_dir": b.log_dir,
+                "alive": answer is not None,
+            }
+            for b, answer in zip(state.brokers, answers, strict=True)
+        ],
+    }
+
+
+async def _probe(broker: BrokerProcess) -> MetadataResponse | None:
+    """The broker's Metadata answer, or None if its process is gone or it does not answer."""
+    if not broker_running(broker):
+        return None
+    try:
+        return await _metadata(broker)
+    except (KafkaConnectionError, KafkaError):
+        return None
+
+
+async def _controller_epoch(state: ClusterState) -> int | None:
+    """The integer in /controller_epoch, or None if ZooKeeper does not tell within a few seconds."""
+    from controller.zk import ZkClient
+
+    client = ZkClient(state.zookeeper.connect, chroot=state.chroot)
+    try:
+        async with asyncio.timeout(5):
+            await client.start()
+            data, _ = await client.get("/controller_epoch")
+        return int(data)
+    except Exception:  # a status probe: any failure (no node, no session, bad data) means "unknown"
+        return None
+    finally:
+        with contextlib.suppress(Exception):
+            await client.close()

@@ -1,0 +1,224 @@
+"""One TCP connection to a broker: pipelined requests matched to responses by correlation id."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import io
+import logging
+from typing import Any
+
+import msgpack
+
+from protocol.errors import ErrorCode, KafkaError
+from protocol.framing import LENGTH_PREFIX_SIZE, FrameError, encode_frame, parse_frame_length
+from protocol.messages import API_BY_REQUEST_TYPE, RequestHeader, decode_response, encode_request
+
+log = logging.getLogger(__name__)
+
+_MAX_CORRELATION_ID = 2**31 - 1
+
+
+class KafkaConnectionError(Exception):
+    """The request could not be completed on this connection: connect failure, lost or closed connection."""
+
+
+class RequestTimedOutError(KafkaConnectionError):
+    """No response arrived within the request timeout (the connection itself stays usable)."""
+
+
+def _peek_correlation_id(payload: bytes) -> int | None:
+    """The correlation id of a response payload, read without decoding its body where the header comes first."""
+    unpacker = msgpack.Unpacker(io.BytesIO(payload), raw=False, read_size=64)
+    try:
+        for _ in range(unpacker.read_map_header()):
+            key = unpacker.unpack()
+            if key == "correlation_id":
+                value = unpacker.unpack()
+                return value if type(value) is int else None
+            unpacker.skip()
+    except (ValueError, msgpack.UnpackException):
+        return None
+    return None
+
+
+class BrokerConnection:
+    """A pipelined request/response connection to one broker.
+
+    Any number of requests may be outstanding; a reader task matches each response to its request by
+    correlation id, so responses may arrive in any order. A request that gets no answer within its timeout
+    fails alone (a late answer is dropped); a lost connection fails every outstanding request.
+    """
+
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        *,
+        client_id: str = "minikafka",
+        request_timeout_ms: int = 30000,
+        max_frame_bytes: int = 100 * 1024 * 1024,
+    ) -> None:
+        self.host = host
+        self.port = port
+        self.client_id = client_id
+        self.request_timeout_ms = request_timeout_ms
+        self.max_frame_bytes = max_frame_bytes
+        self._reader: asyncio.StreamReader | None = None
+        self._writer: asyncio.StreamWriter | None = None
+        self._reader_task: asyncio.Task[None] | None = None
+        self._pending: dict[int, tuple[asyncio.Future[Any], int]] = {}
+        self._next_correlation_id = 0
+        self._closed = False
+        self._failure: KafkaConnectionError | None = None
+
+    def __repr__(self) -> str:
+        return f"BrokerConnection({self.host}:{self.port})"
+
+    @property
+    def closed(self) -> bool:
+        """True once the connection was closed or lost; a closed connection is not reopened."""
+        return self._closed
+
+    @property
+    def in_flight(self) -> int:
+        """Requests sent and not yet answered."""
+        return len(self._pending)
+
+    async def connect(self) -> None:
+        """Open the socket (within the request timeout) and start reading responses."""
+        if self._writer is not None or self._closed:
+            raise KafkaConnectionError(f"{self!r} is already {'closed' if self._closed else 'connected'}")
+        try:
+            self._reader, self._writer = await asyncio.wait_for(
+                asyncio.open_connection(self.host, self.port), self.request_timeout_ms / 1000
+            )
+        except (OSError, TimeoutError) as e:
+            self._closed = True
+            raise KafkaConnectionError(f"cannot connect to {self.host}:{self.port}: {e or 'timed out'}") from e
+        self._reader_task = asyncio.get_running_loop().create_task(self._read_loop())
+
+    async def request(self, body: object, *, timeout_ms: int | None = None) -> Any:
+        """Send a request and return the response body.
+
+        Raises KafkaConnectionError on transport failure (RequestTimedOutError on timeout) and KafkaError if
+        the broker refused the request as a whole (its top-level error code)."""
+        error_code, message, response = await self.request_with_error(body, timeout_ms=timeout_ms)
+        if error_code != ErrorCode.NONE:
+            raise KafkaError(error_code, message)
+        return response
+
+    async def request_with_error(
+        self, body: object, *, timeout_ms: int | None = None
+    ) -> tuple[ErrorCode, str | None, Any]:
+        """Send a request; return the response's top-level error code and message, and its body (None when
+        the request was refused as a whole). Raises KafkaConnectionError on transport failure."""
+        api_key = API_BY_REQUEST_TYPE[type(body)].api_key
+        correlation_id, frame = self._frame(body)
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._pending[correlation_id] = (future, api_key)
+        timeout = (self.request_timeout_ms if timeout_ms is None else timeout_ms) / 1000
+        try:
+            async with asyncio.timeout(timeout):
+                await self._write(frame)
+                return await future
+        except TimeoutError:
+            raise RequestTimedOutError(
+                f"no response from {self.host}:{self.port} within {timeout * 1000:.0f} ms "
+                f"(api key {api_key}, correlation id {correlation_id})"
+            ) from None
+        finally:
+            self._pending.pop(correlation_id, None)
+
+    async def send_no_response(self, body: object) -> None:
+        """Send a request the broker does not answer (a Produce with acks=0)."""
+        _, frame = self._frame(body)
+        await self._write(frame)
+
+    async def close(self) -> None:
+        """Close the socket and fail every outstanding request."""
+        self._fail(KafkaConnectionError(f"connection to {self.host}:{self.port} was closed"))
+        task, self._reader_task = self._reader_task, None
+        if task is not None and task is not asyncio.current_task():
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+        if self._writer is not None:
+            self._writer.close()
+            with contextlib.suppress(OSError):
+                await self._writer.wait_closed()
+
+    def _frame(self, body: object) -> tuple[int, bytes]:
+        if self._failure is not None:
+            raise self._failure
+        if self._writer is None:
+            raise KafkaConnectionError(f"{self!r} is not connected")
+        api = API_BY_REQUEST_TYPE[type(body)]
+        correlation_id = self._next_correlation_id
+        self._next_correlation_id = 0 if correlation_id == _MAX_CORRELATION_ID else correlation_id + 1
+        header = RequestHeader(
+            api_key=api.api_key, api_version=api.max_version, correlation_id=correlation_id, client_id=self.client_id
+        )
+        return correlation_id, encode_frame(encode_request(header, body))
+
+    async def _write(self, frame: bytes) -> None:
+        assert self._writer is not None
+        try:
+            self._writer.write(frame)
+            await self._writer.drain()
+        except (OSError, RuntimeError) as e:
+            error = KafkaConnectionError(f"cannot send to {self.host}:{self.port}: {e}")
+            self._fail(error)
+            raise error from e
+        if self._failure is not None:
+            raise self._failure
+
+    async def _read_loop(self) -> None:
+        assert self._reader is not None
+        reason: str = "closed by the broker"
+        try:
+            while True:
+                prefix = await self._reader.readexactly(LENGTH_PREFIX_SIZE)
+                payload = await self._reader.readexactly(parse_frame_length(prefix, self.max_frame_bytes))
+                if not self._dispatch(payload):
+                    reason = "a response without a valid correlation id"
+                    break
+        except asyncio.IncompleteReadError:
+            pass
+        except FrameError as e:
+            reason = f"invalid frame: {e}"
+        except OSError as e:
+            reason = str(e)
+        log.debug("connection to %s:%s lost: %s", self.host, self.port, reason)
+        self._fail(KafkaConnectionError(f"connection to {self.host}:{self.port} lost: {reason}"))
+        if self._writer is not None:
+            self._writer.close()
+
+    def _dispatch(self, payload: bytes) -> bool:
+        """Complete the request this response answers; False if the payload names no correlation id."""
+        correlation_id = _peek_correlation_id(payload)
+        if correlation_id is None:
+            return False
+        entry = self._pending.pop(correlation_id, None)
+        if entry is None:
+            log.debug("dropping a response to %s (correlation id %d, no longer awaited)", self, correlation_id)
+            return True
+        future, api_key = entry
+        if future.done():
+            return True
+        try:
+            _, error_code, message, body = decode_response(payload, api_key)
+        except ValueError as e:  # MalformedResponseError: only this request is affected
+            future.set_exception(e)
+        else:
+            future.set_result((error_code, message, body))
+        return True
+
+    def _fail(self, error: KafkaConnectionError) -> None:
+        """Mark the connection unusable and fail everything outstanding with `error`."""
+        self._closed = True
+        if self._failure is None:
+            self._failure = error
+        pending, self._pending = self._pending, {}
+        for future, _ in pending.values():
+            if not future.done():
+                future.set_exception(error)

@@ -1,0 +1,429 @@
+"""The consumer: reads assigned partitions from their leaders, following leader changes."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections import defaultdict, deque
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+from client.connection import KafkaConnectionError
+from client.metadata import ClusterMetadata, TopicPartition
+from protocol.errors import ErrorCode, KafkaError
+from protocol.messages import (
+    CONSUMER_REPLICA_ID,
+    EARLIEST_TIMESTAMP,
+    LATEST_TIMESTAMP,
+    FetchPartition,
+    FetchRequest,
+    FetchResponse,
+    ListOffsetsPartition,
+    ListOffsetsRequest,
+    ListOffsetsResponse,
+    Topic,
+)
+from protocol.records import Header, RecordBatchError, TruncatedBatchError, decode_batch, read_header
+
+log = logging.getLogger(__name__)
+
+_RESETS = {"earliest": EARLIEST_TIMESTAMP, "latest": LATEST_TIMESTAMP, "none": None}
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerRecord:
+    """A record read from a partition; leader_epoch is the epoch of the leader that appended its batch."""
+
+    topic: str
+    partition: int
+    offset: int
+    key: bytes | None
+    value: bytes | None
+    timestamp: int
+    headers: tuple[Header, ...]
+    leader_epoch: int
+
+
+class ConsumerError(Exception):
+    """Reading failed for a reason retrying will not fix; `code` is the Kafka error code."""
+
+    def __init__(self, code: ErrorCode, message: str) -> None:
+        super().__init__(f"{code.name}: {message}")
+        self.code = code
+        self.message = message
+
+
+class OffsetOutOfRangeError(ConsumerError):
+    """The fetch position is outside the partition's [log start offset, high watermark]."""
+
+    def __init__(self, tp: TopicPartition, offset: int, log_start_offset: int, high_watermark: int) -> None:
+        super().__init__(
+            ErrorCode.OFFSET_OUT_OF_RANGE,
+            f"offset {offset} is out of range for {tp.topic}-{tp.partition} (log start offset {log_start_offset}, "
+            f"high watermark {high_watermark}); seek to a valid offset",
+        )
+        self.tp = tp
+        self.offset = offset
+
+
+def _tp(tp: tuple[str, int]) -> TopicPartition:
+    return TopicPartition(*tp)
+
+
+def _monotonic_ms() -> float:
+    return time.monotonic() * 1000
+
+
+@dataclass(slots=True)
+class _Fetch:
+    task: asyncio.Task[FetchResponse]
+    offsets: dict[TopicPartition, int]
+
+
+class Consumer:
+    """Reads manually assigned partitions from their leaders.
+
+    One fetch per leader broker is in flight at a time; records it returns are buffered and handed out by
+    `poll`. Leader changes (NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH, a lost
+    connection) lead to a metadata refresh and fetching from the new leader. A partition without a position
+    starts at auto_offset_reset ("latest", "earliest", or "none": raise).
+    """
+
+    def __init__(
+        self,
+        bootstrap_servers: str | Sequence[str],
+        *,
+        fetch_max_wait_ms: int = 500,
+        fetch_min_bytes: int = 1,
+        fetch_max_bytes: int = 52428800,
+        max_partition_fetch_bytes: int = 1048576,
+        request_timeout_ms: int = 30000,
+        retry_backoff_ms: int = 100,
+        auto_offset_reset: str = "latest",
+        client_id: str = "minikafka-consumer",
+        clock: Callable[[], float] = _monotonic_ms,
+    ) -> None:
+        if auto_offset_reset not in _RESETS:
+            raise ValueError(f"auto_offset_reset must be one of {', '.join(_RESETS)}, got {auto_offset_reset!r}")
+        self.fetch_max_wait_ms = fetch_max_wait_ms
+        self.fetch_min_bytes = fetch_min_bytes
+        self.fetch_max_bytes = fetch_max_bytes
+        self.max_partition_fetch_bytes = max_partition_fetch_bytes
+        self.request_timeout_ms = request_timeout_ms
+        self.retry_backoff_ms = retry_backoff_ms
+        self.auto_offset_reset = auto_offset_reset
+        self.metadata = ClusterMetadata(bootstrap_servers, client_id=client_id, request_timeout_ms=request_timeout_ms)
+        self._clock = clock
+        self._assignment: list[TopicPartition] = []
+        self._positions: dict[TopicPartition, int | None] = {}
+        self._buffers: dict[TopicPartition, deque[ConsumerRecord]] = {}
+        self._fetches: dict[int, _Fetch] = {}
+        self._needs_refresh = True
+        self._retry_at_ms = float("-inf")
+
+    async def __aenter__(self) -> Consumer:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+    def assign(self, tps: Iterable[tuple[str, int]]) -> None:
+        """Read exactly these partitions from now on; partitions kept from the last assignment keep their
+        positions."""
+        assignment = list(dict.fromkeys(_tp(tp) for tp in tps))
+        self._positions = {tp: self._positions.get(tp) for tp in assignment}
+        self._buffers = {tp: self._buffers.get(tp, deque()) for tp in assignment}
+        self._assignment = assignment
+        self._needs_refresh = True
+
+    def assignment(self) -> list[TopicPartition]:
+        """The assigned partitions."""
+        return list(self._assignment)
+
+    def seek(self, tp: tuple[str, int], offset: int) -> None:
+        """Read the partition from `offset` on."""
+        tp = self._assigned(tp)
+        if offset < 0:
+            raise ValueError(f"offset must be >= 0, got {offset}")
+        self._positions[tp] = offset
+        self._buffers[tp].clear()
+
+    async def seek_to_beginning(self, tps: Iterable[tuple[str, int]] | None = None) -> None:
+        """Move to each partition's log start offset (all assigned partitions if tps is None)."""
+        await self._seek_to(tps, EARLIEST_TIMESTAMP)
+
+    async def seek_to_end(self, tps: Iterable[tuple[str, int]] | None = None) -> None:
+        """Move to each partition's high watermark: only records produced from now on will be read."""
+        await self._seek_to(tps, LATEST_TIMESTAMP)
+
+    async def position(self, tp: tuple[str, int]) -> int:
+        """The offset of the next record poll will return for the partition."""
+        tp = self._assigned(tp)
+        if self._buffers[tp]:
+            return self._buffers[tp][0].offset
+        await self._reset_missing_positions()
+        position = self._positions[tp]
+        assert position is not None
+        return position
+
+    async def poll(self, timeout_ms: int = 1000, max_records: int = 500) -> list[ConsumerRecord]:
+        """Return up to max_records records, waiting up to timeout_ms for some to arrive (an empty list if
+        none did). Raises OffsetOutOfRangeError if a position is outside its partition's log."""
+        deadline = self._clock() + timeout_ms
+        while True:
+            records = self._take_buffered(max_records)
+            if records:
+                return records
+            await self._prepare()
+            self._start_fetches()
+            remaining = deadline - self._clock()
+            if remaining <= 0 and not any(f.task.done() for f in self._fetches.values()):
+                return []
+            if self._fetches:
+                done, _ = await asyncio.wait(
+                    [f.task for f in self._fetches.values()],
+                    timeout=max(remaining, 0) / 1000,
+                    return_when=asyncio.FIRST_COMPLETED,
+                )
+                for leader, fetch in list(self._fetches.items()):
+                    if fetch.task in done:
+                        del self._fetches[leader]
+                        self._complete_fetch(fetch)
+            else:
+                await asyncio.sleep(max(0.0, min(self._retry_at_ms - self._clock(), remaining)) / 1000)
+
+    async def close(self) -> None:
+        """Stop outstanding fetches and close the connections."""
+        fetches, self._fetches = self._fetches, {}
+        for fetch in fetches.values():
+            fetch.task.cancel()
+        await asyncio.gather(*(f.task for f in fetches.values()), return_exceptions=True)
+        await self.metadata.close()
+
+    # ----------------------------------------------------------------------------------- positions
+
+    def _assigned(self, tp: tuple[str, int]) -> TopicPartition:
+        tp = _tp(tp)
+        if tp not in self._positions:
+            raise ValueError(f"{tp.topic}-{tp.partition} is not assigned to this consumer")
+        return tp
+
+    async def _seek_to(self, tps: Iterable[tuple[str, int]] | None, timestamp: int) -> None:
+        targets = self._assignment if tps is None else [self._assigned(tp) for tp in tps]
+        for tp, offset in (await self._list_offsets(targets, timestamp)).items():
+            self.seek(tp, offset)
+
+    async def _reset_missing_positions(self) -> None:
+        missing = [tp for tp, position in self._positions.items() if position is None]
+        if not missing:
+            return
+        timestamp = _RESETS[self.auto_offset_reset]
+        if timestamp is None:
+            names = ", ".join(f"{tp.topic}-{tp.partition}" for tp in missing)
+            raise ConsumerError(ErrorCode.OFFSET_OUT_OF_RANGE, f"no position for {names}: seek first")
+        for tp, offset in (await self._list_offsets(missing, timestamp)).items():
+            if self._positions.get(tp, -1) is None:
+                self._positions[tp] = offset
+
+    async def _list_offsets(self, tps: Sequence[TopicPartition], timestamp: int) -> dict[TopicPartition, int]:
+        """Each partition's offset for a timestamp (EARLIEST/LATEST_TIMESTAMP), from its leader, retrying
+        retriable errors until request_timeout_ms."""
+        deadline = self._clock() + self.request_timeout_ms
+        found: dict[TopicPartition, int] = {}
+        pending = set(tps)
+        problem = "no leader known"
+        while True:
+            await self._refresh_if_needed()
+            for leader, group in self._by_leader(pending).items():
+                try:
+                    response = await self._list_offsets_from(leader, group, timestamp)
+                except (KafkaConnectionError, KafkaError) as e:
+                    problem = self._fetch_failed(e)
+                    continue
+                for topic in response.topics:
+                    for result in topic.partitions:
+                        tp = TopicPartition(topic.name, result.partition)
+                        error = ErrorCode.from_code(result.error_code)
+                        if error == ErrorCode.NONE:
+                            found[tp] = result.offset
+                            pending.discard(tp)
+                        elif error.retriable:
+                            problem = f"{error.name} from broker {leader}"
+                            self._needs_refresh = True
+                        else:
+                            raise ConsumerError(error, f"cannot list offsets of {tp.topic}-{tp.partition}")
+            if not pending:
+                return found
+            if self._clock() >= deadline:
+                names = ", ".join(f"{tp.topic}-{tp.partition}" for tp in sorted(pending))
+                raise ConsumerError(ErrorCode.REQUEST_TIMED_OUT, f"cannot list offsets of {names}: {problem}")
+            await asyncio.sleep(self.retry_backoff_ms / 1000)
+
+    async def _list_offsets_from(self, leader: int, tps: list[TopicPartition], timestamp: int) -> ListOffsetsResponse:
+        connection = await self.metadata.connection(leader)
+        by_topic: dict[str, list[ListOffsetsPartition]] = defaultdict(list)
+        for tp in tps:
+            by_topic[tp.topic].append(
+                ListOffsetsPartition(
+                    partition=tp.partition, current_leader_epoch=self._leader_epoch(tp), timestamp=timestamp
+                )
+            )
+        request = ListOffsetsRequest(
+            replica_id=CONSUMER_REPLICA_ID,
+            isolation_level=0,
+            topics=[Topic(name=name, partitions=partitions) for name, partitions in by_topic.items()],
+        )
+        return await connection.request(request)
+
+    # ----------------------------------------------------------------------------------- fetching
+
+    async def _prepare(self) -> None:
+        """Refresh metadata if a fetch asked for it, and give every partition a position."""
+        if self._clock() < self._retry_at_ms:
+            return
+        await self._refresh_if_needed()
+        await self._reset_missing_positions()
+
+    async def _refresh_if_needed(self) -> None:
+        if not self._needs_refresh:
+            return
+        try:
+            await self.metadata.refresh({tp.topic for tp in self._assignment})
+            self._needs_refresh = False
+        except KafkaConnectionError as e:
+            log.warning("metadata refresh failed: %s", e)
+            self._retry_at_ms = self._clock() + self.retry_backoff_ms
+
+    def _by_leader(self, tps: Iterable[TopicPartition]) -> dict[int, list[TopicPartition]]:
+        """Partitions grouped by their known leader; a partition without one asks for a metadata refresh."""
+        groups: dict[int, list[TopicPartition]] = defaultdict(list)
+        for tp in tps:
+            info = self.metadata.leader_for(tp.topic, tp.partition)
+            if info is None:
+                self._needs_refresh = True
+            else:
+                groups[info.leader].append(tp)
+        return groups
+
+    def _leader_epoch(self, tp: TopicPartition) -> int:
+        info = self.metadata.partition(tp.topic, tp.partition)
+        return -1 if info is None else info.leader_epoch
+
+    def _start_fetches(self) -> None:
+        """Send a fetch to every leader without one in flight, for its partitions with nothing buffered."""
+        if self._clock() < self._retry_at_ms:
+            return
+        in_flight = {tp for fetch in self._fetches.values() for tp in fetch.offsets}
+        fetchable = [
+            tp
+            for tp in self._assignment
+            if tp not in in_flight and not self._buffers[tp] and self._positions[tp] is not None
+        ]
+        for leader, tps in self._by_leader(fetchable).items():
+            if leader in self._fetches:
+                continue
+            offsets = {tp: position for tp in tps if (position := self._positions[tp]) is not None}
+            task = asyncio.get_running_loop().create_task(self._fetch(leader, offsets))
+            self._fetches[leader] = _Fetch(task, offsets)
+
+    async def _fetch(self, leader: int, offsets: dict[TopicPartition, int]) -> FetchResponse:
+        connection = await self.metadata.connection(leader)
+        by_topic: dict[str, list[FetchPartition]] = defaultdict(list)
+        for tp, offset in offsets.items():
+            by_topic[tp.topic].append(
+                FetchPartition(
+                    partition=tp.partition,
+                    current_leader_epoch=self._leader_epoch(tp),
+                    fetch_offset=offset,
+                    partition_max_bytes=self.max_partition_fetch_bytes,
+                )
+            )
+        request = FetchRequest(
+            replica_id=CONSUMER_REPLICA_ID,
+            max_wait_ms=self.fetch_max_wait_ms,
+            min_bytes=self.fetch_min_bytes,
+            max_bytes=self.fetch_max_bytes,
+            topics=[Topic(name=name, partitions=partitions) for name, partitions in by_topic.items()],
+        )
+        return await connection.request(request, timeout_ms=self.request_timeout_ms + self.fetch_max_wait_ms)
+
+    def _fetch_failed(self, error: Exception) -> str:
+        """Note a failed request to a leader: refresh metadata and back off. Raises if retrying cannot help."""
+        if isinstance(error, KafkaError) and not error.retriable:
+            raise ConsumerError(error.code, error.message or error.code.name)
+        self._needs_refresh = True
+        self._retry_at_ms = self._clock() + self.retry_backoff_ms
+        return str(error)
+
+    def _complete_fetch(self, fetch: _Fetch) -> None:
+        error = fetch.task.exception()
+        if error is not None:
+            if not isinstance(error, KafkaConnectionError | KafkaError):
+                raise error
+            log.debug("fetch failed: %s", error)
+            self._fetch_failed(error)
+            return
+        response = fetch.task.result()
+        top_error = ErrorCode.from_code(response.error_code)
+        if top_error != ErrorCode.NONE:
+            self._fetch_failed(KafkaError(top_error, "fetch refused"))
+            return
+        for topic in response.topics:
+            for result in topic.partitions:
+                tp = TopicPartition(topic.name, result.partition)
+                offset = fetch.offsets.get(tp)
+                if offset is None or self._positions.get(tp) != offset:
+                    continue  # not asked for, unassigned or sought elsewhere meanwhile
+                error_code = ErrorCode.from_code(result.error_code)
+                if error_code == ErrorCode.NONE:
+                    self._buffer_records(tp, offset, result.records)
+                elif error_code == ErrorCode.OFFSET_OUT_OF_RANGE:
+                    raise OffsetOutOfRangeError(tp, offset, result.log_start_offset, result.high_watermark)
+                elif error_code.retriable:
+                    log.debug("fetch of %s-%d: %s", tp.topic, tp.partition, error_code.name)
+                    self._needs_refresh = True
+                else:
+                    raise ConsumerError(error_code, f"cannot fetch {tp.topic}-{tp.partition} at offset {offset}")
+
+    def _buffer_records(self, tp: TopicPartition, position: int, data: bytes) -> None:
+        """Decode the whole batches in `data`, buffer the records at or after `position`, move the position."""
+        buffer = self._buffers[tp]
+        pos = 0
+        next_offset = position
+        while pos < len(data):
+            try:
+                header = read_header(data, pos, require_body=False)
+            except TruncatedBatchError:
+                break
+            if pos + header.size_in_bytes > len(data):
+                break  # a partial batch at the end of the response
+            try:
+                _, records = decode_batch(data, pos)
+            except RecordBatchError as e:
+                raise ConsumerError(
+                    ErrorCode.CORRUPT_MESSAGE, f"{tp.topic}-{tp.partition}: batch at offset {header.base_offset}: {e}"
+                ) from None
+            epoch = header.partition_leader_epoch
+            buffer.extend(
+                ConsumerRecord(tp.topic, tp.partition, r.offset, r.key, r.value, r.timestamp, r.headers, epoch)
+                for r in records
+                if r.offset >= position
+            )
+            next_offset = max(next_offset, header.next_offset)
+            pos += header.size_in_bytes
+        if pos == 0 and data:
+            raise ConsumerError(
+                ErrorCode.MESSAGE_TOO_LARGE,
+                f"{tp.topic}-{tp.partition}: the batch at offset {position} is larger than "
+                f"max_partition_fetch_bytes ({self.max_partition_fetch_bytes})",
+            )
+        self._positions[tp] = next_offset
+
+    def _take_buffered(self, max_records: int) -> list[ConsumerRecord]:
+        taken: list[ConsumerRecord] = []
+        for tp in self._assignment:
+            buffer = self._buffers[tp]
+            while buffer and len(taken) < max_records:
+                taken.append(buffer.popleft())
+        return taken

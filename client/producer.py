@@ -1,0 +1,368 @@
+"""The producer: batches records per partition and sends them to partition leaders, retrying on retriable errors."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+
+from client.accumulator import HeaderLike, ProducerBatch, RecordAccumulator, RecordMetadata, estimate_record_size
+from client.connection import KafkaConnectionError, RequestTimedOutError
+from client.metadata import ClusterMetadata, TopicPartition
+from client.partitioner import Partitioner
+from protocol.errors import ErrorCode, KafkaError
+from protocol.messages import ProducePartition, ProduceRequest, ProduceResponse, Topic
+
+log = logging.getLogger(__name__)
+
+_ACKS = {"all": -1, "-1": -1, "1": 1, "0": 0}
+
+
+class ProducerError(Exception):
+    """A record could not be written; `code` is the Kafka error code that said why."""
+
+    def __init__(self, code: ErrorCode, message: str) -> None:
+        super().__init__(f"{code.name}: {message}")
+        self.code = code
+        self.message = message
+
+
+def parse_acks(acks: str | int) -> int:
+    """"all"/-1, "1"/1 or "0"/0 as the wire value -1, 1 or 0."""
+    try:
+        return _ACKS[str(acks).strip().lower()]
+    except KeyError:
+        raise ValueError(f"acks must be all, -1, 1 or 0, got {acks!r}") from None
+
+
+def _monotonic_ms() -> float:
+    return time.monotonic() * 1000
+
+
+class Producer:
+    """Sends records to partition leaders in per-partition batches (RecordBatch v2).
+
+    `send` returns a future of the record's RecordMetadata. Keyed records are placed by murmur2 of the key,
+    keyless ones one batch per partition in turn. A batch is sent when full (batch_size) or linger_ms after
+    its first record; all ready batches for one leader travel in one Produce request. Retriable errors are
+    retried after a metadata refresh and retry_backoff_ms, in order (one batch per partition in flight),
+    until delivery_timeout_ms after the batch was created; other errors fail the records with ProducerError.
+    """
+
+    def __init__(
+        self,
+        bootstrap_servers: str | Sequence[str],
+        *,
+        acks: str | int = "all",
+        batch_size: int = 16384,
+        linger_ms: int = 5,
+        retries: int = 2**31 - 1,
+        delivery_timeout_ms: int = 120000,
+        request_timeout_ms: int = 30000,
+        retry_backoff_ms: int = 100,
+        max_in_flight: int = 5,
+        max_request_size: int = 1048576,
+        buffer_memory: int = 32 * 1024 * 1024,
+        max_block_ms: int = 60000,
+        client_id: str = "minikafka-producer",
+        partitioner: Partitioner | None = None,
+        clock: Callable[[], float] = _monotonic_ms,
+    ) -> None:
+        self.acks = parse_acks(acks)
+        self.retries = retries
+        self.request_timeout_ms = request_timeout_ms
+        self.retry_backoff_ms = retry_backoff_ms
+        self.max_in_flight = max_in_flight
+        self.max_request_size = max_request_size
+        self.buffer_memory = buffer_memory
+        self.max_block_ms = max_block_ms
+        self.metadata = ClusterMetadata(
+            bootstrap_servers, client_id=client_id, request_timeout_ms=request_timeout_ms
+        )
+        self._accumulator = RecordAccumulator(
+            batch_size=batch_size, linger_ms=linger_ms, delivery_timeout_ms=delivery_timeout_ms
+        )
+        self._partitioner = partitioner or Partitioner()
+        self._clock = clock
+        self._wakeup = asyncio.Event()
+        self._space = asyncio.Event()
+        self._in_flight: dict[int, int] = defaultdict(int)
+        self._requests: set[asyncio.Task[None]] = set()
+        self._sender: asyncio.Task[None] | None = None
+        self._refresher: asyncio.Task[None] | None = None
+        self._last_refresh_ms = float("-inf")
+        self._flushing = 0
+        self._closing = False
+
+    async def __aenter__(self) -> Producer:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+    async def send(
+        self,
+        topic: str,
+        value: bytes | None,
+        key: bytes | None = None,
+        partition: int | None = None,
+        headers: Sequence[HeaderLike] = (),
+        timestamp: int | None = None,
+    ) -> asyncio.Future[RecordMetadata]:
+        """Queue a record; the returned future resolves to where it was written, or fails with ProducerError.
+
+        Waits (up to max_block_ms) for the topic's metadata and for buffer space; raises ProducerError if the
+        topic does not appear, the partition does not exist or the record is larger than max_request_size."""
+        if self._closing:
+            raise RuntimeError("the producer is closed")
+        if self._sender is not None and self._sender.done():
+            raise RuntimeError("the producer's sender has stopped")
+        now = self._clock()
+        num_partitions = self.metadata.partition_count(topic) or await self._partition_count(topic, now)
+        if partition is None:
+            partition = self._partitioner.partition(
+                topic, key, num_partitions, lambda p: self._accumulator.has_open_batch(TopicPartition(topic, p))
+            )
+        elif not 0 <= partition < num_partitions:
+            raise ProducerError(
+                ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                f"partition {partition} is not in the range [0, {num_partitions}) of topic {topic!r}",
+            )
+        size = estimate_record_size(key, value, headers)
+        if size > self.max_request_size:
+            raise ProducerError(
+                ErrorCode.MESSAGE_TOO_LARGE,
+                f"the record is about {size} bytes, more than max_request_size ({self.max_request_size})",
+            )
+        if self._accumulator.buffered_bytes + size > self.buffer_memory:
+            await self._wait_for_space(size, now + self.max_block_ms)
+        if timestamp is None:
+            timestamp = time.time_ns() // 1_000_000
+        appended = self._accumulator.append(
+            TopicPartition(topic, partition), key, value, headers, timestamp, self._clock(), size
+        )
+        if appended.new_batch or appended.sealed:
+            self._start_sender()
+            self._wakeup.set()
+        if appended.sealed:
+            await asyncio.sleep(0)  # let the sender take the full batch
+        return appended.future
+
+    async def flush(self) -> None:
+        """Send everything queued now and wait until each of those records is acknowledged or failed."""
+        batches = self._accumulator.incomplete()
+        if not batches:
+            return
+        self._flushing += 1
+        self._wakeup.set()
+        try:
+            await asyncio.wait([f for batch in batches for f in batch.futures])
+        finally:
+            self._flushing -= 1
+
+    async def close(self) -> None:
+        """Flush, stop the sender and close the connections. Further sends raise."""
+        if self._closing:
+            return
+        await self.flush()
+        self._closing = True
+        self._wakeup.set()
+        if self._sender is not None:
+            await asyncio.gather(self._sender, return_exceptions=True)
+        if self._refresher is not None:
+            self._refresher.cancel()
+        await self.metadata.close()
+
+    # ----------------------------------------------------------------------------------- record intake
+
+    async def _partition_count(self, topic: str, now: float) -> int:
+        """The topic's partition count, refreshing metadata until it is known or max_block_ms passed."""
+        deadline = now + self.max_block_ms
+        code, problem = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "not present in metadata"
+        while True:
+            count = self.metadata.partition_count(topic)
+            if count:
+                return count
+            error = self.metadata.topic_errors.get(topic)
+            if error is not None and not error.retriable:
+                raise ProducerError(error, f"cannot produce to topic {topic!r}")
+            wait_ms = max(0.0, self._last_refresh_ms + self.retry_backoff_ms - self._clock())
+            if self._clock() + wait_ms >= deadline:
+                raise ProducerError(code, f"topic {topic!r} {problem} after {self.max_block_ms} ms")
+            await asyncio.sleep(wait_ms / 1000)
+            try:
+                await self._refresh_metadata({topic, *self.metadata.topics()})
+            except KafkaConnectionError as e:
+                code, problem = ErrorCode.NETWORK_EXCEPTION, f"not present in metadata ({e})"
+
+    async def _wait_for_space(self, size: int, deadline: float) -> None:
+        while self._accumulator.buffered_bytes and self._accumulator.buffered_bytes + size > self.buffer_memory:
+            self._space.clear()
+            remaining = deadline - self._clock()
+            try:
+                if remaining <= 0:
+                    raise TimeoutError
+                await asyncio.wait_for(self._space.wait(), remaining / 1000)
+            except TimeoutError:
+                raise ProducerError(
+                    ErrorCode.REQUEST_TIMED_OUT,
+                    f"no buffer space within {self.max_block_ms} ms (buffer_memory {self.buffer_memory})",
+                ) from None
+
+    # ----------------------------------------------------------------------------------- the sender
+
+    def _start_sender(self) -> None:
+        if self._sender is None:
+            self._sender = asyncio.get_running_loop().create_task(self._run())
+            self._sender.add_done_callback(self._sender_done)
+
+    def _sender_done(self, task: asyncio.Task[None]) -> None:
+        if task.cancelled() or task.exception() is None:
+            return
+        log.error("the producer's sender failed", exc_info=task.exception())
+        error = ProducerError(ErrorCode.UNKNOWN_SERVER_ERROR, f"the producer's sender failed: {task.exception()}")
+        for batch in self._accumulator.incomplete():
+            self._finish(batch, error=error)
+
+    async def _run(self) -> None:
+        accumulator = self._accumulator
+        while True:
+            now = self._clock()
+            for batch in accumulator.expire(now):
+                self._finish(batch, error=self._expired(batch, now))
+            force = self._flushing > 0 or self._closing
+            by_leader: dict[int, list[TopicPartition]] = defaultdict(list)
+            for tp in accumulator.ready(now, force=force):
+                info = self.metadata.leader_for(tp.topic, tp.partition)
+                if info is None:
+                    self._request_refresh()
+                else:
+                    by_leader[info.leader].append(tp)
+            for leader, tps in by_leader.items():
+                if self._in_flight[leader] < self.max_in_flight:
+                    self._send_to(leader, accumulator.drain(tps, self.max_request_size))
+            if self._closing and not accumulator.incomplete():
+                return
+            delay = accumulator.next_wakeup_in(now, force=force)
+            self._wakeup.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wakeup.wait(), None if delay is None else delay / 1000)
+
+    def _send_to(self, leader: int, batches: list[ProducerBatch]) -> None:
+        self._in_flight[leader] += 1
+        task = asyncio.get_running_loop().create_task(self._produce(leader, batches))
+        self._requests.add(task)
+        task.add_done_callback(self._requests.discard)
+
+    async def _produce(self, leader: int, batches: list[ProducerBatch]) -> None:
+        by_topic: dict[str, list[ProducePartition]] = defaultdict(list)
+        for batch in batches:
+            info = self.metadata.partition(*batch.tp)
+            by_topic[batch.tp.topic].append(
+                ProducePartition(
+                    partition=batch.tp.partition,
+                    records=batch.records(),
+                    current_leader_epoch=info.leader_epoch if info is not None else -1,
+                )
+            )
+        request = ProduceRequest(
+            acks=self.acks,
+            timeout_ms=self.request_timeout_ms,
+            topics=[Topic(name=name, partitions=partitions) for name, partitions in by_topic.items()],
+        )
+        try:
+            connection = await self.metadata.connection(leader)
+            if self.acks == 0:
+                await connection.send_no_response(request)
+                response = None
+            else:
+                response = await connection.request(request)
+        except RequestTimedOutError as e:
+            self._retry_all(batches, ErrorCode.REQUEST_TIMED_OUT, str(e))
+        except KafkaConnectionError as e:
+            self._retry_all(batches, ErrorCode.NETWORK_EXCEPTION, str(e))
+        except KafkaError as e:
+            self._retry_all(batches, e.code, e.message or e.code.name)
+        else:
+            self._handle_response(batches, response)
+        finally:
+            self._in_flight[leader] -= 1
+            for batch in batches:
+                self._accumulator.unmute(batch.tp)
+            self._wakeup.set()
+
+    def _handle_response(self, batches: list[ProducerBatch], response: ProduceResponse | None) -> None:
+        if response is None:  # acks=0: written to the socket is all we know
+            for batch in batches:
+                batch.complete(-1)
+                self._finish(batch)
+            return
+        results = {(t.name, p.partition): p for t in response.topics for p in t.partitions}
+        for batch in batches:
+            result = results.get(batch.tp)
+            if result is None:
+                self._retry(batch, ErrorCode.UNKNOWN_SERVER_ERROR, "the response has no result for the partition")
+                continue
+            error = ErrorCode.from_code(result.error_code)
+            if error == ErrorCode.NONE:
+                batch.complete(result.base_offset, result.log_append_time_ms)
+                self._finish(batch)
+            else:
+                self._retry(batch, error, result.error_message or error.name)
+
+    def _retry_all(self, batches: list[ProducerBatch], error: ErrorCode, message: str) -> None:
+        for batch in batches:
+            self._retry(batch, error, message)
+
+    def _retry(self, batch: ProducerBatch, error: ErrorCode, message: str) -> None:
+        """Queue the batch again if the error is retriable and time and attempts are left, else fail it."""
+        now = self._clock()
+        retry_at = now + self.retry_backoff_ms
+        where = f"{batch.tp.topic}-{batch.tp.partition}"
+        if not error.retriable:
+            self._finish(batch, error=ProducerError(error, f"{where}: {message}"))
+        elif batch.attempts >= self.retries:
+            self._finish(batch, error=ProducerError(error, f"{where}: {message} (after {batch.attempts} retries)"))
+        elif retry_at - batch.created_ms >= self._accumulator.delivery_timeout_ms:
+            self._finish(batch, error=self._expired(batch, now, f" (last error {error.name}: {message})"))
+        else:
+            log.debug("retrying %r after %s: %s", batch, error.name, message)
+            self._accumulator.reenqueue(batch, retry_at)
+            self._request_refresh()
+
+    def _expired(self, batch: ProducerBatch, now: float, detail: str = "") -> ProducerError:
+        return ProducerError(
+            ErrorCode.REQUEST_TIMED_OUT,
+            f"expiring {batch.record_count} record(s) for {batch.tp.topic}-{batch.tp.partition}: "
+            f"{now - batch.created_ms:.0f} ms has passed since batch creation{detail}",
+        )
+
+    def _finish(self, batch: ProducerBatch, *, error: ProducerError | None = None) -> None:
+        if error is not None:
+            batch.fail(error)
+        self._accumulator.deallocate(batch)
+        self._space.set()
+
+    # ----------------------------------------------------------------------------------- metadata
+
+    def _request_refresh(self) -> None:
+        """Refresh metadata in the background (at most once per retry_backoff_ms), then wake the sender."""
+        if self._refresher is None or self._refresher.done():
+            self._refresher = asyncio.get_running_loop().create_task(self._background_refresh())
+
+    async def _background_refresh(self) -> None:
+        wait_ms = self._last_refresh_ms + self.retry_backoff_ms - self._clock()
+        if wait_ms > 0:
+            await asyncio.sleep(wait_ms / 1000)
+        try:
+            await self._refresh_metadata(self.metadata.topics())
+        except KafkaConnectionError as e:
+            log.warning("metadata refresh failed: %s", e)
+        self._wakeup.set()
+
+    async def _refresh_metadata(self, topics: Sequence[str] | set[str]) -> None:
+        self._last_refresh_ms = self._clock()
+        await self.metadata.refresh(topics)

@@ -1,0 +1,353 @@
+"""The client library and the command line against a real cluster: ZooKeeper and three broker processes started
+with `minikafka cluster up` on 127.0.0.1.
+
+Topic creation with seed 001's assignment, produce/consume round trips for replication factors 1..3 and acks
+0/1/all, replicas converging, `produce --json` acknowledgements in input order, `consume --json` fields, admin
+errors, and restarting a broker with `cluster kill` / `cluster start`. Waits poll with deadlines.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+
+from client.admin import Admin, AdminError, NewTopic
+from client.cluster import load_cluster
+from client.consumer import Consumer, ConsumerRecord, OffsetOutOfRangeError
+from client.producer import Producer, ProducerError
+from controller.zkserver import zookeeper_available
+from protocol.errors import ErrorCode
+
+BROKERS = 3
+CLI_TIMEOUT_S = 120
+WAIT_S = 30.0
+T = TypeVar("T")
+
+
+def cli(*args: str, input: str | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
+    """Run `minikafka ARGS` as a separate process."""
+    result = subprocess.run(
+        [sys.executable, "-m", "client.cli", *args],
+        input=input,
+        capture_output=True,
+        text=True,
+        timeout=CLI_TIMEOUT_S,
+        cwd=Path(__file__).resolve().parents[2],
+    )
+    if check:
+        assert result.returncode == 0, f"minikafka {' '.join(args)} failed:\n{result.stdout}\n{result.stderr}"
+    return result
+
+
+@pytest.fixture(scope="module")
+def cluster_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    if not zookeeper_available():
+        pytest.skip("ZooKeeper (or java) is not installed: run make setup")
+    directory = tmp_path_factory.mktemp("cluster")
+    cli("cluster", "up", "--brokers", str(BROKERS), "--dir", str(directory))
+    try:
+        yield directory
+    finally:
+        cli("cluster", "down", "--dir", str(directory), check=False)
+
+
+@pytest.fixture(scope="module")
+def bootstrap(cluster_dir: Path) -> str:
+    return load_cluster(cluster_dir).bootstrap_servers
+
+
+def client_cli(cluster_dir: Path, *args: str, **options: Any) -> subprocess.CompletedProcess[str]:
+    """A client command against the test cluster, found through --dir."""
+    return cli(*args, "--dir", str(cluster_dir), **options)
+
+
+async def eventually(probe: Callable[[], Awaitable[T | None]], what: str, timeout_s: float = WAIT_S) -> T:
+    """Poll `probe` until it returns something other than None, or fail after timeout_s."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        result = await probe()
+        if result is not None:
+            return result
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out after {timeout_s} s waiting for {what}")
+        await asyncio.sleep(0.1)
+
+
+async def create_topic(bootstrap: str, name: str, partitions: int, replication_factor: int, **configs: str) -> None:
+    async with Admin(bootstrap) as admin:
+        await admin.create_topics([NewTopic(name, partitions, replication_factor, configs)])
+
+
+async def consume_all(bootstrap: str, topic: str, partitions: int, count: int) -> list[ConsumerRecord]:
+    """Read `count` records from the beginning of every partition of `topic`."""
+    records: list[ConsumerRecord] = []
+    async with Consumer(bootstrap) as consumer:
+        consumer.assign([(topic, p) for p in range(partitions)])
+        await consumer.seek_to_beginning()
+
+        async def more() -> list[ConsumerRecord] | None:
+            records.extend(await consumer.poll(timeout_ms=500))
+            return records if len(records) >= count else None
+
+        await eventually(more, f"{count} records of {topic}")
+    return records
+
+
+# ------------------------------------------------------------------------------------------------ cluster
+
+
+def test_cluster_status_lists_every_broker_alive_and_a_controller(cluster_dir):
+    status = json.loads(client_cli(cluster_dir, "cluster", "status", "--json").stdout)
+    assert [b["id"] for b in status["brokers"]] == list(range(1, BROKERS + 1))
+    assert all(b["alive"] for b in status["brokers"])
+    assert all(Path(b["log_dir"]).is_dir() for b in status["brokers"])
+    assert status["controller"] in range(1, BROKERS + 1)
+    assert status["controller_epoch"] >= 1
+
+
+def test_topic_create_uses_seed_001_assignment(cluster_dir):
+    result = client_cli(cluster_dir, "topic", "create", "assigned", "--partitions", "5", "--replication-factor", "3")
+    assert result.stdout.strip() == "Created topic assigned."
+    partitions = json.loads(client_cli(cluster_dir, "topic", "describe", "assigned", "--json").stdout)
+    brokers = list(range(1, BROKERS + 1))
+    assert [p["partition"] for p in partitions] == list(range(5))
+    for p in partitions:
+        i = p["partition"]
+        expected = [brokers[(i + j) % BROKERS] for j in range(3)]
+        assert p["replicas"] == expected, p
+        assert p["leader"] == expected[0]
+        assert sorted(p["isr"]) == sorted(expected)
+        assert p["leader_epoch"] == 0
+    text = client_cli(cluster_dir, "topic", "describe", "assigned").stdout
+    assert "\tTopic: assigned\tPartition: 1\tLeader: 2\tReplicas: 2,3,1\t" in text
+    assert "assigned" in client_cli(cluster_dir, "topic", "list").stdout.split()
+
+
+async def test_admin_errors_carry_kafkas_names(bootstrap):
+    await create_topic(bootstrap, "twice", 1, 1)
+    with pytest.raises(AdminError) as exists:
+        await create_topic(bootstrap, "twice", 1, 1)
+    assert exists.value.code == ErrorCode.TOPIC_ALREADY_EXISTS
+    with pytest.raises(AdminError) as too_many:
+        await create_topic(bootstrap, "too-many-replicas", 1, BROKERS + 1)
+    assert too_many.value.code == ErrorCode.INVALID_REPLICATION_FACTOR
+    async with Admin(bootstrap) as admin:
+        with pytest.raises(AdminError) as unknown:
+            await admin.describe_topics(["no-such-topic"])
+    assert unknown.value.code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+
+
+# ------------------------------------------------------------------------------------------------ library round trips
+
+
+@pytest.mark.parametrize("acks", ["0", "1", "all"])
+@pytest.mark.parametrize("replication_factor", [1, 2, 3])
+async def test_produce_consume_round_trip(bootstrap, replication_factor, acks):
+    topic = f"round-trip-rf{replication_factor}-acks{acks}"
+    await create_topic(bootstrap, topic, 2, replication_factor)
+    sent = [(f"key-{i % 7}".encode(), f"value-{i}".encode()) for i in range(60)]
+    async with Producer(bootstrap, acks=acks, linger_ms=2, batch_size=512) as producer:
+        futures = [await producer.send(topic, value, key=key) for key, value in sent]
+        await producer.flush()
+        acknowledged = [f.result() for f in futures]
+    if acks == "0":
+        assert {m.offset for m in acknowledged} == {-1}
+    else:
+        for partition in (0, 1):
+            offsets = [m.offset for m in acknowledged if m.partition == partition]
+            assert offsets == list(range(len(offsets))), "offsets of a partition follow the input order"
+    received = await consume_all(bootstrap, topic, 2, len(sent))
+    assert len(received) == len(sent)
+    for partition in (0, 1):
+        expected = [(m.offset, k, v) for m, (k, v) in zip(acknowledged, sent, strict=True) if m.partition == partition]
+        got = [(r.offset, r.key, r.value) for r in received if r.partition == partition]
+        if acks == "0":
+            expected = [(offset, k, v) for offset, (_, k, v) in enumerate(expected)]
+        assert got == expected
+    assert {r.leader_epoch for r in received} == {0}
+
+
+async def test_every_replica_converges_to_the_same_leo_and_hw(bootstrap):
+    await create_topic(bootstrap, "converge", 3, 3)
+    async with Producer(bootstrap, acks="all") as producer:
+        for i in range(90):
+            await producer.send("converge", f"{i}".encode(), key=f"{i}".encode())
+    async with Admin(bootstrap) as admin:
+
+        async def converged() -> dict[int, list[Any]] | None:
+            states = await admin.describe_replicas(["converge"])
+            per_partition: dict[int, list[Any]] = {}
+            for replicas in states.values():
+                for state in replicas:
+                    per_partition.setdefault(state.partition, []).append(state)
+            if len(per_partition) != 3 or any(len(replicas) != 3 for replicas in per_partition.values()):
+                return None
+            for replicas in per_partition.values():
+                if len({(s.log_end_offset, s.high_watermark) for s in replicas}) != 1:
+                    return None
+                if replicas[0].log_end_offset != replicas[0].high_watermark:
+                    return None
+            return per_partition
+
+        per_partition = await eventually(converged, "replicas of 'converge' to agree on LEO and HW")
+    assert sum(replicas[0].log_end_offset for replicas in per_partition.values()) == 90
+    for replicas in per_partition.values():
+        [leader] = [s for s in replicas if s.role == "leader"]
+        assert {f.log_end_offset for f in leader.followers} == {leader.log_end_offset}
+
+
+async def test_consumer_positions_seek_to_end_and_out_of_range(bootstrap):
+    await create_topic(bootstrap, "positions", 1, 2)
+    async with Producer(bootstrap) as producer:
+        for i in range(5):
+            await producer.send("positions", f"{i}".encode())
+    async with Consumer(bootstrap) as consumer:
+        consumer.assign([("positions", 0)])
+        await consumer.seek_to_end()
+        assert await consumer.position(("positions", 0)) == 5
+        await consumer.seek_to_beginning()
+        assert await consumer.position(("positions", 0)) == 0
+        consumer.seek(("positions", 0), 3)
+
+        async def some_records() -> list[ConsumerRecord] | None:
+            return await consumer.poll(timeout_ms=500) or None
+
+        records = await eventually(some_records, "records from offset 3")
+        assert [r.offset for r in records] == [3, 4]
+        consumer.seek(("positions", 0), 100)
+        with pytest.raises(OffsetOutOfRangeError, match="out of range"):
+            await consumer.poll(timeout_ms=5000)
+
+
+async def test_producing_to_a_missing_topic_fails_clearly(bootstrap):
+    async with Producer(bootstrap, max_block_ms=1000) as producer:
+        with pytest.raises(ProducerError) as raised:
+            await producer.send("never-created", b"x")
+    assert raised.value.code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    assert "never-created" in str(raised.value)
+
+
+# ------------------------------------------------------------------------------------------------ CLI produce/consume
+
+
+def test_cli_produce_json_acknowledges_in_input_order(cluster_dir):
+    client_cli(cluster_dir, "topic", "create", "cli-ordered", "--partitions", "3", "--replication-factor", "3")
+    lines = [f"k{i % 5}:v{i}" for i in range(40)]
+    result = client_cli(
+        cluster_dir, "produce", "cli-ordered", "--key-separator", ":", "--json", input="\n".join(lines) + "\n"
+    )
+    acks = [json.loads(line) for line in result.stdout.splitlines()]
+    assert len(acks) == len(lines)
+    next_offset = {0: 0, 1: 0, 2: 0}
+    for ack in acks:
+        assert ack["offset"] == next_offset[ack["partition"]], acks
+        next_offset[ack["partition"]] += 1
+    by_key: dict[str, set[int]] = {}
+    for line, ack in zip(lines, acks, strict=True):
+        by_key.setdefault(line.split(":")[0], set()).add(ack["partition"])
+    assert all(len(partitions) == 1 for partitions in by_key.values()), "a key always lands on one partition"
+
+
+def test_cli_produce_to_one_partition(cluster_dir):
+    client_cli(cluster_dir, "topic", "create", "cli-one", "--partitions", "2", "--replication-factor", "2")
+    result = client_cli(
+        cluster_dir, "produce", "cli-one", "--partition", "1", "--acks", "1", "--json", input="a\nb\nc\n"
+    )
+    assert [json.loads(line) for line in result.stdout.splitlines()] == [
+        {"partition": 1, "offset": offset} for offset in range(3)
+    ]
+
+
+def test_cli_consume_json_fields(cluster_dir):
+    client_cli(cluster_dir, "topic", "create", "cli-consume", "--partitions", "1", "--replication-factor", "3")
+    before_ms = time.time() * 1000
+    client_cli(cluster_dir, "produce", "cli-consume", "--key-separator", "=", input="a=1\nb=2\nc=3\n")
+    result = client_cli(
+        cluster_dir, "consume", "cli-consume", "--from-beginning", "--max-messages", "3", "--timeout-ms", "20000",
+        "--json",
+    )
+    records = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [(r["partition"], r["offset"], r["key"], r["value"], r["leader_epoch"]) for r in records] == [
+        (0, 0, "a", "1", 0), (0, 1, "b", "2", 0), (0, 2, "c", "3", 0)
+    ]
+    assert all(set(r) == {"partition", "offset", "key", "value", "timestamp", "leader_epoch"} for r in records)
+    assert all(before_ms - 60_000 <= r["timestamp"] <= time.time() * 1000 for r in records)
+    assert "Processed a total of 3 messages" in result.stderr
+    plain = client_cli(
+        cluster_dir, "consume", "cli-consume", "--partition", "0", "--offset", "1", "--max-messages", "2"
+    )
+    assert plain.stdout.splitlines() == ["2", "3"]
+
+
+def test_cli_consume_stops_after_timeout_without_records(cluster_dir):
+    client_cli(cluster_dir, "topic", "create", "cli-idle", "--partitions", "2", "--replication-factor", "1")
+    started = time.monotonic()
+    result = client_cli(cluster_dir, "consume", "cli-idle", "--timeout-ms", "1000", "--json")
+    assert result.stdout == ""
+    assert time.monotonic() - started < 30
+
+
+def test_cli_describe_replicas_json(cluster_dir):
+    client_cli(cluster_dir, "topic", "create", "cli-replicas", "--partitions", "1", "--replication-factor", "3")
+    client_cli(cluster_dir, "produce", "cli-replicas", input="x\ny\n")
+    deadline = time.monotonic() + WAIT_S
+    while True:
+        described = client_cli(cluster_dir, "topic", "describe", "cli-replicas", "--replicas", "--json")
+        [entry] = json.loads(described.stdout)
+        states = entry["replica_states"]
+        if len(states) == 3 and all((s["leo"], s["hw"]) == (2, 2) for s in states):
+            break
+        assert time.monotonic() < deadline, entry
+        time.sleep(0.1)
+    [leader] = [s for s in states if s["broker"] == entry["leader"]]
+    assert leader["role"] == "leader"
+    followers = sorted(b for b in entry["replicas"] if b != entry["leader"])
+    assert sorted(f["broker"] for f in leader["followers"]) == followers
+    assert all(f["remote_leo"] == 2 for f in leader["followers"])
+
+
+def test_cli_produce_failure_exits_non_zero(cluster_dir):
+    result = client_cli(cluster_dir, "produce", "cli-missing-topic", input="x\n", check=False)
+    assert result.returncode == 1
+    assert "cli-missing-topic" in result.stderr
+
+
+# ------------------------------------------------------------------------------------------------ kill and restart
+
+
+def broker_alive(cluster_dir: Path, broker_id: int) -> bool:
+    status = json.loads(client_cli(cluster_dir, "cluster", "status", "--json").stdout)
+    return next(b for b in status["brokers"] if b["id"] == broker_id)["alive"]
+
+
+def wait_for_alive(cluster_dir: Path, broker_id: int, alive: bool) -> None:
+    deadline = time.monotonic() + WAIT_S
+    while broker_alive(cluster_dir, broker_id) != alive:
+        assert time.monotonic() < deadline, f"broker {broker_id} alive is not {alive} after {WAIT_S} s"
+        time.sleep(0.1)
+
+
+def test_cluster_kill_stop_and_cont(cluster_dir):
+    client_cli(cluster_dir, "cluster", "kill", "2", "--signal", "STOP")
+    wait_for_alive(cluster_dir, 2, False)
+    client_cli(cluster_dir, "cluster", "kill", "2", "--signal", "CONT")
+    wait_for_alive(cluster_dir, 2, True)
+
+
+def test_cluster_kill_and_start_a_broker(cluster_dir):
+    victim = BROKERS
+    client_cli(cluster_dir, "cluster", "kill", str(victim), "--signal", "TERM")
+    wait_for_alive(cluster_dir, victim, False)
+    failed = client_cli(cluster_dir, "cluster", "start", "1", check=False)
+    assert failed.returncode == 1 and "already running" in failed.stderr
+    client_cli(cluster_dir, "cluster", "start", str(victim))
+    status = json.loads(client_cli(cluster_dir, "cluster", "status", "--json").stdout)
+    assert all(b["alive"] for b in status["brokers"])

@@ -1,0 +1,215 @@
+"""The command line without a cluster: --help on every command, argument errors, how the bootstrap servers are
+found, and the pure formatting of describe and consume output."""
+
+from __future__ import annotations
+
+import json
+
+import click
+import pytest
+from click.testing import CliRunner
+
+from client.cli import describe_json, describe_lines, main, record_json, split_key
+from client.cluster import BrokerProcess, ClusterState, ZooKeeperProcess, save_cluster
+from client.consumer import ConsumerRecord
+from client.metadata import PartitionInfo
+from protocol.messages import FollowerState, ReplicaState
+
+
+def _commands(group: click.Group, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    found = [prefix]
+    for name, command in group.commands.items():
+        if isinstance(command, click.Group):
+            found += _commands(command, (*prefix, name))
+        else:
+            found.append((*prefix, name))
+    return found
+
+
+ALL_COMMANDS = _commands(main)
+
+
+def invoke(*args: str, input: str | None = None):
+    return CliRunner().invoke(main, list(args), input=input)
+
+
+def test_every_expected_command_exists():
+    expected = {
+        ("broker",), ("dump-log",), ("produce",), ("consume",),
+        ("cluster", "up"), ("cluster", "status"), ("cluster", "down"), ("cluster", "kill"), ("cluster", "start"),
+        ("topic", "create"), ("topic", "list"), ("topic", "describe"),
+    }
+    assert expected <= set(ALL_COMMANDS)
+
+
+@pytest.mark.parametrize("command", ALL_COMMANDS, ids=lambda c: " ".join(c) or "minikafka")
+def test_help_on_every_command(command):
+    result = invoke(*command, "--help")
+    assert result.exit_code == 0, result.output
+    assert "Usage:" in result.output
+
+
+@pytest.mark.parametrize(
+    "command",
+    [("topic", "create", "t", "--partitions", "1", "--replication-factor", "1"), ("topic", "list"),
+     ("topic", "describe"), ("produce", "t"), ("consume", "t")],
+    ids=lambda c: " ".join(c[:2]),
+)
+def test_client_commands_take_bootstrap_server_and_dir(command):
+    result = invoke(*command[:2] if command[0] == "topic" else command[:1], "--help")
+    assert "--bootstrap-server" in result.output
+    assert "--dir" in result.output
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("topic", "create", "t", "--replication-factor", "1"), "Missing option '--partitions'"),
+        (("topic", "create", "t", "--partitions", "0", "--replication-factor", "1"), "0 is not in the range x>=1"),
+        (("topic", "create", "t", "--partitions", "1", "--replication-factor", "1", "--config", "novalue"),
+         "expected KEY=VALUE"),
+        (("produce", "t", "--acks", "2"), "'2' is not one of"),
+        (("produce", "t", "--key-separator", ""), "must not be empty"),
+        (("consume", "t", "--from-beginning", "--offset", "3", "--partition", "0"), "exclude each other"),
+        (("consume", "t", "--offset", "3"), "--offset needs --partition"),
+        (("consume", "t", "--max-messages", "0"), "0 is not in the range x>=1"),
+        (("cluster", "kill", "1", "--signal", "HUP"), "'HUP' is not one of"),
+        (("cluster", "kill", "one"), "'one' is not a valid integer"),
+        (("cluster", "up", "--brokers", "0"), "0 is not in the range x>=1"),
+        (("cluster", "up", "--config", "broken"), "expected KEY=VALUE"),
+        (("broker",), "Missing option '--config'"),
+        (("broker", "--config", "/nonexistent/server.properties"), "does not exist"),
+        (("topic", "list", "--bootstrap-server", "localhost"), "expected HOST:PORT"),
+        (("topic", "list", "--bootstrap-server", "localhost:99999"), "expected HOST:PORT"),
+    ],
+)
+def test_argument_errors_exit_2_with_a_clear_message(args, message):
+    result = invoke(*args)
+    assert result.exit_code == 2, result.output
+    assert message in result.output
+
+
+def test_a_client_command_without_a_cluster_says_how_to_get_one(tmp_path):
+    result = invoke("topic", "list", "--dir", str(tmp_path / "nothing"))
+    assert result.exit_code == 1
+    assert "no --bootstrap-server given" in result.output
+    assert "minikafka cluster up" in result.output
+
+
+def test_cluster_commands_without_a_cluster_fail_cleanly(tmp_path):
+    for args in (("cluster", "status"), ("cluster", "down"), ("cluster", "kill", "1"), ("cluster", "start", "1")):
+        result = invoke(*args, "--dir", str(tmp_path))
+        assert result.exit_code == 1, (args, result.output)
+        assert "no cluster in" in result.output
+        assert "Traceback" not in result.output
+
+
+def test_cluster_kill_of_a_broker_that_is_not_running(tmp_path):
+    state = ClusterState(
+        tmp_path,
+        ZooKeeperProcess(port=2181, pid=2**22 + 1, data_dir=str(tmp_path / "zookeeper")),
+        (BrokerProcess(1, "127.0.0.1", 9092, 2**22 + 2, str(tmp_path / "broker-1/server.properties"), "d"),),
+    )
+    save_cluster(state)
+    result = invoke("cluster", "kill", "1", "--dir", str(tmp_path), "--signal", "kill")
+    assert result.exit_code == 1
+    assert "broker 1 is not running" in result.output
+    result = invoke("cluster", "kill", "7", "--dir", str(tmp_path))
+    assert result.exit_code == 1
+    assert "no broker 7" in result.output
+
+
+def test_a_client_command_uses_the_cluster_in_dir(tmp_path, monkeypatch):
+    state = ClusterState(
+        tmp_path,
+        ZooKeeperProcess(port=2181, pid=1, data_dir="zk"),
+        tuple(BrokerProcess(i, "127.0.0.1", 9000 + i, 1, "c", "d") for i in (1, 2)),
+    )
+    save_cluster(state)
+    bootstraps = []
+
+    class FakeAdmin:
+        def __init__(self, bootstrap: str, **options: object) -> None:
+            bootstraps.append(bootstrap)
+
+        async def __aenter__(self) -> FakeAdmin:
+            return self
+
+        async def __aexit__(self, *exc_info: object) -> None:
+            pass
+
+        async def list_topics(self) -> list[str]:
+            return ["a", "b"]
+
+    monkeypatch.setattr("client.cli.Admin", FakeAdmin)
+    result = invoke("topic", "list", "--dir", str(tmp_path))
+    assert result.exit_code == 0, result.output
+    assert result.output == "a\nb\n"
+    result = invoke("topic", "list", "--json", "--bootstrap-server", "h:1")
+    assert json.loads(result.output) == ["a", "b"]
+    assert bootstraps == ["127.0.0.1:9001,127.0.0.1:9002", "h:1"]
+
+
+def test_split_key():
+    assert split_key(b"k:v:w", b":", 1) == (b"k", b"v:w")
+    assert split_key(b"plain", None, 1) == (None, b"plain")
+    with pytest.raises(click.ClickException, match="line 4 has no key separator"):
+        split_key(b"plain", b":", 4)
+
+
+PARTITIONS = [
+    PartitionInfo("t", 0, 1, 0, (1, 2), (1, 2), ()),
+    PartitionInfo("t", 1, -1, 3, (2, 1), (2,), (1,)),
+]
+
+
+def _replica(topic: str, partition: int, role: str, leo: int, followers=()) -> ReplicaState:
+    return ReplicaState(
+        topic=topic, partition=partition, role=role, leader=1, leader_epoch=0, log_end_offset=leo,
+        high_watermark=4, log_start_offset=0, isr=[1, 2], followers=list(followers),
+    )
+
+
+STATES = {
+    1: [_replica("t", 0, "leader", 5, [FollowerState(broker_id=2, log_end_offset=4, last_caught_up_time_ms=7,
+                                                     last_fetch_time_ms=8)])],
+    2: [_replica("t", 0, "follower", 4)],
+}
+
+
+def test_describe_text_looks_like_kafka_topics():
+    lines = describe_lines(PARTITIONS, None)
+    assert lines == [
+        "Topic: t\tPartitionCount: 2\tReplicationFactor: 2",
+        "\tTopic: t\tPartition: 0\tLeader: 1\tReplicas: 1,2\tIsr: 1,2\tLeaderEpoch: 0",
+        "\tTopic: t\tPartition: 1\tLeader: none\tReplicas: 2,1\tIsr: 2\tLeaderEpoch: 3",
+    ]
+
+
+def test_describe_text_with_replicas():
+    lines = describe_lines(PARTITIONS[:1], STATES)
+    assert lines[2:] == [
+        "\t\tReplica: 1\tRole: leader\tLEO: 5\tHW: 4\tLogStartOffset: 0\tRemoteLEO: 2=4",
+        "\t\tReplica: 2\tRole: follower\tLEO: 4\tHW: 4\tLogStartOffset: 0",
+    ]
+
+
+def test_describe_json():
+    assert describe_json(PARTITIONS[:1], None) == [
+        {"topic": "t", "partition": 0, "leader": 1, "leader_epoch": 0, "replicas": [1, 2], "isr": [1, 2]}
+    ]
+    [entry] = describe_json(PARTITIONS[:1], STATES)
+    leader, follower = entry["replica_states"]
+    assert leader == {
+        "broker": 1, "role": "leader", "leader_epoch": 0, "leo": 5, "hw": 4, "log_start_offset": 0,
+        "followers": [{"broker": 2, "remote_leo": 4, "last_caught_up_time_ms": 7}],
+    }
+    assert follower == {"broker": 2, "role": "follower", "leader_epoch": 0, "leo": 4, "hw": 4, "log_start_offset": 0}
+    json.dumps(entry)
+
+
+def test_record_json_fields():
+    record = ConsumerRecord("t", 2, 9, None, "é".encode() + b"\xff", 123, (), 4)
+    assert json.loads(record_json(record)) == {
+        "partition": 2, "offset": 9, "key": None, "value": "é\\xff", "timestamp": 123, "leader_epoch": 4
+    }

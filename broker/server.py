@@ -10,9 +10,6 @@ import sys
 from pathlib import Path
 
 import uvloop
-from controller.channel import ControllerChannelManager
-from controller.controller import KafkaController
-from controller.zk import NoNodeError, ZkClient, register_broker
 
 from broker.api import KafkaApis
 from broker.config import BrokerConfig
@@ -25,6 +22,9 @@ from broker.replication.fetcher import ReplicaFetcherManager
 from broker.replication.replica_manager import ReplicaManager
 from client.connection import BrokerConnection
 from controller import zkdata
+from controller.channel import ControllerChannelManager
+from controller.controller import KafkaController
+from controller.zk import NoNodeError, ZkClient, register_broker
 
 log = logging.getLogger(__name__)
 

@@ -84,6 +84,8 @@ class ReplicaManager:
         self.on_follow: Callable[[dict[TopicPartition, int], dict[int, tuple[str, int]]], None] = lambda _p, _l: None
         self.on_stop_following: Callable[[Iterable[TopicPartition]], None] = lambda _tps: None
         self._flushing: dict[TopicPartition, asyncio.Task] = {}
+        #: LeaderAndIsr requests are applied one at a time, in arrival order.
+        self._state_change_lock = asyncio.Lock()
         self._tasks: list[asyncio.Task] = []
 
     # -- lookups ----------------------------------------------------------------------------
@@ -103,6 +105,10 @@ class ReplicaManager:
     async def become_leader_or_follower(self, request: LeaderAndIsrRequest) -> LeaderAndIsrResponse:
         """Apply a LeaderAndIsr request: fence stale controllers and stale leader epochs, then make each
         partition leader or follower and move the fetchers."""
+        async with self._state_change_lock:
+            return await self._become_leader_or_follower(request)
+
+    async def _become_leader_or_follower(self, request: LeaderAndIsrRequest) -> LeaderAndIsrResponse:
         if request.controller_epoch < self.controller_epoch:
             log.warning("ignoring LeaderAndIsr from controller %d with stale epoch %d (current %d)",
                         request.controller_id, request.controller_epoch, self.controller_epoch)

@@ -41,7 +41,9 @@ class BrokerServer:
         self.fetchers = ReplicaFetcherManager(config, self.replica_manager, self._fetcher_connection)
         self.metadata_cache = MetadataCache(config.broker_id)
         self.channel = ControllerChannelManager(config.broker_id, self._controller_connection)
-        self.controller = KafkaController(config.broker_id, self.zk, self.channel, _validate_topic_config)
+        self.controller = KafkaController(config.broker_id, self.zk, self.channel, _validate_topic_config,
+                                          default_num_partitions=config.num_partitions,
+                                          default_replication_factor=config.default_replication_factor)
         self.apis = KafkaApis(config.broker_id, self.replica_manager, self.metadata_cache, self.controller)
         self.socket_server = SocketServer(config.network, self.apis.handle)
         self.host = config.host
@@ -69,7 +71,9 @@ class BrokerServer:
         await asyncio.to_thread(self.log_manager.startup)
         await self.zk.start()
         self.host, self.port = await self.socket_server.start()
-        self.broker_epoch = await register_broker(self.zk, config.broker_id, self.host, self.port)
+        # A broker restarted right after a crash finds its old registration until that session expires.
+        self.broker_epoch = await register_broker(self.zk, config.broker_id, self.host, self.port,
+                                                  wait_ms=2 * config.zookeeper_session_timeout_ms)
         self.replica_manager.start()
         await self.controller.startup()
         log.info("broker %d started on %s:%d (broker epoch %d)", config.broker_id, self.host, self.port,

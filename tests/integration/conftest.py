@@ -18,7 +18,7 @@ ZkSessionFactory = Callable[..., AbstractAsyncContextManager[ZkClient]]
 @pytest.fixture(scope="session")
 def zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ZooKeeperServer]:
     if not zookeeper_available():
-        pytest.skip("ZooKeeper (or java) is not installed: run make setup")
+        pytest.fail("ZooKeeper (or java) is not installed: run make setup")
     server = ZooKeeperServer(tmp_path_factory.mktemp("zookeeper"), tick_time_ms=500)
     server.start()
     try:

@@ -50,7 +50,7 @@ def cli(*args: str, input: str | None = None, check: bool = True) -> subprocess.
 @pytest.fixture(scope="module")
 def cluster_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     if not zookeeper_available():
-        pytest.skip("ZooKeeper (or java) is not installed: run make setup")
+        pytest.fail("ZooKeeper (or java) is not installed: run make setup")
     directory = tmp_path_factory.mktemp("cluster")
     cli("cluster", "up", "--brokers", str(BROKERS), "--dir", str(directory))
     try:

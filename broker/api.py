@@ -118,10 +118,13 @@ class KafkaApis:
         return Response(await self.replica_manager.become_leader_or_follower(body))
 
     async def handle_update_metadata(self, body: UpdateMetadataRequest) -> Handled:
-        if not self.metadata_cache.update(body):
-            log.warning("ignoring UpdateMetadata from controller %d with stale epoch %d", body.controller_id,
-                        body.controller_epoch)
+        # One controller epoch per broker, shared with LeaderAndIsr and StopReplica (Kafka's controllerEpoch).
+        if body.controller_epoch < self.replica_manager.controller_epoch:
+            log.warning("ignoring UpdateMetadata from controller %d with stale epoch %d (current %d)",
+                        body.controller_id, body.controller_epoch, self.replica_manager.controller_epoch)
             return Response(UpdateMetadataResponse(error_code=ErrorCode.STALE_CONTROLLER_EPOCH))
+        self.replica_manager.controller_epoch = body.controller_epoch
+        self.metadata_cache.update(body)
         return Response(UpdateMetadataResponse(error_code=ErrorCode.NONE))
 
     async def handle_stop_replica(self, body: StopReplicaRequest) -> Handled:

@@ -24,20 +24,15 @@ class MetadataCache:
 
     broker_id: int
     controller_id: int = -1
-    controller_epoch: int = 0
     brokers: dict[int, tuple[str, int]] = field(default_factory=dict)
     partitions: dict[TopicPartition, UpdateMetadataPartitionState] = field(default_factory=dict)
 
-    def update(self, request: UpdateMetadataRequest) -> bool:
-        """Apply an UpdateMetadata; False (and nothing changes) if its controller epoch is stale."""
-        if request.controller_epoch < self.controller_epoch:
-            return False
-        self.controller_epoch = request.controller_epoch
+    def update(self, request: UpdateMetadataRequest) -> None:
+        """Apply an UpdateMetadata (the caller has checked its controller epoch)."""
         self.controller_id = request.controller_id
         self.brokers = {b.id: (b.host, b.port) for b in request.live_brokers}
         for state in request.partition_states:
             self.partitions[TopicPartition(state.topic, state.partition)] = state
-        return True
 
     def topics(self) -> list[str]:
         return sorted({tp.topic for tp in self.partitions})

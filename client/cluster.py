@@ -231,6 +231,9 @@ def _free_ports(count: int) -> list[int]:
         return [s.getsockname()[1] for s in sockets]
 
 
+_EXEC_WAIT_S = 5.0
+
+
 def _spawn_broker(config: Path) -> int:
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(_PROJECT_ROOT), env.get("PYTHONPATH")]))
@@ -243,6 +246,12 @@ def _spawn_broker(config: Path) -> int:
             env=env,
             start_new_session=True,
         )
+    # Until the child has exec'd, /proc/<pid>/cmdline is empty and the broker would look gone.
+    deadline = time.monotonic() + _EXEC_WAIT_S
+    while process.poll() is None and not process_running(process.pid, "client.cli", str(config)):
+        if time.monotonic() > deadline:
+            break
+        time.sleep(0.005)
     return process.pid
 
 

@@ -1,0 +1,242 @@
+"""Helpers shared by the issue 3 integration tests (tests/integration/test_issue3_*.py).
+
+Each test module runs one real cluster (ZooKeeper and broker processes on 127.0.0.1) started with
+`minikafka cluster up` and stopped with `minikafka cluster down`; `cluster_fixture(...)` makes the module-scoped
+fixture. The rest: waits that poll a condition with a deadline (never a bare sleep), pausing a broker with
+SIGSTOP/SIGCONT until the kernel reports it stopped, raw requests to one broker over a BrokerConnection, and
+reading record batches.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+
+from client.admin import Admin, NewTopic
+from client.cluster import BrokerProcess, ClusterState, cluster_status, kill_broker, load_cluster, log_tail
+from client.connection import BrokerConnection
+from controller.zkserver import zookeeper_available
+from protocol.errors import ErrorCode
+from protocol.messages import (
+    CONSUMER_REPLICA_ID,
+    DescribeReplicasRequest,
+    DescribeReplicasResponse,
+    FetchPartition,
+    FetchRequest,
+    FetchResponse,
+    ListOffsetsPartition,
+    ListOffsetsRequest,
+    ListOffsetsResponse,
+    MetadataRequest,
+    MetadataResponse,
+    ProducePartition,
+    ProduceRequest,
+    ProduceResponse,
+    ReplicaState,
+    Topic,
+)
+from protocol.records import BatchBuilder, Record, decode_records
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+CLI_TIMEOUT_S = 120
+WAIT_S = 30.0
+POLL_S = 0.05
+#: Requests to a single broker in these tests answer at once; a hang should fail fast, not after 30 s.
+REQUEST_TIMEOUT_MS = 10_000
+T = TypeVar("T")
+
+
+# ------------------------------------------------------------------------------------------------ the cluster
+
+
+def cli(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    """Run `minikafka ARGS` as a separate process."""
+    result = subprocess.run(
+        [sys.executable, "-m", "client.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=CLI_TIMEOUT_S,
+        cwd=PROJECT_ROOT,
+    )
+    if check:
+        assert result.returncode == 0, f"minikafka {' '.join(args)} failed:\n{result.stdout}\n{result.stderr}"
+    return result
+
+
+def cluster_fixture(*, brokers: int = 3, configs: Mapping[str, str] | None = None) -> Any:
+    """A module-scoped fixture: `cluster up` with `brokers` brokers and `--config KEY=VALUE` for each of
+    `configs`, yielding the ClusterState of cluster.json; `cluster down` after the module."""
+
+    @pytest.fixture(scope="module")
+    def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClusterState]:
+        if not zookeeper_available():
+            pytest.fail("ZooKeeper (or java) is not installed: run make setup")
+        directory = tmp_path_factory.mktemp("cluster")
+        options = [item for key, value in (configs or {}).items() for item in ("--config", f"{key}={value}")]
+        cli("cluster", "up", "--brokers", str(brokers), "--dir", str(directory), *options)
+        try:
+            yield load_cluster(directory)
+        finally:
+            cli("cluster", "down", "--dir", str(directory), check=False)
+
+    return cluster
+
+
+async def controller_of(cluster: ClusterState) -> tuple[int, int]:
+    """(controller id, controller epoch) as `cluster status` reports them."""
+    status = await cluster_status(cluster.directory)
+    assert status["controller"] is not None and status["controller_epoch"] is not None, status
+    return status["controller"], status["controller_epoch"]
+
+
+# ------------------------------------------------------------------------------------------------ waiting
+
+
+async def eventually(probe: Callable[[], Awaitable[T | None]], what: str | Callable[[], str],
+                     timeout_s: float = WAIT_S) -> T:
+    """Poll `probe` until it returns something other than None; fail after timeout_s, saying `what` (a string
+    or a function giving the last observed state)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        result = await probe()
+        if result is not None:
+            return result
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out after {timeout_s} s waiting for {what() if callable(what) else what}")
+        await asyncio.sleep(POLL_S)
+
+
+def process_state(pid: int) -> str:
+    """The one-letter state of a process in /proc (R, S, T for stopped...), '' if it is gone."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+    except OSError:
+        return ""
+
+
+async def wait_process_state(pid: int, wanted: Callable[[str], bool], what: str) -> None:
+    async def reached() -> bool | None:
+        return True if wanted(process_state(pid)) else None
+
+    await eventually(reached, f"process {pid} to be {what} (state {process_state(pid)!r})", timeout_s=10)
+
+
+async def pause(cluster: ClusterState, broker_id: int) -> BrokerProcess:
+    """`minikafka cluster kill ID --signal STOP`, then wait until the kernel reports the process stopped."""
+    broker = kill_broker(cluster.directory, broker_id, "STOP")
+    await wait_process_state(broker.pid, lambda state: state == "T", "stopped")
+    return broker
+
+
+async def resume(cluster: ClusterState, broker_id: int) -> None:
+    """`minikafka cluster kill ID --signal CONT`, then wait until the process runs again."""
+    broker = kill_broker(cluster.directory, broker_id, "CONT")
+    await wait_process_state(broker.pid, lambda state: state not in ("T", ""), "running")
+
+
+@asynccontextmanager
+async def paused(cluster: ClusterState, broker_id: int) -> AsyncIterator[BrokerProcess]:
+    """Keep a broker stopped (SIGSTOP) inside the block; it is always continued afterwards."""
+    broker = await pause(cluster, broker_id)
+    try:
+        yield broker
+    finally:
+        await resume(cluster, broker_id)
+
+
+def server_log(broker: BrokerProcess, lines: int = 40) -> str:
+    return f"last lines of {broker.server_log}:\n{log_tail(broker.server_log, lines)}"
+
+
+# ------------------------------------------------------------------------------------------------ raw requests
+
+
+@asynccontextmanager
+async def connect(broker: BrokerProcess, timeout_ms: int = REQUEST_TIMEOUT_MS) -> AsyncIterator[BrokerConnection]:
+    """A BrokerConnection to exactly this broker."""
+    connection = BrokerConnection(broker.host, broker.port, client_id="issue3-test", request_timeout_ms=timeout_ms)
+    await connection.connect()
+    try:
+        yield connection
+    finally:
+        await connection.close()
+
+
+async def describe(connection: BrokerConnection, topic: str) -> dict[int, ReplicaState]:
+    """The replicas of `topic` the connected broker hosts, by partition."""
+    response = await connection.request(DescribeReplicasRequest(topics=[topic]))
+    assert isinstance(response, DescribeReplicasResponse)
+    return {state.partition: state for state in response.partitions if state.topic == topic}
+
+
+async def metadata(connection: BrokerConnection, topics: list[str] | None = None) -> MetadataResponse:
+    response = await connection.request(MetadataRequest(topics=topics))
+    assert isinstance(response, MetadataResponse)
+    return response
+
+
+def build_batch(values: Sequence[bytes], key: bytes | None = None) -> bytes:
+    builder = BatchBuilder()
+    for value in values:
+        builder.append(value, key=key)
+    return builder.build()
+
+
+async def produce(connection: BrokerConnection, topic: str, partition: int, values: Sequence[bytes],
+                  acks: int = -1, timeout_ms: int = 5000) -> int:
+    """Produce one batch of `values` to a partition led by the connected broker; returns its base offset."""
+    request = ProduceRequest(acks=acks, timeout_ms=timeout_ms, topics=[Topic(
+        name=topic, partitions=[ProducePartition(partition=partition, records=build_batch(values))])])
+    response = await connection.request(request)
+    assert isinstance(response, ProduceResponse)
+    [answer] = response.topics[0].partitions
+    assert answer.error_code == ErrorCode.NONE, (ErrorCode.from_code(answer.error_code), answer.error_message)
+    return answer.base_offset
+
+
+async def fetch(connection: BrokerConnection, topic: str, partition: int, offset: int, *, max_wait_ms: int = 0,
+                replica_id: int = CONSUMER_REPLICA_ID, max_bytes: int = 1 << 20) -> Any:
+    """One Fetch of one partition; returns that partition's FetchPartitionResponse."""
+    request = FetchRequest(replica_id=replica_id, max_wait_ms=max_wait_ms, min_bytes=1, max_bytes=max_bytes,
+                           topics=[Topic(name=topic, partitions=[FetchPartition(
+                               partition=partition, fetch_offset=offset, partition_max_bytes=max_bytes)])])
+    response = await connection.request(request, timeout_ms=REQUEST_TIMEOUT_MS + max_wait_ms)
+    assert isinstance(response, FetchResponse)
+    [answer] = response.topics[0].partitions
+    return answer
+
+
+async def list_offset(connection: BrokerConnection, topic: str, partition: int, timestamp: int,
+                      replica_id: int = CONSUMER_REPLICA_ID) -> int:
+    request = ListOffsetsRequest(replica_id=replica_id, isolation_level=0, topics=[Topic(
+        name=topic, partitions=[ListOffsetsPartition(partition=partition, timestamp=timestamp)])])
+    response = await connection.request(request)
+    assert isinstance(response, ListOffsetsResponse)
+    [answer] = response.topics[0].partitions
+    assert answer.error_code == ErrorCode.NONE, ErrorCode.from_code(answer.error_code)
+    return answer.offset
+
+
+def records_of(data: bytes) -> list[Record]:
+    """Every record in a buffer of whole record batches."""
+    return list(decode_records(data))
+
+
+# ------------------------------------------------------------------------------------------------ topics
+
+
+async def create_topic(cluster: ClusterState, name: str, *, partitions: int = -1, replication_factor: int = -1,
+                       assignments: dict[int, list[int]] | None = None,
+                       configs: Mapping[str, str] | None = None) -> None:
+    """Create a topic through the controller and wait until every broker knows its leaders."""
+    async with Admin(cluster.bootstrap_servers, request_timeout_ms=REQUEST_TIMEOUT_MS) as admin:
+        await admin.create_topics([NewTopic(name, partitions, replication_factor, dict(configs or {}),
+                                            dict(assignments or {}))])

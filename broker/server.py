@@ -20,6 +20,7 @@ from broker.metadata_cache import MetadataCache
 from broker.network import SocketServer
 from broker.replication.fetcher import ReplicaFetcherManager
 from broker.replication.replica_manager import ReplicaManager
+from broker.state_change import install_state_change_file
 from client.connection import BrokerConnection
 from controller import zkdata
 from controller.channel import ControllerChannelManager
@@ -116,4 +117,5 @@ def run_broker(config_path: Path, overrides: list[str]) -> None:
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,
                         format="[%(asctime)s] %(levelname)s %(name)s: %(message)s")
     config = BrokerConfig.from_file(config_path, overrides)
+    install_state_change_file(config.log_dirs[0])
     uvloop.run(serve(config))

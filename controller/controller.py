@@ -9,7 +9,6 @@ active controller makes to ZooKeeper is a transaction that also checks the versi
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
 from collections import Counter
@@ -17,6 +16,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from broker.state_change import record_state_change
 from controller import zkdata
 from controller.assignment import (
     assign_replicas,
@@ -45,7 +45,6 @@ from protocol.errors import ErrorCode, KafkaError
 from protocol.messages import CreatableTopic, CreatableTopicResult, CreateTopicsRequest, CreateTopicsResponse
 
 log = logging.getLogger("controller")
-state_change_log = logging.getLogger("state.change")
 
 NO_NUM_PARTITIONS = -1  # CreateTopics: use the default partition count (or the explicit assignment)
 NO_REPLICATION_FACTOR = -1
@@ -595,21 +594,9 @@ class KafkaController:
             batch.add_leader_and_isr(live, topic, partition, state, replicas, is_new=True)
 
     def _log_state_change(self, topic: str, partition: int, state: LeaderIsrAndControllerEpoch, reason: str) -> None:
-        state_change_log.info(
-            json.dumps(
-                {
-                    "controller": self.broker_id,
-                    "controller_epoch": state.controller_epoch,
-                    "topic": topic,
-                    "partition": partition,
-                    "leader": state.leader,
-                    "leader_epoch": state.leader_epoch,
-                    "isr": list(state.isr),
-                    "zk_version": state.zk_version,
-                    "reason": reason,
-                }
-            )
-        )
+        record_state_change(source="controller", broker_id=self.broker_id, topic=topic, partition=partition,
+                            controller_epoch=state.controller_epoch, leader_epoch=state.leader_epoch,
+                            leader=state.leader, isr=state.isr, reason=reason, zk_version=state.zk_version)
 
     async def _read_live_brokers(self) -> dict[int, BrokerInfo]:
         ids = [int(name) for name in await self.zk.get_children(zkdata.BROKER_IDS_PATH) if name.isdigit()]

@@ -16,6 +16,7 @@ from broker.log.manager import LogManager
 from broker.replication.delayed import DelayedFetch, DelayedProduce, PendingProduce, build_produce_response
 from broker.replication.partition import Partition, PartitionState, Role
 from broker.replication.purgatory import Purgatory
+from broker.state_change import record_state_change
 from protocol.errors import ErrorCode, KafkaError
 from protocol.messages import (
     CONSUMER_REPLICA_ID,
@@ -24,6 +25,7 @@ from protocol.messages import (
     FetchPartitionResponse,
     FetchRequest,
     FetchResponse,
+    LeaderAndIsrPartitionState,
     LeaderAndIsrRequest,
     LeaderAndIsrResponse,
     ListOffsetsPartitionResponse,
@@ -44,7 +46,6 @@ from protocol.messages import (
 from protocol.records import RecordBatchError
 
 log = logging.getLogger(__name__)
-state_change_log = logging.getLogger("state.change")
 
 TopicConfigSource = Callable[[str], Awaitable[dict[str, str]]]
 T = TypeVar("T")
@@ -132,14 +133,13 @@ class ReplicaManager:
             self._wake(tp)
         return LeaderAndIsrResponse(error_code=ErrorCode.NONE, partition_errors=errors)
 
-    async def _apply_partition_state(self, tp: TopicPartition, state, request: LeaderAndIsrRequest,
+    async def _apply_partition_state(self, tp: TopicPartition, state: LeaderAndIsrPartitionState,
+                                     request: LeaderAndIsrRequest,
                                      followed: dict[TopicPartition, int]) -> ErrorCode:
         partition = self.partitions.get(tp)
         if partition is not None and state.leader_epoch <= partition.leader_epoch:
-            state_change_log.info(
-                "broker %d ignored %s state from controller %d epoch %d: leader epoch %d is not newer than %d",
-                self.broker_id, tp, request.controller_id, request.controller_epoch, state.leader_epoch,
-                partition.leader_epoch)
+            self._record(tp, state, f"ignored LeaderAndIsr from controller {request.controller_id}: leader epoch "
+                                    f"{state.leader_epoch} is not newer than {partition.leader_epoch}")
             return ErrorCode.STALE_CONTROLLER_EPOCH
         if self.broker_id not in state.replicas:
             return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
@@ -157,11 +157,14 @@ class ReplicaManager:
         else:
             partition.make_follower(new_state)
             followed[tp] = state.leader
-        state_change_log.info(
-            "broker %d became %s of %s: leader=%d leader_epoch=%d isr=%s controller_epoch=%d (LeaderAndIsr from "
-            "controller %d)", self.broker_id, partition.role.value, tp, state.leader, state.leader_epoch,
-            list(state.isr), request.controller_epoch, request.controller_id)
+        self._record(tp, state, f"became {partition.role.value} on LeaderAndIsr from controller "
+                                f"{request.controller_id}")
         return ErrorCode.NONE
+
+    def _record(self, tp: TopicPartition, state: LeaderAndIsrPartitionState, reason: str) -> None:
+        record_state_change(source="broker", broker_id=self.broker_id, topic=tp.topic, partition=tp.partition,
+                            controller_epoch=state.controller_epoch, leader_epoch=state.leader_epoch,
+                            leader=state.leader, isr=state.isr, reason=reason)
 
     async def _create_partition(self, tp: TopicPartition) -> Partition:
         overrides = await self._topic_config(tp.topic)

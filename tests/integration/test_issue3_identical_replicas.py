@@ -2,18 +2,28 @@
 replication factor 3, with small segments (topic config segment.bytes) so every partition rolls several times,
 all replicas report the same LEO and HW, and every replica holds the same segment files, byte for byte, and
 the same leader-epoch-checkpoint. The segments hold exactly the acknowledged records, in offset order.
+Every broker also logs its state changes as JSON lines in state-change.log.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 
+from broker.state_change import STATE_CHANGE_LOG
 from client.cluster import ClusterState
 from client.producer import Producer
 from protocol.messages import ReplicaState
 from protocol.records import decode_records
-from tests.integration.clusterutil import cluster_fixture, connect, create_topic, describe, eventually
+from tests.integration.clusterutil import (
+    cluster_fixture,
+    connect,
+    controller_of,
+    create_topic,
+    describe,
+    eventually,
+)
 
 cluster = cluster_fixture(brokers=3)
 
@@ -102,3 +112,34 @@ async def test_replicas_converge_to_identical_segment_files(cluster):
         for name in reference:
             first = next(iter(decode_records((directories[brokers[0]] / name).read_bytes())))
             assert name == f"{first.offset:020d}.log"
+
+
+async def test_every_broker_logs_state_changes_as_json_lines(cluster):
+    """Each broker's state-change.log holds one parseable line per state change it made or received:
+    the controller's topic-creation states and every broker becoming leader or follower."""
+    topic = "state-changes"
+    await create_topic(cluster, topic, partitions=2, replication_factor=3)
+    controller_id, controller_epoch = await controller_of(cluster)
+
+    def lines(broker_id: int) -> list[dict]:
+        path = Path(cluster.broker(broker_id).log_dir) / STATE_CHANGE_LOG
+        return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+    def about_topic(broker_id: int, source: str) -> list[dict]:
+        return [entry for entry in lines(broker_id) if entry["topic"] == topic and entry["source"] == source]
+
+    async def every_broker_logged() -> bool | None:
+        return all(len(about_topic(b.id, "broker")) >= 2 for b in cluster.brokers) or None
+
+    await eventually(every_broker_logged, "every broker to log becoming leader or follower")
+    created = about_topic(controller_id, "controller")
+    assert sorted(entry["partition"] for entry in created) == [0, 1]
+    for entry in created:
+        assert entry["controller_epoch"] == controller_epoch and entry["leader_epoch"] == 0
+        assert sorted(entry["isr"]) == [1, 2, 3] and entry["reason"]
+    for broker in cluster.brokers:
+        for entry in about_topic(broker.id, "broker"):
+            assert entry["broker"] == broker.id
+            role = "leader" if entry["leader"] == broker.id else "follower"
+            assert entry["reason"].startswith(f"became {role}")
+            assert {"time_ms", "controller_epoch", "leader_epoch", "isr"} <= entry.keys()

@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 ZOOKEEPER_JAR := /usr/share/java/zookeeper.jar
 
-.PHONY: setup test lint bench-log clean
+.PHONY: setup test lint bench-log sim-long clean
 
 setup: $(STAMP) $(ZOOKEEPER_JAR)
 
@@ -28,6 +28,9 @@ lint: $(STAMP)
 
 test: lint
 	$(BIN)/pytest -q
+
+sim-long: $(STAMP)
+	SIM_SEEDS=$${SIM_SEEDS:-5000} $(BIN)/pytest -q tests/sim/test_simulation.py
 
 bench-log: $(STAMP)
 	$(BIN)/python -m bench.log_bench

@@ -322,6 +322,8 @@ class Log:
         if offset < 0:
             raise ValueError(f"cannot truncate {self.tp} to negative offset {offset}")
         if offset >= self.log_end_offset:
+            # Nothing to cut, but an epoch opened at the LEO with no batch (a deposed leader's) must go.
+            self.epoch_cache.truncate_from_end(self.log_end_offset)
             return False
         if offset < self._segments[0].base_offset:
             self.truncate_fully_and_start_at(offset)

@@ -244,10 +244,6 @@ class Partition:
                 and replica.log_end_offset >= self.log.high_watermark
                 and replica.log_end_offset >= self.leader_epoch_start_offset)
 
-    def followers_to_add(self) -> set[int]:
-        """Replicas outside the ISR that may join it now."""
-        return {r for r in self.remote_replicas if r not in self.isr and self.is_follower_in_sync(r)}
-
     def update_isr(self, isr: frozenset[int], zk_version: int) -> bool:
         """Adopt an ISR the leader wrote to ZooKeeper; returns True if the HW moved."""
         self.isr = isr

@@ -415,3 +415,15 @@ def test_timestamp_lookup_starts_from_the_time_index(tmp_path):
     with open(segment.log_path, "r+b") as f:
         f.write(b"\xff" * 4096)  # never read: the time and offset indexes point past it
     assert log.offset_for_timestamp(indexed_timestamp + 1) == (indexed_timestamp + 1, indexed_offset + 1)
+
+
+def test_truncating_at_the_leo_drops_an_epoch_that_holds_no_batch(tmp_path):
+    log = open_log(tmp_path)
+    fill(log, 2, epoch=0)
+    log.assign_epoch_start_offset(1)  # became leader in epoch 1, then deposed before writing anything
+    assert not log.truncate_to(2)
+    assert [(e.epoch, e.start_offset) for e in log.epoch_cache.entries] == [(0, 0)]
+    leader = open_log(tmp_path / "leader")
+    fill(leader, 3, epoch=0)
+    log.append_as_follower(leader.read(2, 1000))
+    assert [(e.epoch, e.start_offset) for e in log.epoch_cache.entries] == [(0, 0)]

@@ -1,0 +1,1 @@
+"""Deterministic scenarios and a seeded simulation of the replication core (no sockets, no threads)."""

@@ -1,0 +1,130 @@
+"""Topic configs in ZooKeeper and their change notifications, as Kafka's admin tooling writes them.
+
+A topic's overrides live in /config/topics/<topic> (``{"version":1,"config":{...}}``). Whoever changes them
+also creates a sequential /config/changes/config_change_<seq> znode (``{"version":2,"entity_path":"topics/<t>"}``,
+Kafka's AdminZkClient.changeTopicConfig); brokers and the controller watch /config/changes and re-read the named
+entity's config. The active controller reacts to unclean.leader.election.enable turning on by electing the topic's
+offline partitions (Kafka's TopicUncleanLeaderElectionEnable event). Notifications are never deleted by their
+readers at once (every broker needs to see them); they are purged once older than CHANGE_EXPIRATION_MS, as Kafka's
+ZkNodeChangeNotificationListener does.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Iterable, Mapping
+
+from controller import zkdata
+from controller.zk import BadVersionError, CreateOp, NodeExistsError, Op, SetOp, ZkClient
+from protocol.errors import ErrorCode, KafkaError
+
+log = logging.getLogger("controller.config")
+
+CONFIG_CHANGE_PREFIX = "config_change_"
+CHANGE_EXPIRATION_MS = 15 * 60 * 1000  # Kafka's ZkNodeChangeNotificationListener changeExpirationMs
+UNCLEAN_LEADER_ELECTION_ENABLE = "unclean.leader.election.enable"
+TOPIC_ENTITY = "topics"
+
+_ALTER_ATTEMPTS = 10
+
+
+def config_change_sequence_path() -> str:
+    """The prefix to create a sequential config change notification under."""
+    return f"{zkdata.CONFIG_CHANGES_PATH}/{CONFIG_CHANGE_PREFIX}"
+
+
+def config_change_sequence(name: str) -> int | None:
+    """The sequence number of a notification znode's name, None for other names."""
+    if not name.startswith(CONFIG_CHANGE_PREFIX):
+        return None
+    digits = name[len(CONFIG_CHANGE_PREFIX):]
+    return int(digits) if digits.isdigit() else None
+
+
+def encode_config_change(entity_type: str, entity_name: str) -> bytes:
+    """Kafka's version 2 notification: the changed entity's path under /config."""
+    return json.dumps({"version": 2, "entity_path": f"{entity_type}/{entity_name}"}, separators=(",", ":")).encode()
+
+
+def decode_config_change(data: bytes) -> tuple[str, str]:
+    """(entity type, entity name) of a notification; reads version 1 ({"entity_type","entity_name"}) too."""
+    try:
+        value = json.loads(data)
+    except (ValueError, UnicodeDecodeError) as e:
+        raise zkdata.ZkDataError(f"config change notification is not JSON: {e}") from None
+    if not isinstance(value, dict):
+        raise zkdata.ZkDataError(f"config change notification is not a JSON object: {data!r}")
+    if value.get("version") == 1:
+        entity_type, entity_name = value.get("entity_type"), value.get("entity_name")
+    else:
+        path = value.get("entity_path")
+        entity_type, _, entity_name = path.partition("/") if isinstance(path, str) else (None, "", None)
+    if not isinstance(entity_type, str) or not isinstance(entity_name, str) or not entity_type or not entity_name:
+        raise zkdata.ZkDataError(f"config change notification names no entity: {value!r}")
+    return entity_type, entity_name
+
+
+def parse_bool(value: str | None, default: bool) -> bool:
+    """A boolean config value as Kafka reads one ("true"/"false", any case); `default` when unset or invalid."""
+    if value is None:
+        return default
+    lowered = value.strip().lower()
+    if lowered in ("true", "false"):
+        return lowered == "true"
+    log.warning("ignoring the invalid boolean config value %r", value)
+    return default
+
+
+def unclean_leader_election_enabled(config: Mapping[str, str], default: bool = False) -> bool:
+    """The topic's unclean.leader.election.enable, else the broker default (false since Kafka 0.11)."""
+    return parse_bool(config.get(UNCLEAN_LEADER_ELECTION_ENABLE), default)
+
+
+async def read_topic_config(zk: ZkClient, topic: str) -> dict[str, str]:
+    """The topic's overrides in /config/topics/<topic> ({} if it has none)."""
+    got = await zk.get_or_none(zkdata.topic_config_path(topic))
+    return zkdata.decode_topic_config(got[0]) if got is not None else {}
+
+
+async def alter_topic_config(
+    zk: ZkClient,
+    topic: str,
+    set_configs: Mapping[str, str] | None = None,
+    delete_configs: Iterable[str] = (),
+    *,
+    validate: Callable[[dict[str, str]], object] | None = None,
+) -> dict[str, str]:
+    """Set and remove overrides of an existing topic and notify brokers and the controller; returns the new
+    overrides.
+
+    The config znode is rewritten conditionally on the version read (a concurrent change makes this retry on
+    the new contents) in one transaction with the /config/changes/config_change_ notification. `validate`, if
+    given, gets the merged overrides and raises ValueError to refuse them. Raises KafkaError
+    UNKNOWN_TOPIC_OR_PARTITION for a missing topic, INVALID_CONFIG for refused overrides."""
+    if await zk.exists(zkdata.topic_path(topic)) is None:
+        raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic '{topic}' does not exist.")
+    await zk.ensure_path(zkdata.CONFIG_CHANGES_PATH)
+    path = zkdata.topic_config_path(topic)
+    removed = set(delete_configs)
+    for _ in range(_ALTER_ATTEMPTS):
+        got = await zk.get_or_none(path)
+        current = zkdata.decode_topic_config(got[0]) if got is not None else {}
+        merged = {k: v for k, v in current.items() if k not in removed}
+        merged.update({str(k): str(v) for k, v in (set_configs or {}).items()})
+        if validate is not None:
+            try:
+                validate(dict(merged))
+            except ValueError as e:
+                raise KafkaError(ErrorCode.INVALID_CONFIG, f"Invalid config for topic '{topic}': {e}") from None
+        data = zkdata.encode_topic_config(merged)
+        config_op: Op = SetOp(path, data, got[1].version) if got is not None else CreateOp(path, data)
+        notification = CreateOp(config_change_sequence_path(), encode_config_change(TOPIC_ENTITY, topic),
+                                sequence=True)
+        try:
+            await zk.multi([config_op, notification])
+        except (BadVersionError, NodeExistsError):
+            continue  # changed meanwhile: merge into the newer contents
+        log.info("Topic %s config is now %s", topic, merged)
+        return merged
+    raise KafkaError(ErrorCode.UNKNOWN_SERVER_ERROR, f"the config of topic '{topic}' kept changing concurrently")

@@ -1,0 +1,671 @@
+"""KafkaController under failures, against a real ZooKeeper: leader election when a broker dies (clean, offline,
+unclean by topic config, and at run time through a config change notification), an offline partition coming
+back, ISR change notifications, bounced brokers, controller session suspension and expiry (a TCP proxy between a
+controller and ZooKeeper cuts its connection), epoch fencing of a zombie controller, and controlled shutdown.
+Brokers are stood in for by the recording fake network of test_controller."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from contextlib import AsyncExitStack
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from broker.log.config import LogConfig
+from controller import zkdata
+from controller.channel import ControllerChannelManager
+from controller.controller import KafkaController
+from controller.topic_config import alter_topic_config, decode_config_change
+from controller.zk import CreateOp, DeleteOp, SetOp, ZkClient, ZkState, register_broker
+from controller.zkdata import LeaderIsrAndControllerEpoch
+from protocol.errors import ErrorCode
+from protocol.messages import (
+    CreatableReplicaAssignment,
+    CreatableTopic,
+    CreateTopicsRequest,
+    LeaderAndIsrRequest,
+    StopReplicaRequest,
+    TopicPartition,
+    UpdateMetadataRequest,
+)
+from tests.integration.test_controller import PORT_BASE, FakeNetwork
+
+if TYPE_CHECKING:
+    from tests.integration.conftest import ZkSessionFactory
+
+TIMEOUT = 10.0
+
+
+async def until(predicate: Callable[[], Any] | Callable[[], Awaitable[Any]], what: str) -> Any:
+    """Poll a (sync or async) predicate until it returns something truthy; returns that."""
+    deadline = time.monotonic() + TIMEOUT
+    while True:
+        value = predicate()
+        if asyncio.iscoroutine(value):
+            value = await value
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out waiting for {what}")
+        await asyncio.sleep(0.01)
+
+
+class ZkProxy:
+    """A TCP proxy between one ZooKeeper client and the server; cut() drops its connections and refuses new
+    ones (the client sees SUSPENDED at once), restore() lets it reconnect."""
+
+    def __init__(self, target: str) -> None:
+        host, _, port = target.rpartition(":")
+        self.target = (host, int(port))
+        self.refusing = False
+        self.port = 0
+        self._server: asyncio.Server | None = None
+        self._writers: set[asyncio.StreamWriter] = set()
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    async def start(self) -> str:
+        self._server = await asyncio.start_server(self._accept, "127.0.0.1", 0)
+        self.port = self._server.sockets[0].getsockname()[1]
+        return f"127.0.0.1:{self.port}"
+
+    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if self.refusing:
+            writer.close()
+            return
+        try:
+            up_reader, up_writer = await asyncio.open_connection(*self.target)
+        except OSError:
+            writer.close()
+            return
+        self._writers.update((writer, up_writer))
+        for source, sink in ((reader, up_writer), (up_reader, writer)):
+            task = asyncio.get_running_loop().create_task(self._pipe(source, sink))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+    async def _pipe(self, source: asyncio.StreamReader, sink: asyncio.StreamWriter) -> None:
+        with contextlib.suppress(OSError, asyncio.CancelledError):
+            while data := await source.read(65536):
+                sink.write(data)
+                await sink.drain()
+        sink.close()
+
+    def cut(self) -> None:
+        self.refusing = True
+        for writer in list(self._writers):
+            writer.transport.abort()
+        self._writers.clear()
+
+    def restore(self) -> None:
+        self.refusing = False
+
+    async def close(self) -> None:
+        self.cut()
+        if self._server is not None:
+            self._server.close()
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+
+
+@dataclass
+class Node:
+    id: int
+    zk: ZkClient
+    controller: KafkaController
+    epoch: int  # the broker epoch: czxid of its current registration
+    proxy: ZkProxy | None = None
+
+
+@dataclass
+class Cluster:
+    """Stand-in brokers, each with its own ZooKeeper session (optionally through a ZkProxy), registration and
+    KafkaController. Like a broker, a node registers again when its session was replaced by a new one."""
+
+    zk_session: ZkSessionFactory
+    network: FakeNetwork = field(default_factory=FakeNetwork)
+    nodes: dict[int, Node] = field(default_factory=dict)
+    observer: ZkClient = None  # type: ignore[assignment]
+    _stack: AsyncExitStack = field(default_factory=AsyncExitStack)
+    _tasks: list[asyncio.Task[Any]] = field(default_factory=list)
+
+    async def __aenter__(self) -> Cluster:
+        self.observer = await self._stack.enter_async_context(self.zk_session())
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        for broker_id in list(self.nodes):
+            await self.stop(broker_id)
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self._stack.aclose()
+
+    async def start(self, *broker_ids: int, proxied: bool = False, session_timeout_ms: int = 4000) -> None:
+        for broker_id in broker_ids:
+            proxy = ZkProxy(self.observer.connect) if proxied else None
+            connect = await proxy.start() if proxy is not None else self.observer.connect
+            zk = ZkClient(connect, chroot=self.observer.chroot, session_timeout_ms=session_timeout_ms)
+            await zk.start()
+            epoch = await register_broker(zk, broker_id, "127.0.0.1", PORT_BASE + broker_id)
+            channel = ControllerChannelManager(broker_id, self.network.connect, backoff_ms=10, max_backoff_ms=50)
+            controller = KafkaController(broker_id, zk, channel, LogConfig().with_topic_overrides)
+            node = Node(broker_id, zk, controller, epoch, proxy)
+            zk.add_state_listener(lambda state, node=node: self._on_state(node, state))
+            await controller.startup()
+            self.nodes[broker_id] = node
+
+    def _on_state(self, node: Node, state: ZkState) -> None:
+        if state is ZkState.NEW_SESSION:
+            self._tasks.append(asyncio.get_running_loop().create_task(self._register_again(node)))
+
+    async def _register_again(self, node: Node) -> None:
+        node.epoch = await register_broker(node.zk, node.id, "127.0.0.1", PORT_BASE + node.id)
+
+    async def stop(self, broker_id: int) -> None:
+        """The broker goes: its controller resigns, its session (and its ephemeral znodes) ends at once."""
+        node = self.nodes.pop(broker_id)
+        await node.controller.shutdown()
+        await node.zk.close()
+        if node.proxy is not None:
+            await node.proxy.close()
+
+    async def active_controller(self, live: list[int] | None = None, epoch: int | None = None) -> Node:
+        """The one active controller, once it knows the live brokers (default: every node) and has told them."""
+        expected = sorted(self.nodes) if live is None else live
+
+        def settled() -> bool:
+            active = [n for n in self.nodes.values() if n.controller.is_active]
+            return (
+                len(active) == 1
+                and (epoch is None or active[0].controller.epoch == epoch)
+                and sorted(active[0].controller.context.live_brokers) == expected
+                and self.network.knows_live_brokers(expected, active[0].controller.epoch)
+            )
+
+        await until(settled, f"one active controller that knows the live brokers {expected}")
+        return next(n for n in self.nodes.values() if n.controller.is_active)
+
+    async def state(self, topic: str, partition: int) -> LeaderIsrAndControllerEpoch:
+        data, stat = await self.observer.get(zkdata.partition_state_path(topic, partition))
+        return zkdata.decode_partition_state(data, stat.version)
+
+    async def leader_changes_isr(self, topic: str, partition: int, isr: list[int], *, notify: bool = True) -> None:
+        """What a partition leader does when its ISR shrinks or expands (Kafka <= 2.6): a write of the state
+        znode conditional on its version, then an /isr_change_notification sequential znode."""
+        state = await self.state(topic, partition)
+        ops: list[Any] = [
+            SetOp(
+                zkdata.partition_state_path(topic, partition),
+                zkdata.encode_partition_state(replace(state, isr=tuple(isr))),
+                state.zk_version,
+            )
+        ]
+        if notify:
+            notification = zkdata.encode_isr_change([(topic, partition)])
+            ops.append(CreateOp(zkdata.isr_change_sequence_path(), notification, sequence=True))
+        await self.observer.multi(ops)
+
+    def leader_and_isr(self, to: int, topic: str, partition: int) -> list[tuple[int, int, list[int], int]]:
+        """(leader, leader_epoch, isr, controller_epoch) of each LeaderAndIsr the broker got for the partition."""
+        return [
+            (s.leader, s.leader_epoch, s.isr, s.controller_epoch)
+            for r in self.network.requests(LeaderAndIsrRequest, to=to)
+            for s in r.partition_states
+            if (s.topic, s.partition) == (topic, partition)
+        ]
+
+    def latest_metadata(self, to: int, topic: str, partition: int) -> Any:
+        """The broker's latest UpdateMetadata state for the partition, None if it got none."""
+        for request in reversed(self.network.requests(UpdateMetadataRequest, to=to)):
+            for s in request.partition_states:
+                if (s.topic, s.partition) == (topic, partition):
+                    return s
+        return None
+
+
+def assigned(name: str, assignment: dict[int, list[int]], **configs: str) -> CreatableTopic:
+    return CreatableTopic(
+        name=name,
+        num_partitions=-1,
+        replication_factor=-1,
+        assignments=[CreatableReplicaAssignment(partition=p, broker_ids=ids) for p, ids in assignment.items()],
+        configs={k.replace("_", "."): v for k, v in configs.items()},
+    )
+
+
+async def create(node: Node, *topics: CreatableTopic) -> None:
+    response = await node.controller.create_topics(CreateTopicsRequest(topics=list(topics), timeout_ms=5000))
+    assert [(r.name, r.error_code) for r in response.topics] == [(t.name, ErrorCode.NONE) for t in topics]
+
+
+def state_changes(caplog: pytest.LogCaptureFixture, topic: str) -> list[dict[str, Any]]:
+    """The controller's state-change log lines for a topic."""
+    lines = [json.loads(r.getMessage()) for r in caplog.records if r.name == "state.change"]
+    return [line for line in lines if line["source"] == "controller" and line["topic"] == topic]
+
+
+@pytest.fixture(autouse=True)
+def _capture_state_changes(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="state.change")
+    caplog.set_level(logging.INFO, logger="controller")
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+async def test_broker_death_elects_from_the_isr_and_removes_it_from_isrs(
+    zk_session: ZkSessionFactory, caplog: pytest.LogCaptureFixture
+):
+    async with Cluster(zk_session) as cluster:
+        await cluster.start(1)
+        active = await cluster.active_controller()
+        await cluster.start(2, 3)
+        await cluster.active_controller()
+        await create(active, assigned("t", {0: [1, 2, 3], 1: [2, 3, 1], 2: [3, 1, 2]}, min_insync_replicas="2"))
+        before = {p: await cluster.state("t", p) for p in range(3)}
+        cluster.network.sent.clear()
+
+        await cluster.stop(2)
+        await until(lambda: cluster.network.destinations(LeaderAndIsrRequest) == [1, 3], "LeaderAndIsr to 1 and 3")
+
+        # p1: broker 2 led; 3 is the first live ISR member in assignment order. p0, p2: 2 leaves the ISR.
+        # Every change bumps the leader epoch (also the ISR shrinks, as Kafka's ReplicaStateMachine does).
+        expected = {0: (1, 1, (1, 3)), 1: (3, 1, (3, 1)), 2: (3, 1, (3, 1))}
+        for p, (leader, leader_epoch, isr) in expected.items():
+            state = await cluster.state("t", p)
+            assert (state.leader, state.leader_epoch, state.isr, state.controller_epoch) == (leader, leader_epoch,
+                                                                                              isr, 1)
+            assert state.zk_version == before[p].zk_version + 1
+            for broker in (1, 3):
+                assert cluster.leader_and_isr(broker, "t", p) == [(leader, leader_epoch, list(isr), 1)]
+        (to_1,) = cluster.network.requests(LeaderAndIsrRequest, to=1)
+        assert to_1.broker_epoch == cluster.nodes[1].epoch
+        assert sorted(leader.broker_id for leader in to_1.live_leaders) == [1, 3]
+
+        await until(lambda: cluster.network.destinations(UpdateMetadataRequest) == [1, 3], "UpdateMetadata")
+        for broker in (1, 3):
+            (request,) = cluster.network.requests(UpdateMetadataRequest, to=broker)
+            assert [b.id for b in request.live_brokers] == [1, 3]
+            assert sorted((s.partition, s.leader, s.offline_replicas) for s in request.partition_states) == [
+                (0, 1, [2]), (1, 3, [2]), (2, 3, [2])
+            ]
+        assert cluster.network.requests(LeaderAndIsrRequest, to=2) == []
+
+        changes = {line["partition"]: line for line in state_changes(caplog, "t")[-3:]}
+        assert "broker failure of [2]" in changes[1]["reason"] and "elected" in changes[1]["reason"]
+        assert (changes[1]["leader"], changes[1]["previous_leader"], changes[1]["unclean"]) == (3, 2, False)
+        assert "removed from the ISR" in changes[0]["reason"]
+
+
+async def test_no_live_isr_member_leaves_the_partition_offline_until_an_isr_member_returns(
+    zk_session: ZkSessionFactory, caplog: pytest.LogCaptureFixture
+):
+    async with Cluster(zk_session) as cluster:
+        await cluster.start(1, 2, 3)
+        active = await cluster.active_controller()
+        await create(active, assigned("quiet", {0: [2, 3]}))
+        await cluster.leader_changes_isr("quiet", 0, [2])  # follower 3 fell behind: the leader shrank the ISR
+        await until(lambda: (s := cluster.latest_metadata(1, "quiet", 0)) and s.isr == [2], "the ISR change")
+        cluster.network.sent.clear()
+
+        await cluster.stop(2)
+        await until(lambda: cluster.leader_and_isr(3, "quiet", 0), "LeaderAndIsr to broker 3")
+        state = await cluster.state("quiet", 0)
+        assert (state.leader, state.leader_epoch, state.isr) == (-1, 1, (2,))  # offline; the ISR is never empty
+        assert cluster.leader_and_isr(3, "quiet", 0) == [(-1, 1, [2], 1)]
+        await until(lambda: (s := cluster.latest_metadata(1, "quiet", 0)) and s.leader == -1, "metadata: offline")
+        assert cluster.latest_metadata(1, "quiet", 0).offline_replicas == [2]
+        (line,) = [c for c in state_changes(caplog, "quiet") if c["leader"] == -1]
+        assert "partition offline" in line["reason"] and "unclean leader election disabled" in line["reason"]
+        assert active.controller.unclean_leader_elections == 0
+
+        # The last ISR member returns: it leads again (the epoch moves on), broker 3 follows it.
+        cluster.network.sent.clear()
+        await cluster.start(2)
+        await until(lambda: cluster.leader_and_isr(3, "quiet", 0), "LeaderAndIsr to broker 3")
+        state = await cluster.state("quiet", 0)
+        assert (state.leader, state.leader_epoch, state.isr) == (2, 2, (2,))
+        assert cluster.leader_and_isr(3, "quiet", 0) == [(2, 2, [2], 1)]
+        assert cluster.leader_and_isr(2, "quiet", 0) == [(2, 2, [2], 1)]
+        (to_2,) = cluster.network.requests(LeaderAndIsrRequest, to=2)
+        assert to_2.broker_epoch == cluster.nodes[2].epoch
+        assert "broker 2 started" in state_changes(caplog, "quiet")[-1]["reason"]
+
+
+async def test_unclean_election_by_topic_config_and_when_turned_on_at_run_time(
+    zk_session: ZkSessionFactory, caplog: pytest.LogCaptureFixture
+):
+    async with Cluster(zk_session) as cluster:
+        await cluster.start(1, 2, 3)
+        active = await cluster.active_controller()
+        await create(
+            active,
+            assigned("lossy", {0: [2, 3]}, unclean_leader_election_enable="true"),
+            assigned("strict", {0: [2, 3]}),
+            assigned("flipped", {0: [2, 3]}),
+        )
+        for name in ("lossy", "strict", "flipped"):
+            await cluster.leader_changes_isr(name, 0, [2])
+        await until(lambda: (s := cluster.latest_metadata(1, "flipped", 0)) and s.isr == [2], "the ISR changes")
+
+        await cluster.stop(2)
+        # unclean.leader.election.enable=true: the first live replica leads, with itself as the only ISR member.
+        await until(lambda: (s := cluster.latest_metadata(1, "lossy", 0)) and s.leader == 3, "unclean election")
+        state = await cluster.state("lossy", 0)
+        assert (state.leader, state.leader_epoch, state.isr) == (3, 1, (3,))
+        (line,) = [c for c in state_changes(caplog, "lossy") if c["leader"] == 3]
+        assert line["unclean"] is True
+        assert line["reason"].startswith("unclean election") and "data loss possible" in line["reason"]
+        assert active.controller.unclean_leader_elections == 1
+        for name in ("strict", "flipped"):
+            state = await cluster.state(name, 0)
+            assert (state.leader, state.isr) == (-1, (2,))
+
+        # Turned on at run time: the config znode and a change notification; the controller elects at once.
+        merged = await alter_topic_config(
+            cluster.observer, "flipped", {"unclean.leader.election.enable": "true"},
+            validate=LogConfig().with_topic_overrides,
+        )
+        assert merged == {"unclean.leader.election.enable": "true"}
+        assert await cluster.observer.get("/config/topics/flipped") is not None
+        (change,) = await cluster.observer.get_children("/config/changes")
+        assert change.startswith("config_change_")
+        data, _ = await cluster.observer.get(f"/config/changes/{change}")
+        assert data == b'{"version":2,"entity_path":"topics/flipped"}'
+        assert decode_config_change(data) == ("topics", "flipped")
+        await until(lambda: (s := cluster.latest_metadata(1, "flipped", 0)) and s.leader == 3, "run-time election")
+        state = await cluster.state("flipped", 0)
+        assert (state.leader, state.leader_epoch, state.isr) == (3, 2, (3,))
+        assert cluster.leader_and_isr(3, "flipped", 0)[-1] == (3, 2, [3], 1)
+        (line,) = [c for c in state_changes(caplog, "flipped") if c["leader"] == 3]
+        assert line["unclean"] is True and "turned on for topic flipped" in line["reason"]
+        assert active.controller.unclean_leader_elections == 2
+        assert (await cluster.state("strict", 0)).leader == -1  # other topics are not affected
+
+        # Invalid values are refused before anything is written.
+        with pytest.raises(Exception, match="unclean"):
+            await alter_topic_config(cluster.observer, "strict", {"unclean.leader.election.enable": "maybe"},
+                                     validate=LogConfig().with_topic_overrides)
+        assert await cluster.observer.get_children("/config/changes") == [change]
+
+        # The old leader returns: it follows the unclean leader (it will truncate); "strict" comes back with it.
+        cluster.network.sent.clear()
+        await cluster.start(2)
+        await until(lambda: cluster.leader_and_isr(2, "strict", 0), "LeaderAndIsr to broker 2")
+        assert cluster.leader_and_isr(2, "flipped", 0) == [(3, 2, [3], 1)]
+        assert cluster.leader_and_isr(2, "strict", 0) == [(2, 2, [2], 1)]
+
+
+async def test_isr_change_notifications_update_every_broker_and_are_deleted(zk_session: ZkSessionFactory):
+    async with Cluster(zk_session) as cluster:
+        await cluster.start(1, 2, 3)
+        active = await cluster.active_controller()
+        await create(active, assigned("t", {0: [1, 2, 3], 1: [2, 3, 1]}))
+        cluster.network.sent.clear()
+
+        await cluster.leader_changes_isr("t", 0, [1, 2])
+        await until(lambda: cluster.network.destinations(UpdateMetadataRequest) == [1, 2, 3], "UpdateMetadata")
+        for broker in (1, 2, 3):
+            (request,) = cluster.network.requests(UpdateMetadataRequest, to=broker)
+            assert [(s.partition, s.leader, s.leader_epoch, s.isr, s.zk_version) for s in request.partition_states] \
+                == [(0, 1, 0, [1, 2], 1)]
+        assert await until(_no_children(cluster.observer, zkdata.ISR_CHANGE_NOTIFICATION_PATH),
+                           "the notification to be deleted")
+        assert active.controller.context.states[("t", 0)].isr == (1, 2)
+        assert cluster.network.requests(LeaderAndIsrRequest) == []  # the leader knows its ISR already
+
+        # A leader's ISR write the controller has not heard of yet: its next change starts from ZooKeeper's
+        # state (and version), not from its own view.
+        await cluster.leader_changes_isr("t", 1, [2, 3], notify=False)
+        cluster.network.sent.clear()
+        await cluster.stop(3)
+        await until(lambda: cluster.leader_and_isr(2, "t", 1), "LeaderAndIsr for t-1")
+        state = await cluster.state("t", 1)
+        assert (state.leader, state.leader_epoch, state.isr, state.zk_version) == (2, 1, (2,), 2)
+        state = await cluster.state("t", 0)
+        assert (state.leader, state.leader_epoch, state.isr) == (1, 0, (1, 2))  # 3 was not in its ISR
+
+
+async def test_a_concurrent_isr_write_by_the_leader_makes_the_controller_decide_again(
+    zk_session: ZkSessionFactory, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+):
+    async with Cluster(zk_session) as cluster:
+        await cluster.start(1, 2, 3)
+        active = await cluster.active_controller()
+        await create(active, assigned("t", {0: [1, 2, 3]}))
+        # The leader shrinks the ISR to [1, 3] right after the controller read the state for broker 3's death:
+        # the controller's conditional write fails on the version, it re-reads and decides on the new ISR.
+        read = active.controller._read_partition_states
+        raced: list[bool] = []
+
+        async def racing_read(partitions: list[tuple[str, int]]) -> dict[tuple[str, int], Any]:
+            states = await read(partitions)
+            if not raced and ("t", 0) in partitions:
+                raced.append(True)
+                await cluster.leader_changes_isr("t", 0, [1, 3], notify=False)
+            return states
+
+        monkeypatch.setattr(active.controller, "_read_partition_states", racing_read)
+        cluster.network.sent.clear()
+        await cluster.stop(3)
+        await until(lambda: cluster.leader_and_isr(1, "t", 0), "LeaderAndIsr for t-0")
+        state = await cluster.state("t", 0)
+        assert (state.leader, state.leader_epoch, state.isr, state.zk_version) == (1, 1, (1,), 2)
+        assert cluster.leader_and_isr(1, "t", 0) == cluster.leader_and_isr(2, "t", 0) == [(1, 1, [1], 1)]
+        assert any("changed meanwhile; deciding again" in r.getMessage() for r in caplog.records)
+        assert active.controller.is_active
+
+
+def _no_children(zk: ZkClient, path: str) -> Callable[[], Awaitable[bool]]:
+    async def check() -> bool:
+        return await zk.get_children(path) == []
+
+    return check
+
+
+async def test_a_bounced_broker_is_handled_as_a_failure_and_a_start_up(zk_session: ZkSessionFactory):
+    async with Cluster(zk_session) as cluster:
+        await cluster.start(1, 2, 3)
+        active = await cluster.active_controller()
+        await create(active, assigned("t", {0: [3, 1], 1: [1, 3]}))
+        cluster.network.sent.clear()
+
+        # Broker 3's session expired and it registered again, all between two looks of the controller: the
+        # registration's czxid (the broker epoch) changed, the set of brokers did not.
+        node = cluster.nodes[3]
+        replacement = await cluster._stack.enter_async_context(cluster.zk_session())
+        path = zkdata.broker_path(3)
+        await replacement.multi([DeleteOp(path), CreateOp(path, zkdata.encode_broker("127.0.0.1", PORT_BASE + 3, 0),
+                                                          ephemeral=True)])
+        new_epoch = (await replacement.exists(path)).czxid
+        assert new_epoch != node.epoch
+
+        await until(lambda: cluster.leader_and_isr(3, "t", 0), "LeaderAndIsr to the bounced broker")
+        # As a failure: it lost its leadership of t-0 and left the ISR of t-1; then, as a start-up, it gets
+        # LeaderAndIsr (as a follower) with its new broker epoch.
+        assert (await cluster.state("t", 0)).leader == 1
+        assert cluster.leader_and_isr(1, "t", 0) == [(1, 1, [1], 1)]
+        assert cluster.leader_and_isr(1, "t", 1) == [(1, 1, [1], 1)]
+        assert cluster.leader_and_isr(3, "t", 0) == [(1, 1, [1], 1)]
+        assert cluster.leader_and_isr(3, "t", 1) == [(1, 1, [1], 1)]
+        (request,) = cluster.network.requests(LeaderAndIsrRequest, to=3)
+        assert request.broker_epoch == new_epoch
+        assert active.controller.context.live_brokers[3].epoch == new_epoch
+        node.epoch = new_epoch
+
+
+async def test_controlled_shutdown_moves_leaders_and_answers_what_it_still_leads(zk_session: ZkSessionFactory):
+    async with Cluster(zk_session) as cluster:
+        await cluster.start(1, 2, 3)
+        active = await cluster.active_controller()
+        await create(active, assigned("cs", {0: [2, 1, 3], 1: [3, 2, 1]}), assigned("solo", {0: [2]}),
+                     assigned("pair", {0: [2, 3]}))
+        await cluster.leader_changes_isr("pair", 0, [2])
+        await until(lambda: (s := cluster.latest_metadata(1, "pair", 0)) and s.isr == [2], "the ISR change")
+        follower = next(n for n in cluster.nodes.values() if not n.controller.is_active)
+        assert (await follower.controller.controlled_shutdown(2, cluster.nodes[2].epoch)).error_code == \
+            ErrorCode.NOT_CONTROLLER
+        stale = await active.controller.controlled_shutdown(2, cluster.nodes[2].epoch - 1)
+        assert (stale.error_code, stale.remaining_partitions) == (ErrorCode.STALE_BROKER_EPOCH, [])
+        assert (await active.controller.controlled_shutdown(9, 1)).error_code == ErrorCode.BROKER_NOT_AVAILABLE
+        cluster.network.sent.clear()
+
+        response = await active.controller.controlled_shutdown(2, cluster.nodes[2].epoch)
+        # pair-0 has no other live ISR member: broker 2 still leads it. solo-0 has one replica: nothing to move.
+        assert (response.error_code, response.remaining_partitions) == (
+            ErrorCode.NONE, [TopicPartition(topic="pair", partition=0)]
+        )
+        s0, s1, s2, s3 = [await cluster.state(*tp) for tp in (("cs", 0), ("cs", 1), ("solo", 0), ("pair", 0))]
+        assert (s0.leader, s0.leader_epoch, s0.isr) == (1, 1, (1, 3))  # moved to the next ISR member
+        assert (s1.leader, s1.leader_epoch, s1.isr) == (3, 1, (3, 1))  # the follower left the ISR
+        assert (s2.leader, s2.leader_epoch, s2.isr) == (2, 0, (2,))
+        assert (s3.leader, s3.leader_epoch, s3.isr) == (2, 0, (2,))
+        await until(lambda: cluster.network.requests(StopReplicaRequest, to=2), "StopReplica to broker 2")
+        # The moved leadership goes to every live replica, broker 2 included (it becomes a follower); the ISR
+        # shrink to the others; broker 2 stops fetching the partition it followed.
+        for broker in (1, 2, 3):
+            assert cluster.leader_and_isr(broker, "cs", 0) == [(1, 1, [1, 3], 1)]
+        assert cluster.leader_and_isr(2, "cs", 1) == []
+        assert cluster.leader_and_isr(1, "cs", 1) == cluster.leader_and_isr(3, "cs", 1) == [(3, 1, [3, 1], 1)]
+        (stop,) = cluster.network.requests(StopReplicaRequest, to=2)
+        assert [(p.topic, p.partition, p.delete_partition, p.leader_epoch) for p in stop.partitions] == [
+            ("cs", 1, False, 1)
+        ]
+        assert (stop.controller_epoch, stop.broker_epoch) == (1, cluster.nodes[2].epoch)
+        await until(lambda: all((s := cluster.latest_metadata(b, "cs", 0)) and s.leader == 1 for b in (1, 2, 3)),
+                    "UpdateMetadata to every broker")
+
+        # A retry changes nothing more and gets the same answer.
+        cluster.network.sent.clear()
+        again = await active.controller.controlled_shutdown(2, cluster.nodes[2].epoch)
+        assert again.remaining_partitions == [TopicPartition(topic="pair", partition=0)]
+        assert cluster.network.requests(LeaderAndIsrRequest) == []
+        assert (await cluster.state("cs", 0)).leader_epoch == 1
+
+        # It goes: what it still led is offline now, and it is no longer counted as shutting down.
+        await cluster.stop(2)
+        await until(lambda: (s := cluster.latest_metadata(1, "pair", 0)) and s.leader == -1, "pair-0 offline")
+        assert 2 not in active.controller.context.shutting_down
+
+
+async def test_shutting_down_broker_is_not_elected_when_another_fails(zk_session: ZkSessionFactory):
+    async with Cluster(zk_session) as cluster:
+        await cluster.start(1, 2, 3)
+        active = await cluster.active_controller()
+        await create(active, assigned("t", {0: [3, 2, 1]}))
+        response = await active.controller.controlled_shutdown(2, cluster.nodes[2].epoch)
+        assert response.remaining_partitions == []
+        assert (await cluster.state("t", 0)).isr == (3, 1)
+        await cluster.leader_changes_isr("t", 0, [3, 2, 1])  # broker 2 was fetching still and rejoined
+        await until(lambda: (s := cluster.latest_metadata(1, "t", 0)) and s.isr == [3, 2, 1], "the ISR change")
+        cluster.network.sent.clear()
+        await cluster.stop(3)
+        await until(lambda: cluster.leader_and_isr(1, "t", 0), "LeaderAndIsr")
+        state = await cluster.state("t", 0)
+        # 2 is in the ISR but shutting down: 1 leads, and the new ISR holds only replicas that may lead (Kafka's
+        # offline election counts shutting-down brokers as not live).
+        assert (state.leader, state.leader_epoch, state.isr) == (1, 2, (1,))
+
+
+async def test_controller_session_loss_moves_the_controller_and_a_zombie_is_fenced(
+    zk_session: ZkSessionFactory, caplog: pytest.LogCaptureFixture
+):
+    async with Cluster(zk_session) as cluster:
+        await cluster.start(1, proxied=True, session_timeout_ms=2000)
+        first = await cluster.active_controller()
+        assert first.id == 1
+        await cluster.start(2, 3, 4)
+        await cluster.active_controller()
+        await create(first, assigned("t", {0: [1, 2], 1: [2, 1]}), assigned("away", {0: [4]}),
+                     assigned("fence", {0: [3, 2]}))
+        await cluster.leader_changes_isr("t", 1, [2])  # the latest ISR, which the successor must send
+        await cluster.stop(4)  # "away" goes offline
+        await until(lambda: (s := cluster.latest_metadata(2, "away", 0)) and s.leader == -1, "away offline")
+        await until(lambda: (s := cluster.latest_metadata(2, "t", 1)) and s.isr == [2], "the ISR change")
+        zombie_context = first.controller.context
+
+        # Cut off from ZooKeeper: the controller stops acting at once and refuses requests.
+        first.proxy.cut()
+        await until(lambda: not first.controller.is_active, "the suspended controller to stop acting")
+        refused = await first.controller.controlled_shutdown(3, cluster.nodes[3].epoch)
+        assert refused.error_code == ErrorCode.NOT_CONTROLLER
+        response = await first.controller.create_topics(
+            CreateTopicsRequest(topics=[assigned("late", {0: [2]})], timeout_ms=1000)
+        )
+        assert [r.error_code for r in response.topics] == [ErrorCode.NOT_CONTROLLER]
+
+        # Its session expires: another broker is elected with the next epoch, finds broker 1 gone (t-0 moves)
+        # and sends everything it read to every live broker: offline partitions and the latest ISRs included.
+        cluster.network.sent.clear()
+        second = await cluster.active_controller(live=[2, 3], epoch=2)
+        assert (await cluster.observer.get(zkdata.CONTROLLER_EPOCH_PATH))[0] == b"2"
+        state = await cluster.state("t", 0)
+        assert (state.leader, state.leader_epoch, state.isr, state.controller_epoch) == (2, 1, (2,), 2)
+        to_2 = {(s.topic, s.partition): s for r in cluster.network.requests(LeaderAndIsrRequest, to=2)
+                for s in r.partition_states}
+        to_3 = {(s.topic, s.partition): s for r in cluster.network.requests(LeaderAndIsrRequest, to=3)
+                for s in r.partition_states}
+        assert sorted(to_2) == [("fence", 0), ("t", 0), ("t", 1)] and sorted(to_3) == [("fence", 0)]
+        assert (to_2[("t", 0)].leader, to_2[("t", 0)].leader_epoch, to_2[("t", 0)].controller_epoch) == (2, 1, 2)
+        assert (to_2[("t", 1)].leader, to_2[("t", 1)].isr) == (2, [2])
+        assert to_3[("fence", 0)].leader == 3
+        for broker in (2, 3):
+            metadata = cluster.latest_metadata(broker, "away", 0)
+            assert (metadata.leader, metadata.isr, metadata.offline_replicas) == (-1, [4], [4])
+            assert cluster.latest_metadata(broker, "t", 1).isr == [2]
+        assert {r.controller_epoch for r in cluster.network.requests(LeaderAndIsrRequest)} == {2}
+
+        # Reconnected, broker 1 finds a new session: it registers again and is a candidate like any other.
+        cluster.network.sent.clear()
+        first.proxy.restore()
+        await until(lambda: cluster.leader_and_isr(1, "t", 0), "broker 1 back as a follower")
+        assert cluster.leader_and_isr(1, "t", 0) == [(2, 1, [2], 2)]
+        assert not first.controller.is_active and first.controller.controller_id == second.id
+        assert cluster.network.requests(LeaderAndIsrRequest, to=1)[0].broker_epoch == cluster.nodes[1].epoch
+
+        # A zombie: broker 1's controller acting on its old term (as after a long pause). Its write is refused
+        # by the /controller_epoch version check, nothing changes, and it does not touch the new /controller.
+        fenced_before = await cluster.state("fence", 0)
+        first.controller.context = zombie_context
+        first.controller._active = True
+        zombie = await first.controller.controlled_shutdown(3, cluster.nodes[3].epoch)
+        assert zombie.error_code == ErrorCode.NOT_CONTROLLER
+        assert await cluster.state("fence", 0) == fenced_before
+        assert any("is fenced: /controller_epoch changed" in r.getMessage() for r in caplog.records)
+        await until(lambda: not first.controller.is_active, "the zombie to step down")
+        assert zkdata.decode_controller((await cluster.observer.get(zkdata.CONTROLLER_PATH))[0]) == second.id
+        assert second.controller.is_active
+
+
+async def test_a_suspended_controller_that_reconnects_in_time_resumes_its_term(zk_session: ZkSessionFactory):
+    async with Cluster(zk_session) as cluster:
+        await cluster.start(1, proxied=True, session_timeout_ms=6000)
+        first = await cluster.active_controller()
+        await cluster.start(2, 3)
+        await cluster.active_controller()
+        await create(first, assigned("t", {0: [1, 2], 1: [2, 3]}))
+        epoch_version = (await cluster.observer.get(zkdata.CONTROLLER_EPOCH_PATH))[1].version
+
+        first.proxy.cut()
+        await until(lambda: not first.controller.is_active, "the suspended controller to stop acting")
+        cluster.network.sent.clear()
+        first.proxy.restore()
+        # Same session, /controller still its own, epoch unchanged: it reads everything again and resends it.
+        await until(lambda: first.controller.is_active, "the controller to resume")
+        await until(lambda: cluster.network.destinations(LeaderAndIsrRequest) == [1, 2, 3], "state resent")
+        assert first.controller.epoch == 1
+        stat = (await cluster.observer.get(zkdata.CONTROLLER_EPOCH_PATH))[1]
+        assert stat.version == epoch_version
+        assert all(not n.controller.is_active for n in cluster.nodes.values() if n.id != 1)
+        assert cluster.leader_and_isr(3, "t", 1) == [(2, 0, [2, 3], 1)]
+        # And it acts again: a broker death is handled.
+        await cluster.stop(2)
+        await until(lambda: (s := cluster.latest_metadata(3, "t", 1)) and s.leader == 3, "t-1 moves to 3")

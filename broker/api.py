@@ -14,6 +14,8 @@ from protocol.errors import ErrorCode
 from protocol.messages import (
     ApiVersionsRequest,
     ApiVersionsResponse,
+    ControlledShutdownRequest,
+    ControlledShutdownResponse,
     CreatableTopicResult,
     CreateTopicsRequest,
     CreateTopicsResponse,
@@ -42,7 +44,7 @@ Handled = Response | asyncio.Future[Response] | NoResponse
 VALID_ACKS = (-1, 0, 1)
 
 
-class TopicCreator(Protocol):
+class ControllerApi(Protocol):
     """The part of the controller the handlers use."""
 
     @property
@@ -50,12 +52,14 @@ class TopicCreator(Protocol):
 
     async def create_topics(self, request: CreateTopicsRequest) -> CreateTopicsResponse: ...
 
+    async def controlled_shutdown(self, broker_id: int, broker_epoch: int) -> ControlledShutdownResponse: ...
+
 
 class KafkaApis:
     """Dispatches each decoded request to its handler; every handler answers, none raises."""
 
     def __init__(self, broker_id: int, replica_manager: ReplicaManager, metadata_cache: MetadataCache,
-                 controller: TopicCreator) -> None:
+                 controller: ControllerApi) -> None:
         self.broker_id = broker_id
         self.replica_manager = replica_manager
         self.metadata_cache = metadata_cache
@@ -71,6 +75,7 @@ class KafkaApis:
             LeaderAndIsrRequest: self.handle_leader_and_isr,
             UpdateMetadataRequest: self.handle_update_metadata,
             StopReplicaRequest: self.handle_stop_replica,
+            ControlledShutdownRequest: self.handle_controlled_shutdown,
             DescribeReplicasRequest: self.handle_describe_replicas,
         }
 
@@ -129,6 +134,9 @@ class KafkaApis:
 
     async def handle_stop_replica(self, body: StopReplicaRequest) -> Handled:
         return Response(self.replica_manager.stop_replicas(body))
+
+    async def handle_controlled_shutdown(self, body: ControlledShutdownRequest) -> Handled:
+        return Response(await self.controller.controlled_shutdown(body.broker_id, body.broker_epoch))
 
     async def handle_describe_replicas(self, body: DescribeReplicasRequest) -> Handled:
         partitions = []

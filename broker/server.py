@@ -21,11 +21,13 @@ from broker.network import SocketServer
 from broker.replication.fetcher import ReplicaFetcherManager
 from broker.replication.replica_manager import ReplicaManager
 from broker.state_change import install_state_change_file
-from client.connection import BrokerConnection
-from controller import zkdata
+from broker.zk_state import BrokerZkState
+from client.connection import BrokerConnection, KafkaConnectionError
 from controller.channel import ControllerChannelManager
 from controller.controller import KafkaController
-from controller.zk import NoNodeError, ZkClient, register_broker
+from controller.zk import ZkClient, ZkState, register_broker
+from protocol.errors import ErrorCode, KafkaError
+from protocol.messages import ControlledShutdownRequest, ControlledShutdownResponse
 
 log = logging.getLogger(__name__)
 
@@ -38,18 +40,22 @@ class BrokerServer:
         self.log_manager = LogManager(config.log_dirs, config.broker_id, config.log, clock=wall_clock_ms)
         self.zk = ZkClient(config.zookeeper_connect, chroot=config.zookeeper_chroot,
                            session_timeout_ms=config.zookeeper_session_timeout_ms)
-        self.replica_manager = ReplicaManager(config, self.log_manager, self._topic_config, wall_clock_ms)
+        self.zk_state = BrokerZkState(self.zk)
+        self.replica_manager = ReplicaManager(config, self.log_manager, self.zk_state.topic_config,
+                                              self.zk_state.write_isr, wall_clock_ms)
         self.fetchers = ReplicaFetcherManager(config, self.replica_manager, self._fetcher_connection)
         self.metadata_cache = MetadataCache(config.broker_id)
         self.channel = ControllerChannelManager(config.broker_id, self._controller_connection)
         self.controller = KafkaController(config.broker_id, self.zk, self.channel, _validate_topic_config,
                                           default_num_partitions=config.num_partitions,
-                                          default_replication_factor=config.default_replication_factor)
+                                          default_replication_factor=config.default_replication_factor,
+                                          unclean_leader_election_enable=config.log.unclean_leader_election_enable)
         self.apis = KafkaApis(config.broker_id, self.replica_manager, self.metadata_cache, self.controller)
         self.socket_server = SocketServer(config.network, self.apis.handle)
         self.host = config.host
         self.port = config.port
         self.broker_epoch = -1
+        self._reregistration: asyncio.Task | None = None
 
     def _fetcher_connection(self, host: str, port: int) -> BrokerConnection:
         return BrokerConnection(host, port, client_id=f"broker-{self.config.broker_id}-fetcher",
@@ -58,13 +64,6 @@ class BrokerServer:
     def _controller_connection(self, host: str, port: int) -> BrokerConnection:
         return BrokerConnection(host, port, client_id=f"controller-{self.config.broker_id}",
                                 request_timeout_ms=self.config.controller_socket_timeout_ms)
-
-    async def _topic_config(self, topic: str) -> dict[str, str]:
-        try:
-            data, _stat = await self.zk.get(zkdata.topic_config_path(topic))
-        except NoNodeError:
-            return {}
-        return zkdata.decode_topic_config(data)
 
     async def start(self) -> None:
         """Recover the logs, serve, register in ZooKeeper and start the controller."""
@@ -75,14 +74,70 @@ class BrokerServer:
         # A broker restarted right after a crash finds its old registration until that session expires.
         self.broker_epoch = await register_broker(self.zk, config.broker_id, self.host, self.port,
                                                   wait_ms=2 * config.zookeeper_session_timeout_ms)
+        self.zk.add_state_listener(self._on_zk_state)
         self.replica_manager.start()
         await self.controller.startup()
         log.info("broker %d started on %s:%d (broker epoch %d)", config.broker_id, self.host, self.port,
                  self.broker_epoch)
 
+    def _on_zk_state(self, state: ZkState) -> None:
+        """After a session expiry the ephemeral registration is gone: register again (a new broker epoch);
+        the controller sees a bounced broker."""
+        if state is ZkState.NEW_SESSION:
+            self._reregistration = asyncio.get_running_loop().create_task(self._register_again())
+
+    async def _register_again(self) -> None:
+        try:
+            self.broker_epoch = await register_broker(self.zk, self.config.broker_id, self.host, self.port,
+                                                      wait_ms=2 * self.config.zookeeper_session_timeout_ms)
+            log.info("broker %d registered again after a ZooKeeper session expiry (broker epoch %d)",
+                     self.config.broker_id, self.broker_epoch)
+        except Exception:
+            log.exception("broker %d could not register again", self.config.broker_id)
+
+    async def controlled_shutdown(self) -> bool:
+        """Ask the controller to move this broker's leaderships and take it out of ISRs, retrying
+        controlled.shutdown.max.retries times; True once it reports nothing left."""
+        config = self.config
+        for attempt in range(1, config.controlled_shutdown_max_retries + 1):
+            remaining = await self._request_controlled_shutdown()
+            if remaining == 0:
+                log.info("broker %d: controlled shutdown succeeded (attempt %d)", config.broker_id, attempt)
+                return True
+            log.info("broker %d: controlled shutdown attempt %d incomplete (%s); retrying in %d ms",
+                     config.broker_id, attempt, "no answer" if remaining is None else f"{remaining} partitions left",
+                     config.controlled_shutdown_retry_backoff_ms)
+            await asyncio.sleep(config.controlled_shutdown_retry_backoff_ms / 1000)
+        log.warning("broker %d: controlled shutdown did not complete; shutting down anyway", config.broker_id)
+        return False
+
+    async def _request_controlled_shutdown(self) -> int | None:
+        """Partitions the controller says this broker still leads, or None if it could not be asked."""
+        endpoint = self.metadata_cache.brokers.get(self.controller.controller_id)
+        if endpoint is None:
+            return None
+        connection = self._controller_connection(*endpoint)
+        try:
+            await connection.connect()
+            response: ControlledShutdownResponse = await connection.request(
+                ControlledShutdownRequest(broker_id=self.config.broker_id, broker_epoch=self.broker_epoch))
+        except (KafkaConnectionError, KafkaError, OSError) as e:
+            log.info("broker %d: controlled shutdown request failed: %s", self.config.broker_id, e)
+            return None
+        finally:
+            await connection.close()
+        if response.error_code != ErrorCode.NONE:
+            log.info("broker %d: controlled shutdown answered %s", self.config.broker_id,
+                     ErrorCode.from_code(response.error_code).name)
+            return None
+        return len(response.remaining_partitions)
+
     async def shutdown(self) -> None:
-        """Stop serving, stop fetching, flush and checkpoint every log, leave the clean-shutdown marker."""
+        """Stop serving, stop fetching, flush and checkpoint every log, leave the clean-shutdown marker.
+        With controlled.shutdown.enable, leaderships move to other replicas first."""
         log.info("broker %d shutting down", self.config.broker_id)
+        if self.config.controlled_shutdown_enable:
+            await self.controlled_shutdown()
         await self.controller.shutdown()
         await self.fetchers.shutdown()
         await self.socket_server.stop()

@@ -17,6 +17,7 @@ from broker.replication.delayed import DelayedFetch, DelayedProduce, PendingProd
 from broker.replication.partition import Partition, PartitionState, Role
 from broker.replication.purgatory import Purgatory
 from broker.state_change import record_state_change
+from controller.zkdata import LeaderIsrAndControllerEpoch
 from protocol.errors import ErrorCode, KafkaError
 from protocol.messages import (
     CONSUMER_REPLICA_ID,
@@ -48,6 +49,8 @@ from protocol.records import RecordBatchError
 log = logging.getLogger(__name__)
 
 TopicConfigSource = Callable[[str], Awaitable[dict[str, str]]]
+#: Writes a partition state znode conditionally; the new znode version, or None if it had moved on.
+IsrWriter = Callable[[TopicPartition, LeaderIsrAndControllerEpoch], Awaitable[int | None]]
 T = TypeVar("T")
 
 
@@ -70,11 +73,13 @@ class ReplicaManager:
     """Hosts this broker's partitions and applies the controller's decisions to them."""
 
     def __init__(self, config: BrokerConfig, log_manager: LogManager, topic_config: TopicConfigSource,
-                 clock: Clock) -> None:
+                 isr_writer: IsrWriter, clock: Clock) -> None:
         self.config = config
         self.broker_id = config.broker_id
         self.log_manager = log_manager
         self._topic_config = topic_config
+        self._isr_writer = isr_writer
+        self._isr_updates: dict[TopicPartition, asyncio.Task] = {}
         self._clock = clock
         self.partitions: dict[TopicPartition, Partition] = {}
         self.controller_epoch = 0
@@ -138,7 +143,7 @@ class ReplicaManager:
                                      followed: dict[TopicPartition, int]) -> ErrorCode:
         partition = self.partitions.get(tp)
         if partition is not None and state.leader_epoch <= partition.leader_epoch:
-            self._record(tp, state, f"ignored LeaderAndIsr from controller {request.controller_id}: leader epoch "
+            self._record_state(tp, state, f"ignored LeaderAndIsr from controller {request.controller_id}: leader epoch "
                                     f"{state.leader_epoch} is not newer than {partition.leader_epoch}")
             return ErrorCode.STALE_CONTROLLER_EPOCH
         if self.broker_id not in state.replicas:
@@ -157,11 +162,12 @@ class ReplicaManager:
         else:
             partition.make_follower(new_state)
             followed[tp] = state.leader
-        self._record(tp, state, f"became {partition.role.value} on LeaderAndIsr from controller "
+        self._record_state(tp, state, f"became {partition.role.value} on LeaderAndIsr from controller "
                                 f"{request.controller_id}")
         return ErrorCode.NONE
 
-    def _record(self, tp: TopicPartition, state: LeaderAndIsrPartitionState, reason: str) -> None:
+    def _record_state(self, tp: TopicPartition, state: LeaderAndIsrPartitionState | LeaderIsrAndControllerEpoch,
+                      reason: str) -> None:
         record_state_change(source="broker", broker_id=self.broker_id, topic=tp.topic, partition=tp.partition,
                             controller_epoch=state.controller_epoch, leader_epoch=state.leader_epoch,
                             leader=state.leader, isr=state.isr, reason=reason)
@@ -278,6 +284,9 @@ class ReplicaManager:
             return
         if partition.update_follower_fetch_state(follower, fetch_offset, log_start):
             self._wake(tp)
+        if follower not in partition.isr and partition.is_follower_in_sync(follower):
+            self._change_isr(tp, partition, partition.isr | {follower},
+                             f"expand: broker {follower} reached the HW and the epoch start offset")
 
     def _read_for_fetch(self, request: FetchRequest, offsets: dict[TopicPartition, tuple[int, int]],
                         limits: dict[TopicPartition, int], from_follower: bool) -> FetchResponse:
@@ -372,6 +381,47 @@ class ReplicaManager:
             topics.append(OffsetForLeaderTopic(topic=topic.topic, partitions=parts))
         return OffsetsForLeaderEpochResponse(topics=topics)
 
+    # -- the ISR ----------------------------------------------------------------------------
+
+    def maybe_shrink_isr(self) -> None:
+        """Drop followers not caught up within replica.lag.time.max.ms from the ISRs this broker leads
+        (run every replica.lag.time.max.ms / 2, as Kafka does)."""
+        for tp, partition in list(self.partitions.items()):
+            if partition.is_leader:
+                lagging = partition.out_of_sync_replicas()
+                if lagging:
+                    self._change_isr(tp, partition, partition.isr - lagging,
+                                     f"shrink: {sorted(lagging)} not caught up within "
+                                     f"{self.config.replica_lag_time_max_ms} ms")
+
+    def _change_isr(self, tp: TopicPartition, partition: Partition, isr: frozenset[int], reason: str) -> None:
+        """Persist a new ISR (one update per partition at a time), then adopt it if still leader."""
+        if tp in self._isr_updates:
+            return
+        epoch = partition.leader_epoch
+        state = LeaderIsrAndControllerEpoch(leader=self.broker_id, leader_epoch=epoch, isr=tuple(sorted(isr)),
+                                            controller_epoch=partition.controller_epoch,
+                                            zk_version=partition.zk_version)
+
+        async def update() -> None:
+            try:
+                version = await self._isr_writer(tp, state)
+            except Exception:
+                log.exception("%s: writing ISR %s failed", tp, list(state.isr))
+                return
+            finally:
+                self._isr_updates.pop(tp, None)
+            if self.partitions.get(tp) is not partition or not partition.is_leader or partition.leader_epoch != epoch:
+                return
+            if version is None:
+                self._record_state(tp, state, f"{reason}: not applied, the state znode changed under this leader")
+                return
+            partition.update_isr(isr, version)
+            self._record_state(tp, state, reason)
+            self._wake(tp)
+
+        self._isr_updates[tp] = asyncio.get_running_loop().create_task(update())
+
     # -- waking parked requests -------------------------------------------------------------
 
     def _wake(self, tp: TopicPartition) -> None:
@@ -416,6 +466,7 @@ class ReplicaManager:
                                          manager.checkpoint_log_start_offsets, blocking=True)),
             loop.create_task(self._every(config.log_flush_scheduler_interval_ms, self._flush_due_logs)),
             loop.create_task(self._every(config.log_retention_check_interval_ms, manager.cleanup_logs)),
+            loop.create_task(self._every(config.replica_lag_time_max_ms // 2, self.maybe_shrink_isr)),
         ]
 
     def _flush_due_logs(self) -> None:
@@ -441,7 +492,8 @@ class ReplicaManager:
         self.fetch_purgatory.complete_all()
         for task in self._tasks:
             task.cancel()
-        await asyncio.gather(*self._tasks, *self._flushing.values(), return_exceptions=True)
+        await asyncio.gather(*self._tasks, *self._flushing.values(), *self._isr_updates.values(),
+                             return_exceptions=True)
         self._tasks.clear()
 
     # -- description ------------------------------------------------------------------------

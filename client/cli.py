@@ -12,8 +12,10 @@ from typing import IO, Any, TypeVar
 
 import click
 
+from broker.log.config import LogConfig, LogConfigError
 from client.admin import Admin, AdminError, NewTopic
 from client.cluster import (
+    CHROOT,
     DEFAULT_DIR,
     SIGNALS,
     ClusterError,
@@ -29,6 +31,8 @@ from client.connection import KafkaConnectionError
 from client.consumer import Consumer, ConsumerError, ConsumerRecord
 from client.metadata import PartitionInfo, parse_bootstrap_servers
 from client.producer import Producer, ProducerError
+from controller.topic_config import alter_topic_config
+from controller.zk import ZkClient
 from protocol.errors import KafkaError
 from protocol.messages import ReplicaState
 from protocol.records import RecordBatchError, decode_batch, iter_batches, validate_batch
@@ -278,6 +282,47 @@ def topic_create_command(
 
     _run(create())
     click.echo(f"Created topic {name}.")
+
+
+@topic_group.command("alter")
+@click.argument("name")
+@click.option("--config", "configs", multiple=True, metavar="KEY=VALUE", callback=_key_values,
+              help="Set a topic config, e.g. unclean.leader.election.enable=true (repeatable).")
+@click.option("--delete-config", "deleted", multiple=True, metavar="KEY", help="Remove an override (repeatable).")
+@click.option("--zookeeper", metavar="HOST:PORT[/CHROOT]",
+              help="ZooKeeper to write to [default: the cluster in --dir, chroot /minikafka].")
+@_dir_option
+def topic_alter_command(name: str, configs: dict[str, str], deleted: tuple[str, ...], zookeeper: str | None,
+                        directory: Path) -> None:
+    """Change topic NAME's configs at run time, like kafka-configs --alter: brokers and the controller
+    pick the change up without restarts (turning unclean.leader.election.enable on elects offline partitions)."""
+    if not configs and not deleted:
+        raise click.UsageError("give at least one --config or --delete-config")
+    if zookeeper:
+        connect, slash, chroot = zookeeper.partition("/")
+        chroot = "/" + chroot if slash and chroot else CHROOT
+    else:
+        try:
+            state = load_cluster(directory)
+        except ClusterError as e:
+            raise click.ClickException(f"no --zookeeper given, and {e}") from None
+        connect, chroot = state.zookeeper.connect, state.chroot
+
+    async def alter() -> dict[str, str]:
+        zk = ZkClient(connect, chroot=chroot)
+        await zk.start()
+        try:
+            return await alter_topic_config(zk, name, configs, deleted,
+                                            validate=LogConfig().with_topic_overrides)
+        finally:
+            await zk.close()
+
+    try:
+        overrides = _run(alter())
+    except LogConfigError as e:
+        raise click.ClickException(f"INVALID_CONFIG: {e}") from None
+    shown = ", ".join(f"{k}={v}" for k, v in sorted(overrides.items())) or "(none)"
+    click.echo(f"Altered topic {name}; its overrides are now: {shown}")
 
 
 @topic_group.command("list")

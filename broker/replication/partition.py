@@ -190,12 +190,15 @@ class Partition:
         return info
 
     def produce_completion(self, required_offset: int) -> ErrorCode | None:
-        """For a waiting acks=all produce: its result once decided, None while it must still wait."""
+        """For a waiting acks=all produce: its result once decided, None while it must still wait.
+
+        The ISR shrinking below min.insync.replicas while it waits answers NOT_ENOUGH_REPLICAS_AFTER_APPEND
+        at once: the HW is held back from then on, so waiting could only end in a timeout."""
         if not self.is_leader:
             return ErrorCode.NOT_LEADER_OR_FOLLOWER
+        if len(self.isr) < self.effective_min_isr:
+            return ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
         if self.log.high_watermark >= required_offset:
-            if len(self.isr) < self.effective_min_isr:
-                return ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
             return ErrorCode.NONE
         return None
 

@@ -171,3 +171,13 @@ def test_a_new_leader_stamps_its_epoch_at_its_leo(tmp_path):
     assert [(e.epoch, e.start_offset) for e in follower.log.epoch_cache.entries] == [(0, 0), (1, 2)]
     follower.append_records_to_leader(batch(b"c"), required_acks=1)
     assert follower.log.read(2, 100) and follower.log.end_offset_for_epoch(0) == (0, 2)
+
+
+def test_an_isr_shrinking_below_min_insync_while_waiting_answers_after_append(tmp_path):
+    clock = ManualClock()
+    leader, _follower = two_replicas(tmp_path, clock, min_insync_replicas=2)
+    info = leader.append_records_to_leader(batch(b"x"), required_acks=-1)
+    assert leader.produce_completion(info.last_offset + 1) is None
+    leader.update_isr(frozenset({LEADER}), zk_version=1)
+    assert leader.produce_completion(info.last_offset + 1) is ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
+    assert leader.log.high_watermark == 0

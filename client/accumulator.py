@@ -8,11 +8,11 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from itertools import repeat
 from typing import NamedTuple
 
 from client.metadata import TopicPartition
-from protocol.records import HEADER_SIZE, BatchBuilder, Header
+from protocol.records import HEADER_SIZE, BatchBuilder, Header, new_named_tuple
 
 # Upper bounds of a record's framing in a v2 batch: length, timestampDelta, offsetDelta, keyLength,
 # valueLength and headerCount varints plus the attributes byte; per header its two length varints.
@@ -31,9 +31,8 @@ def estimate_record_size(key: bytes | None, value: bytes | None, headers: Sequen
     return size
 
 
-@dataclass(frozen=True, slots=True)
-class RecordMetadata:
-    """Where an acknowledged record was written. offset is -1 for acks=0."""
+class RecordMetadata(NamedTuple):
+    """Where an acknowledged record was written. offset is -1 for acks=0. (A tuple: one is built per record.)"""
 
     topic: str
     partition: int
@@ -63,6 +62,9 @@ class ProducerBatch:
         self._timestamps: list[int] = []
         self._builder = BatchBuilder()
         self._records: bytes | None = None
+        self._loop = asyncio.get_running_loop()
+        #: Resolved (to None) once every record's future is resolved, by `complete` or `fail`.
+        self.completion: asyncio.Future[None] = self._loop.create_future()
 
     def __repr__(self) -> str:
         return f"ProducerBatch({self.tp.topic}-{self.tp.partition}, {len(self.futures)} records)"
@@ -73,8 +75,8 @@ class ProducerBatch:
 
     @property
     def done(self) -> bool:
-        """True once every record's future is resolved."""
-        return all(f.done() for f in self.futures)
+        """True once the batch was completed or failed."""
+        return self.completion.done()
 
     def append(
         self, key: bytes | None, value: bytes | None, headers: Sequence[HeaderLike], timestamp: int, estimate: int
@@ -84,7 +86,7 @@ class ProducerBatch:
         self._builder.append(value, key, headers, timestamp)
         self._timestamps.append(timestamp)
         self.estimated_size += estimate
-        future: asyncio.Future[RecordMetadata] = asyncio.get_running_loop().create_future()
+        future: asyncio.Future[RecordMetadata] = self._loop.create_future()
         self.futures.append(future)
         return future
 
@@ -97,17 +99,25 @@ class ProducerBatch:
 
     def complete(self, base_offset: int, log_append_time_ms: int = -1) -> None:
         """Resolve every record's future: offset base_offset + index (base_offset -1 means unknown: acks=0)."""
-        for index, (future, timestamp) in enumerate(zip(self.futures, self._timestamps, strict=True)):
+        topic, partition = self.tp
+        count = len(self.futures)
+        offsets = repeat(-1, count) if base_offset < 0 else range(base_offset, base_offset + count)
+        timestamps = self._timestamps if log_append_time_ms < 0 else repeat(log_append_time_ms, count)
+        for future, offset, timestamp in zip(self.futures, offsets, timestamps, strict=True):
             if not future.done():
-                offset = -1 if base_offset < 0 else base_offset + index
-                stamp = timestamp if log_append_time_ms < 0 else log_append_time_ms
-                future.set_result(RecordMetadata(self.tp.topic, self.tp.partition, offset, stamp))
+                future.set_result(new_named_tuple(RecordMetadata, (topic, partition, offset, timestamp)))
+        self._resolve()
 
     def fail(self, error: BaseException) -> None:
         """Fail every record's future with `error`."""
         for future in self.futures:
             if not future.done():
                 future.set_exception(error)
+        self._resolve()
+
+    def _resolve(self) -> None:
+        if not self.completion.done():
+            self.completion.set_result(None)
 
 
 class RecordAccumulator:
@@ -159,12 +169,24 @@ class RecordAccumulator:
         self.buffered_bytes += estimate
         if batch.estimated_size >= self.batch_size:
             batch.sealed = sealed = True
-        return Appended(future, new_batch, sealed)
+        return new_named_tuple(Appended, (future, new_batch, sealed))
 
     def has_open_batch(self, tp: TopicPartition) -> bool:
         """Whether the partition has a batch still taking records."""
         queue = self._queues.get(tp)
         return bool(queue) and not queue[-1].sealed
+
+    def seal_if_full(self, tp: TopicPartition, estimate: int) -> bool:
+        """Seal the partition's open batch if a record of `estimate` bytes would not fit in it; returns whether
+        it did. (A keyless record then moves on to another partition instead of opening a batch here.)"""
+        queue = self._queues.get(tp)
+        if not queue:
+            return False
+        batch = queue[-1]
+        if batch.sealed or batch.estimated_size + estimate <= self.batch_size:
+            return False
+        batch.sealed = True
+        return True
 
     def ready(self, now_ms: float, *, force: bool = False) -> list[TopicPartition]:
         """Partitions whose head batch may be sent now."""

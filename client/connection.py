@@ -6,17 +6,34 @@ import asyncio
 import contextlib
 import io
 import logging
-from typing import Any
+from typing import Any, NamedTuple
 
 import msgpack
 
 from protocol.errors import ErrorCode, KafkaError
-from protocol.framing import LENGTH_PREFIX_SIZE, FrameError, encode_frame, parse_frame_length
+from protocol.framing import (
+    LENGTH_PREFIX_SIZE,
+    STREAM_BUFFER_LIMIT,
+    FrameError,
+    encode_frame,
+    parse_frame_length,
+)
 from protocol.messages import API_BY_REQUEST_TYPE, RequestHeader, decode_response, encode_request
 
 log = logging.getLogger(__name__)
 
 _MAX_CORRELATION_ID = 2**31 - 1
+
+Reply = tuple[ErrorCode, str | None, Any]
+"""A response's top-level error code and message, and its body (None when the request was refused as a whole)."""
+
+
+class _Pending(NamedTuple):
+    """A request waiting for its response."""
+
+    future: asyncio.Future[Reply]
+    api_key: int
+    timer: asyncio.TimerHandle
 
 
 class KafkaConnectionError(Exception):
@@ -67,7 +84,7 @@ class BrokerConnection:
         self._reader: asyncio.StreamReader | None = None
         self._writer: asyncio.StreamWriter | None = None
         self._reader_task: asyncio.Task[None] | None = None
-        self._pending: dict[int, tuple[asyncio.Future[Any], int]] = {}
+        self._pending: dict[int, _Pending] = {}
         self._next_correlation_id = 0
         self._closed = False
         self._failure: KafkaConnectionError | None = None
@@ -91,7 +108,7 @@ class BrokerConnection:
             raise KafkaConnectionError(f"{self!r} is already {'closed' if self._closed else 'connected'}")
         try:
             self._reader, self._writer = await asyncio.wait_for(
-                asyncio.open_connection(self.host, self.port), self.request_timeout_ms / 1000
+                asyncio.open_connection(self.host, self.port, limit=STREAM_BUFFER_LIMIT), self.request_timeout_ms / 1000
             )
         except (OSError, TimeoutError) as e:
             self._closed = True
@@ -108,32 +125,30 @@ class BrokerConnection:
             raise KafkaError(error_code, message)
         return response
 
-    async def request_with_error(
-        self, body: object, *, timeout_ms: int | None = None
-    ) -> tuple[ErrorCode, str | None, Any]:
+    async def request_with_error(self, body: object, *, timeout_ms: int | None = None) -> Reply:
         """Send a request; return the response's top-level error code and message, and its body (None when
         the request was refused as a whole). Raises KafkaConnectionError on transport failure."""
-        api_key = API_BY_REQUEST_TYPE[type(body)].api_key
-        correlation_id, frame = self._frame(body)
-        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        self._pending[correlation_id] = (future, api_key)
-        timeout = (self.request_timeout_ms if timeout_ms is None else timeout_ms) / 1000
+        correlation_id, future = self._send(body, timeout_ms)
         try:
-            async with asyncio.timeout(timeout):
-                await self._write(frame)
-                return await future
-        except TimeoutError:
-            raise RequestTimedOutError(
-                f"no response from {self.host}:{self.port} within {timeout * 1000:.0f} ms "
-                f"(api key {api_key}, correlation id {correlation_id})"
-            ) from None
+            await self._drain()
+            return await future
         finally:
-            self._pending.pop(correlation_id, None)
+            self._forget(correlation_id)
+
+    def send(self, body: object, *, timeout_ms: int | None = None) -> asyncio.Future[Reply]:
+        """Write a request now, without waiting, and return the future of its (error code, message, body).
+
+        The future fails with RequestTimedOutError when no response arrives within the timeout, and with
+        KafkaConnectionError when the connection is lost. Raises KafkaConnectionError at once if the connection
+        is closed. For callers that complete work in callbacks (the producer); others use `request`."""
+        return self._send(body, timeout_ms)[1]
 
     async def send_no_response(self, body: object) -> None:
         """Send a request the broker does not answer (a Produce with acks=0)."""
-        _, frame = self._frame(body)
-        await self._write(frame)
+        self._write(self._frame(body)[2])
+        await self._drain()
+        if self._failure is not None:
+            raise self._failure
 
     async def close(self) -> None:
         """Close the socket and fail every outstanding request."""
@@ -147,7 +162,8 @@ class BrokerConnection:
             with contextlib.suppress(OSError):
                 await self._writer.wait_closed()
 
-    def _frame(self, body: object) -> tuple[int, bytes]:
+    def _frame(self, body: object) -> tuple[int, int, bytes]:
+        """(correlation id, api key, frame) of a request; raises if the connection cannot send."""
         if self._failure is not None:
             raise self._failure
         if self._writer is None:
@@ -158,19 +174,50 @@ class BrokerConnection:
         header = RequestHeader(
             api_key=api.api_key, api_version=api.max_version, correlation_id=correlation_id, client_id=self.client_id
         )
-        return correlation_id, encode_frame(encode_request(header, body))
+        return correlation_id, api.api_key, encode_frame(encode_request(header, body))
 
-    async def _write(self, frame: bytes) -> None:
+    def _send(self, body: object, timeout_ms: int | None) -> tuple[int, asyncio.Future[Reply]]:
+        """Write a request and await its response in `_pending`, with a timer that fails it on timeout."""
+        correlation_id, api_key, frame = self._frame(body)
+        self._write(frame)
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[Reply] = loop.create_future()
+        timeout = (self.request_timeout_ms if timeout_ms is None else timeout_ms) / 1000
+        timer = loop.call_later(timeout, self._time_out, correlation_id, api_key, timeout)
+        self._pending[correlation_id] = _Pending(future, api_key, timer)
+        return correlation_id, future
+
+    def _time_out(self, correlation_id: int, api_key: int, timeout: float) -> None:
+        pending = self._pending.pop(correlation_id, None)
+        if pending is not None and not pending.future.done():
+            pending.future.set_exception(RequestTimedOutError(
+                f"no response from {self.host}:{self.port} within {timeout * 1000:.0f} ms "
+                f"(api key {api_key}, correlation id {correlation_id})"
+            ))
+
+    def _forget(self, correlation_id: int) -> None:
+        """Stop waiting for a response (answered, timed out, or its awaiting caller was cancelled)."""
+        pending = self._pending.pop(correlation_id, None)
+        if pending is not None:
+            pending.timer.cancel()
+
+    def _write(self, frame: bytes) -> None:
         assert self._writer is not None
         try:
             self._writer.write(frame)
-            await self._writer.drain()
         except (OSError, RuntimeError) as e:
             error = KafkaConnectionError(f"cannot send to {self.host}:{self.port}: {e}")
             self._fail(error)
             raise error from e
-        if self._failure is not None:
-            raise self._failure
+
+    async def _drain(self) -> None:
+        """Wait while the socket's send buffer is above its high-water mark. A failure fails the connection
+        (and with it every pending request)."""
+        assert self._writer is not None
+        try:
+            await self._writer.drain()
+        except (OSError, RuntimeError) as e:
+            self._fail(KafkaConnectionError(f"cannot send to {self.host}:{self.port}: {e}"))
 
     async def _read_loop(self) -> None:
         assert self._reader is not None
@@ -198,15 +245,16 @@ class BrokerConnection:
         correlation_id = _peek_correlation_id(payload)
         if correlation_id is None:
             return False
-        entry = self._pending.pop(correlation_id, None)
-        if entry is None:
+        pending = self._pending.pop(correlation_id, None)
+        if pending is None:
             log.debug("dropping a response to %s (correlation id %d, no longer awaited)", self, correlation_id)
             return True
-        future, api_key = entry
+        pending.timer.cancel()
+        future = pending.future
         if future.done():
             return True
         try:
-            _, error_code, message, body = decode_response(payload, api_key)
+            _, error_code, message, body = decode_response(payload, pending.api_key)
         except ValueError as e:  # MalformedResponseError: only this request is affected
             future.set_exception(e)
         else:
@@ -219,6 +267,7 @@ class BrokerConnection:
         if self._failure is None:
             self._failure = error
         pending, self._pending = self._pending, {}
-        for future, _ in pending.values():
-            if not future.done():
-                future.set_exception(error)
+        for entry in pending.values():
+            entry.timer.cancel()
+            if not entry.future.done():
+                entry.future.set_exception(error)

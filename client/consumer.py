@@ -6,8 +6,10 @@ import asyncio
 import logging
 import time
 from collections import defaultdict, deque
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from itertools import compress, repeat
+from typing import NamedTuple
 
 from client.connection import KafkaConnectionError
 from client.metadata import ClusterMetadata, TopicPartition
@@ -24,16 +26,24 @@ from protocol.messages import (
     ListOffsetsResponse,
     Topic,
 )
-from protocol.records import Header, RecordBatchError, TruncatedBatchError, decode_batch, read_header
+from protocol.records import (
+    BatchHeader,
+    Header,
+    RecordBatchError,
+    TruncatedBatchError,
+    decode_batch_columns,
+    new_named_tuple,
+    read_header,
+)
 
 log = logging.getLogger(__name__)
 
 _RESETS = {"earliest": EARLIEST_TIMESTAMP, "latest": LATEST_TIMESTAMP, "none": None}
 
 
-@dataclass(frozen=True, slots=True)
-class ConsumerRecord:
-    """A record read from a partition; leader_epoch is the epoch of the leader that appended its batch."""
+class ConsumerRecord(NamedTuple):
+    """A record read from a partition; leader_epoch is the epoch of the leader that appended its batch. (A tuple:
+    one is built per record.)"""
 
     topic: str
     partition: int
@@ -73,6 +83,68 @@ def _tp(tp: tuple[str, int]) -> TopicPartition:
 
 def _monotonic_ms() -> float:
     return time.monotonic() * 1000
+
+
+class _FetchedRecords:
+    """The records of one partition fetched and not handed out yet: whole batches, each decoded when poll gets to
+    it. (Records decoded long before poll hands them out would live long enough for the garbage collector to
+    promote them and walk them over and over.)"""
+
+    def __init__(self, tp: TopicPartition) -> None:
+        self.tp = tp
+        #: (response bytes, batch position in them, batch header, the fetch position: records below it are skipped)
+        self._batches: deque[tuple[bytes, int, BatchHeader, int]] = deque()
+        self._records: list[ConsumerRecord] = []
+        self._next = 0  # index in _records of the next record to hand out
+
+    def __bool__(self) -> bool:
+        return self._next < len(self._records) or bool(self._batches)
+
+    def add(self, data: bytes, pos: int, header: BatchHeader, position: int) -> None:
+        self._batches.append((data, pos, header, position))
+
+    def clear(self) -> None:
+        self._batches.clear()
+        self._records = []
+        self._next = 0
+
+    def next_offset(self) -> int | None:
+        """The offset of the next record to hand out, None if there is none."""
+        return self._records[self._next].offset if self._decode_next() else None
+
+    def take(self, count: int) -> list[ConsumerRecord]:
+        """Up to `count` records, in order."""
+        taken: list[ConsumerRecord] = []
+        while len(taken) < count and self._decode_next():
+            end = min(len(self._records), self._next + count - len(taken))
+            taken += self._records[self._next : end]
+            self._next = end
+        return taken
+
+    def _decode_next(self) -> bool:
+        """Decode batches until a record is ready to hand out; False if none is left. A batch that does not decode
+        raises ConsumerError, now and on every later call until a seek."""
+        while self._next >= len(self._records):
+            if not self._batches:
+                return False
+            data, pos, header, position = self._batches[0]
+            try:
+                _, (offsets, timestamps, keys, values, headers) = decode_batch_columns(data, pos)
+            except RecordBatchError as e:
+                raise ConsumerError(
+                    ErrorCode.CORRUPT_MESSAGE,
+                    f"{self.tp.topic}-{self.tp.partition}: batch at offset {header.base_offset}: {e}",
+                ) from None
+            rows: Iterator[tuple] = zip(
+                repeat(self.tp.topic), repeat(self.tp.partition), offsets, keys, values, timestamps, headers,
+                repeat(header.partition_leader_epoch),
+            )
+            if header.base_offset < position:  # the batch holding the fetch position starts before it
+                rows = compress(rows, [offset >= position for offset in offsets])
+            self._records = list(map(new_named_tuple, repeat(ConsumerRecord), rows))
+            self._next = 0
+            self._batches.popleft()
+        return True
 
 
 @dataclass(slots=True)
@@ -117,7 +189,7 @@ class Consumer:
         self._clock = clock
         self._assignment: list[TopicPartition] = []
         self._positions: dict[TopicPartition, int | None] = {}
-        self._buffers: dict[TopicPartition, deque[ConsumerRecord]] = {}
+        self._buffers: dict[TopicPartition, _FetchedRecords] = {}
         self._fetches: dict[int, _Fetch] = {}
         self._needs_refresh = True
         self._retry_at_ms = float("-inf")
@@ -133,7 +205,7 @@ class Consumer:
         positions."""
         assignment = list(dict.fromkeys(_tp(tp) for tp in tps))
         self._positions = {tp: self._positions.get(tp) for tp in assignment}
-        self._buffers = {tp: self._buffers.get(tp, deque()) for tp in assignment}
+        self._buffers = {tp: self._buffers.get(tp) or _FetchedRecords(tp) for tp in assignment}
         self._assignment = assignment
         self._needs_refresh = True
 
@@ -160,8 +232,9 @@ class Consumer:
     async def position(self, tp: tuple[str, int]) -> int:
         """The offset of the next record poll will return for the partition."""
         tp = self._assigned(tp)
-        if self._buffers[tp]:
-            return self._buffers[tp][0].offset
+        buffered = self._buffers[tp].next_offset()
+        if buffered is not None:
+            return buffered
         await self._reset_missing_positions()
         position = self._positions[tp]
         assert position is not None
@@ -172,8 +245,13 @@ class Consumer:
         none did). Raises OffsetOutOfRangeError if a position is outside its partition's log."""
         deadline = self._clock() + timeout_ms
         while True:
+            self._complete_done_fetches()
             records = self._take_buffered(max_records)
             if records:
+                if not self._needs_refresh:
+                    self._start_fetches()  # ahead, for the partitions just drained
+                if self._fetches:
+                    await asyncio.sleep(0)  # let fetch responses in while the application works through these
                 return records
             await self._prepare()
             self._start_fetches()
@@ -181,15 +259,11 @@ class Consumer:
             if remaining <= 0 and not any(f.task.done() for f in self._fetches.values()):
                 return []
             if self._fetches:
-                done, _ = await asyncio.wait(
+                await asyncio.wait(
                     [f.task for f in self._fetches.values()],
                     timeout=max(remaining, 0) / 1000,
                     return_when=asyncio.FIRST_COMPLETED,
                 )
-                for leader, fetch in list(self._fetches.items()):
-                    if fetch.task in done:
-                        del self._fetches[leader]
-                        self._complete_fetch(fetch)
             else:
                 await asyncio.sleep(max(0.0, min(self._retry_at_ms - self._clock(), remaining)) / 1000)
 
@@ -311,17 +385,13 @@ class Consumer:
         return -1 if info is None else info.leader_epoch
 
     def _start_fetches(self) -> None:
-        """Send a fetch to every leader without one in flight, for its partitions with nothing buffered."""
+        """Send a fetch to every leader without one in flight and with nothing buffered for any of its partitions.
+        (A fetch for some of them only could long-poll on those with no new data while the others wait.)"""
         if self._clock() < self._retry_at_ms:
             return
-        in_flight = {tp for fetch in self._fetches.values() for tp in fetch.offsets}
-        fetchable = [
-            tp
-            for tp in self._assignment
-            if tp not in in_flight and not self._buffers[tp] and self._positions[tp] is not None
-        ]
+        fetchable = [tp for tp in self._assignment if self._positions[tp] is not None]
         for leader, tps in self._by_leader(fetchable).items():
-            if leader in self._fetches:
+            if leader in self._fetches or any(self._buffers[tp] for tp in tps):
                 continue
             offsets = {tp: position for tp in tps if (position := self._positions[tp]) is not None}
             task = asyncio.get_running_loop().create_task(self._fetch(leader, offsets))
@@ -347,6 +417,12 @@ class Consumer:
             topics=[Topic(name=name, partitions=partitions) for name, partitions in by_topic.items()],
         )
         return await connection.request(request, timeout_ms=self.request_timeout_ms + self.fetch_max_wait_ms)
+
+    def _complete_done_fetches(self) -> None:
+        for leader, fetch in list(self._fetches.items()):
+            if fetch.task.done():
+                del self._fetches[leader]
+                self._complete_fetch(fetch)
 
     def _fetch_failed(self, error: Exception) -> str:
         """Note a failed request to a leader: refresh metadata and back off. Raises if retrying cannot help."""
@@ -387,7 +463,7 @@ class Consumer:
                     raise ConsumerError(error_code, f"cannot fetch {tp.topic}-{tp.partition} at offset {offset}")
 
     def _buffer_records(self, tp: TopicPartition, position: int, data: bytes) -> None:
-        """Decode the whole batches in `data`, buffer the records at or after `position`, move the position."""
+        """Buffer the whole batches in `data` (their records at or after `position`), move the position."""
         buffer = self._buffers[tp]
         pos = 0
         next_offset = position
@@ -398,18 +474,7 @@ class Consumer:
                 break
             if pos + header.size_in_bytes > len(data):
                 break  # a partial batch at the end of the response
-            try:
-                _, records = decode_batch(data, pos)
-            except RecordBatchError as e:
-                raise ConsumerError(
-                    ErrorCode.CORRUPT_MESSAGE, f"{tp.topic}-{tp.partition}: batch at offset {header.base_offset}: {e}"
-                ) from None
-            epoch = header.partition_leader_epoch
-            buffer.extend(
-                ConsumerRecord(tp.topic, tp.partition, r.offset, r.key, r.value, r.timestamp, r.headers, epoch)
-                for r in records
-                if r.offset >= position
-            )
+            buffer.add(data, pos, header, position)
             next_offset = max(next_offset, header.next_offset)
             pos += header.size_in_bytes
         if pos == 0 and data:
@@ -423,7 +488,7 @@ class Consumer:
     def _take_buffered(self, max_records: int) -> list[ConsumerRecord]:
         taken: list[ConsumerRecord] = []
         for tp in self._assignment:
-            buffer = self._buffers[tp]
-            while buffer and len(taken) < max_records:
-                taken.append(buffer.popleft())
+            if len(taken) >= max_records:
+                break
+            taken += self._buffers[tp].take(max_records - len(taken))
         return taken

@@ -76,6 +76,7 @@ class ClusterMetadata:
         self.controller_id = -1
         self.topic_errors: dict[str, ErrorCode] = {}
         self._partitions: dict[str, dict[int, PartitionInfo]] = {}
+        self._topic_partitions: dict[str, tuple[TopicPartition, ...]] = {}
         self._connections: dict[tuple[str, int], BrokerConnection] = {}
         self._connecting: dict[tuple[str, int], asyncio.Lock] = {}
         self._refresh_lock = asyncio.Lock()
@@ -92,6 +93,16 @@ class ClusterMetadata:
     def partition_count(self, topic: str) -> int:
         """How many partitions the topic has; 0 if it is not known (yet)."""
         return len(self._partitions.get(topic, ()))
+
+    def topic_partitions(self, topic: str) -> tuple[TopicPartition, ...]:
+        """The topic's partitions 0..count-1 as TopicPartition keys; () if the topic is not known (yet). Built once
+        per metadata update: the producer asks for every record."""
+        tps = self._topic_partitions.get(topic)
+        if tps is None:
+            tps = tuple(TopicPartition(topic, p) for p in range(self.partition_count(topic)))
+            if tps:
+                self._topic_partitions[topic] = tps
+        return tps
 
     def partition(self, topic: str, partition: int) -> PartitionInfo | None:
         """One partition's info, or None if unknown."""
@@ -120,6 +131,12 @@ class ClusterMetadata:
         if broker is None:
             raise KafkaConnectionError(f"broker {broker_id} is not in the cluster metadata")
         return await self.connection_to(broker.host, broker.port)
+
+    def open_connection(self, broker_id: int) -> BrokerConnection | None:
+        """The pooled connection to a known broker if it is open now (no waiting), else None."""
+        broker = self.brokers.get(broker_id)
+        connection = None if broker is None else self._connections.get((broker.host, broker.port))
+        return None if connection is None or connection.closed else connection
 
     async def connection_to(self, host: str, port: int) -> BrokerConnection:
         """A connected, pooled connection to an address; a closed one is replaced."""
@@ -155,6 +172,7 @@ class ClusterMetadata:
     def _apply(self, response: MetadataResponse, *, replace_all: bool) -> None:
         self.brokers = {b.node_id: b for b in response.brokers}
         self.controller_id = response.controller_id
+        self._topic_partitions.clear()
         if replace_all:
             self._partitions.clear()
             self.topic_errors.clear()

@@ -4,21 +4,23 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 
 from client.accumulator import HeaderLike, ProducerBatch, RecordAccumulator, RecordMetadata, estimate_record_size
-from client.connection import KafkaConnectionError, RequestTimedOutError
+from client.connection import BrokerConnection, KafkaConnectionError, Reply, RequestTimedOutError
 from client.metadata import ClusterMetadata, TopicPartition
 from client.partitioner import Partitioner
-from protocol.errors import ErrorCode, KafkaError
-from protocol.messages import ProducePartition, ProduceRequest, ProduceResponse, Topic
+from protocol.errors import ErrorCode
+from protocol.messages import ProducePartition, ProduceRequest, ProduceResponse, ProtocolError, Topic
 
 log = logging.getLogger(__name__)
 
 _ACKS = {"all": -1, "-1": -1, "1": 1, "0": 0}
+_YIELD_INTERVAL_MS = 1.0  # send() lets the event loop run at least this often
 
 
 class ProducerError(Exception):
@@ -96,6 +98,7 @@ class Producer:
         self._last_refresh_ms = float("-inf")
         self._flushing = 0
         self._closing = False
+        self._last_yield_ms = float("-inf")
 
     async def __aenter__(self) -> Producer:
         return self
@@ -120,35 +123,52 @@ class Producer:
             raise RuntimeError("the producer is closed")
         if self._sender is not None and self._sender.done():
             raise RuntimeError("the producer's sender has stopped")
-        now = self._clock()
-        num_partitions = self.metadata.partition_count(topic) or await self._partition_count(topic, now)
-        if partition is None:
-            partition = self._partitioner.partition(
-                topic, key, num_partitions, lambda p: self._accumulator.has_open_batch(TopicPartition(topic, p))
-            )
-        elif not 0 <= partition < num_partitions:
-            raise ProducerError(
-                ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-                f"partition {partition} is not in the range [0, {num_partitions}) of topic {topic!r}",
-            )
+        start = now = self._clock()
+        tps = self.metadata.topic_partitions(topic)
+        if not tps:
+            tps = await self._wait_for_partitions(topic, start)
+            now = self._clock()
+        num_partitions = len(tps)
         size = estimate_record_size(key, value, headers)
         if size > self.max_request_size:
             raise ProducerError(
                 ErrorCode.MESSAGE_TOO_LARGE,
                 f"the record is about {size} bytes, more than max_request_size ({self.max_request_size})",
             )
-        if self._accumulator.buffered_bytes + size > self.buffer_memory:
-            await self._wait_for_space(size, now + self.max_block_ms)
+        accumulator = self._accumulator
+        closed_full_batch = False
+        if partition is None:
+
+            def has_open_batch(p: int) -> bool:
+                return accumulator.has_open_batch(tps[p])
+
+            partition = self._partitioner.partition(topic, key, num_partitions, has_open_batch)
+            if key is None and accumulator.seal_if_full(tps[partition], size):
+                # As Kafka's sticky partitioning: a full batch closes, and the record moves to the next partition.
+                closed_full_batch = True
+                partition = self._partitioner.partition(topic, key, num_partitions, has_open_batch)
+        elif not 0 <= partition < num_partitions:
+            raise ProducerError(
+                ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                f"partition {partition} is not in the range [0, {num_partitions}) of topic {topic!r}",
+            )
+        if accumulator.buffered_bytes + size > self.buffer_memory:
+            await self._wait_for_space(size, start + self.max_block_ms)
+            now = self._clock()
         if timestamp is None:
             timestamp = time.time_ns() // 1_000_000
-        appended = self._accumulator.append(
-            TopicPartition(topic, partition), key, value, headers, timestamp, self._clock(), size
-        )
-        if appended.new_batch or appended.sealed:
+        appended = accumulator.append(tps[partition], key, value, headers, timestamp, now, size)
+        if appended.new_batch:
             self._start_sender()
-            self._wakeup.set()
-        if appended.sealed:
-            await asyncio.sleep(0)  # let the sender take the full batch
+            self._wakeup.set()  # the sender times the new batch's linger
+        sealed = appended.sealed or closed_full_batch
+        if sealed:
+            self._send_ready()
+        if sealed or (now - self._last_yield_ms >= _YIELD_INTERVAL_MS and any(self._in_flight.values())):
+            # Let the loop run: an application sending as fast as it can would otherwise keep responses (and the
+            # batches waiting for them) unhandled until the buffer is full.
+            self._last_yield_ms = now
+            await asyncio.sleep(0)
         return appended.future
 
     async def flush(self) -> None:
@@ -157,9 +177,10 @@ class Producer:
         if not batches:
             return
         self._flushing += 1
+        self._send_ready()
         self._wakeup.set()
         try:
-            await asyncio.wait([f for batch in batches for f in batch.futures])
+            await asyncio.wait([batch.completion for batch in batches])
         finally:
             self._flushing -= 1
 
@@ -178,14 +199,14 @@ class Producer:
 
     # ----------------------------------------------------------------------------------- record intake
 
-    async def _partition_count(self, topic: str, now: float) -> int:
-        """The topic's partition count, refreshing metadata until it is known or max_block_ms passed."""
+    async def _wait_for_partitions(self, topic: str, now: float) -> tuple[TopicPartition, ...]:
+        """The topic's partitions, refreshing metadata until they are known or max_block_ms passed."""
         deadline = now + self.max_block_ms
         code, problem = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "not present in metadata"
         while True:
-            count = self.metadata.partition_count(topic)
-            if count:
-                return count
+            tps = self.metadata.topic_partitions(topic)
+            if tps:
+                return tps
             error = self.metadata.topic_errors.get(topic)
             if error is not None and not error.retriable:
                 raise ProducerError(error, f"cannot produce to topic {topic!r}")
@@ -228,36 +249,52 @@ class Producer:
             self._finish(batch, error=error)
 
     async def _run(self) -> None:
+        """Expire batches, send what linger or retry backoff made ready, and sleep until the next of those
+        moments or a wake-up. Full batches and answered requests do not wait for this loop: `_send_ready` runs
+        right away when a batch is sealed and when a response arrives."""
         accumulator = self._accumulator
         while True:
             now = self._clock()
             for batch in accumulator.expire(now):
                 self._finish(batch, error=self._expired(batch, now))
-            force = self._flushing > 0 or self._closing
-            by_leader: dict[int, list[TopicPartition]] = defaultdict(list)
-            for tp in accumulator.ready(now, force=force):
-                info = self.metadata.leader_for(tp.topic, tp.partition)
-                if info is None:
-                    self._request_refresh()
-                else:
-                    by_leader[info.leader].append(tp)
-            for leader, tps in by_leader.items():
-                if self._in_flight[leader] < self.max_in_flight:
-                    self._send_to(leader, accumulator.drain(tps, self.max_request_size))
+            self._send_ready()
             if self._closing and not accumulator.incomplete():
                 return
-            delay = accumulator.next_wakeup_in(now, force=force)
+            delay = accumulator.next_wakeup_in(now, force=self._flushing > 0 or self._closing)
             self._wakeup.clear()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wakeup.wait(), None if delay is None else delay / 1000)
 
+    def _send_ready(self) -> None:
+        """Send the batches that may go now: one request per leader with fewer than max_in_flight requests
+        outstanding, carrying the head batch of each of its ready partitions."""
+        accumulator = self._accumulator
+        by_leader: dict[int, list[TopicPartition]] = defaultdict(list)
+        for tp in accumulator.ready(self._clock(), force=self._flushing > 0 or self._closing):
+            info = self.metadata.leader_for(tp.topic, tp.partition)
+            if info is None:
+                self._request_refresh()
+            else:
+                by_leader[info.leader].append(tp)
+        for leader, tps in by_leader.items():
+            if self._in_flight[leader] < self.max_in_flight:
+                self._send_to(leader, accumulator.drain(tps, self.max_request_size))
+
     def _send_to(self, leader: int, batches: list[ProducerBatch]) -> None:
+        """Send one Produce request for the batches: written right away if the leader's connection is open and
+        a response is expected, else from a task (which connects first, or waits while an acks=0 request drains
+        into the socket: nothing else holds back a producer that gets no responses)."""
         self._in_flight[leader] += 1
-        task = asyncio.get_running_loop().create_task(self._produce(leader, batches))
+        request = self._produce_request(batches)
+        connection = self.metadata.open_connection(leader)
+        if connection is not None and self.acks != 0:
+            self._write_request(leader, connection, batches, request)
+            return
+        task = asyncio.get_running_loop().create_task(self._send_from_task(leader, batches, request))
         self._requests.add(task)
         task.add_done_callback(self._requests.discard)
 
-    async def _produce(self, leader: int, batches: list[ProducerBatch]) -> None:
+    def _produce_request(self, batches: list[ProducerBatch]) -> ProduceRequest:
         by_topic: dict[str, list[ProducePartition]] = defaultdict(list)
         for batch in batches:
             info = self.metadata.partition(*batch.tp)
@@ -268,31 +305,62 @@ class Producer:
                     current_leader_epoch=info.leader_epoch if info is not None else -1,
                 )
             )
-        request = ProduceRequest(
+        return ProduceRequest(
             acks=self.acks,
             timeout_ms=self.request_timeout_ms,
             topics=[Topic(name=name, partitions=partitions) for name, partitions in by_topic.items()],
         )
+
+    async def _send_from_task(self, leader: int, batches: list[ProducerBatch], request: ProduceRequest) -> None:
         try:
             connection = await self.metadata.connection(leader)
-            if self.acks == 0:
-                await connection.send_no_response(request)
-                response = None
-            else:
-                response = await connection.request(request)
-        except RequestTimedOutError as e:
-            self._retry_all(batches, ErrorCode.REQUEST_TIMED_OUT, str(e))
+            if self.acks != 0:
+                self._write_request(leader, connection, batches, request)
+                return
+            await connection.send_no_response(request)
         except KafkaConnectionError as e:
             self._retry_all(batches, ErrorCode.NETWORK_EXCEPTION, str(e))
-        except KafkaError as e:
-            self._retry_all(batches, e.code, e.message or e.code.name)
         else:
-            self._handle_response(batches, response)
-        finally:
-            self._in_flight[leader] -= 1
-            for batch in batches:
-                self._accumulator.unmute(batch.tp)
-            self._wakeup.set()
+            self._handle_response(batches, None)
+        self._request_done(leader, batches)
+
+    def _write_request(
+        self, leader: int, connection: BrokerConnection, batches: list[ProducerBatch], request: ProduceRequest
+    ) -> None:
+        """Write a request that gets a response; `_on_response` handles it."""
+        try:
+            response = connection.send(request)
+        except KafkaConnectionError as e:
+            self._retry_all(batches, ErrorCode.NETWORK_EXCEPTION, str(e))
+            self._request_done(leader, batches)
+        else:
+            response.add_done_callback(functools.partial(self._on_response, leader, batches))
+
+    def _on_response(self, leader: int, batches: list[ProducerBatch], response: asyncio.Future[Reply]) -> None:
+        error = response.exception()
+        if isinstance(error, RequestTimedOutError):
+            self._retry_all(batches, ErrorCode.REQUEST_TIMED_OUT, str(error))
+        elif isinstance(error, KafkaConnectionError):
+            self._retry_all(batches, ErrorCode.NETWORK_EXCEPTION, str(error))
+        elif isinstance(error, ProtocolError):  # a response that does not decode
+            self._retry_all(batches, error.error_code, str(error))
+        elif error is not None:
+            self._retry_all(batches, ErrorCode.UNKNOWN_SERVER_ERROR, str(error))
+        else:
+            code, message, body = response.result()
+            if code != ErrorCode.NONE:
+                self._retry_all(batches, code, message or code.name)
+            else:
+                self._handle_response(batches, body)
+        self._request_done(leader, batches)
+
+    def _request_done(self, leader: int, batches: list[ProducerBatch]) -> None:
+        """The request is answered or failed: its partitions may send again, and what is ready goes now."""
+        self._in_flight[leader] -= 1
+        for batch in batches:
+            self._accumulator.unmute(batch.tp)
+        self._send_ready()
+        self._wakeup.set()  # the sender times what is left (a lingering batch of a partition muted until now)
 
     def _handle_response(self, batches: list[ProducerBatch], response: ProduceResponse | None) -> None:
         if response is None:  # acks=0: written to the socket is all we know

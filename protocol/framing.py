@@ -8,6 +8,10 @@ import struct
 
 LENGTH_PREFIX_SIZE = 4
 MAX_LENGTH = 2**31 - 1
+#: How many received bytes a stream reader buffers before it stops reading its socket. Far above asyncio's
+#: 64 KiB default: a frame of a few hundred KiB then arrives in a few large reads, not in 64 KiB steps each
+#: pausing and resuming the socket (which made receiving big produce and fetch frames several times dearer).
+STREAM_BUFFER_LIMIT = 4 * 1024 * 1024
 _LENGTH = struct.Struct(">i")
 
 

@@ -28,6 +28,7 @@ import struct
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from itertools import repeat
 from typing import NamedTuple
 
 from crc32c import crc32c
@@ -55,6 +56,10 @@ _TIMESTAMP_TYPE_MASK = 0x08
 _TRANSACTIONAL_MASK = 0x10
 _CONTROL_MASK = 0x20
 _CODEC_NAMES = {1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
+
+#: ``new_named_tuple(cls, (field, ...))`` builds a NamedTuple without its Python-level ``__new__`` wrapper: half
+#: the cost, for the paths that build one per record.
+new_named_tuple = tuple.__new__
 
 _INT64_MIN = -(1 << 63)
 _INT64_MAX = (1 << 63) - 1
@@ -148,9 +153,8 @@ class Header:
     value: bytes | None
 
 
-@dataclass(frozen=True, slots=True)
-class Record:
-    """One decoded record with its absolute offset and timestamp."""
+class Record(NamedTuple):
+    """One decoded record with its absolute offset and timestamp (a tuple: one is built per record)."""
 
     offset: int
     timestamp: int
@@ -235,20 +239,52 @@ def set_partition_leader_epoch(buf: bytearray | memoryview, pos: int, epoch: int
 
 # --------------------------------------------------------------------------- varints
 
-_ONE_BYTE = tuple(bytes((i,)) for i in range(0x80))
-
-
-def _varint(value: int) -> bytes:
+def _encode_zigzag(value: int) -> bytes:
     """Zigzag varint/varlong encoding of a signed 64-bit value."""
     z = (value << 1) ^ (value >> 63)
-    if z < 0x80:
-        return _ONE_BYTE[z]
     out = bytearray()
     while z >= 0x80:
         out.append((z & 0x7F) | 0x80)
         z >>= 7
     out.append(z)
     return bytes(out)
+
+
+# The encodings of 0 .. _SMALL_VARINTS_LIMIT - 1 (one or two bytes): the lengths, offset deltas and timestamp
+# deltas of records being built are table lookups.
+_SMALL_VARINTS_LIMIT = 1 << 13
+_SMALL_VARINTS: tuple[bytes, ...] = tuple(_encode_zigzag(value) for value in range(_SMALL_VARINTS_LIMIT))
+
+
+def _varint(value: int) -> bytes:
+    """Zigzag varint/varlong encoding of a signed 64-bit value."""
+    if 0 <= value < _SMALL_VARINTS_LIMIT:
+        return _SMALL_VARINTS[value]
+    return _encode_zigzag(value)
+
+
+def _short_varints() -> tuple[tuple[int, int] | None, ...]:
+    """For each 16-bit little-endian window of two bytes: (value, size) of the zigzag varint starting at its
+    first byte if that varint is one or two bytes long, else None."""
+
+    def zigzag(z: int) -> int:
+        return (z >> 1) ^ -(z & 1)
+
+    one_byte = [(zigzag(low), 1) for low in range(0x80)]
+    table: list[tuple[int, int] | None] = []
+    for high in range(0x100):
+        table += one_byte
+        if high < 0x80:
+            table += [(zigzag((low & 0x7F) | (high << 7)), 2) for low in range(0x80, 0x100)]
+        else:
+            table += [None] * 0x80
+    return tuple(table)
+
+
+# Record lengths, offset and timestamp deltas and key and value lengths are nearly always one or two bytes:
+# decoding reads them with one table lookup.
+_SHORT_VARINTS = _short_varints()
+_U16_LE = struct.Struct("<H").unpack_from
 
 
 def _read_zigzag(data: bytes, pos: int, end: int, max_bytes: int, bits: int) -> tuple[int, int]:
@@ -276,10 +312,16 @@ def _read_zigzag(data: bytes, pos: int, end: int, max_bytes: int, bits: int) -> 
 
 
 def _read_varint(data: bytes, pos: int, end: int) -> tuple[int, int]:
+    """(value, next position) of the varint (at most 5 bytes, 32 bits) at data[pos:end]."""
+    if pos + 2 <= end and (short := _SHORT_VARINTS[_U16_LE(data, pos)[0]]) is not None:
+        return short[0], pos + short[1]
     return _read_zigzag(data, pos, end, 5, 32)
 
 
 def _read_varlong(data: bytes, pos: int, end: int) -> tuple[int, int]:
+    """(value, next position) of the varlong (at most 10 bytes, 64 bits) at data[pos:end]."""
+    if pos + 2 <= end and (short := _SHORT_VARINTS[_U16_LE(data, pos)[0]]) is not None:
+        return short[0], pos + short[1]
     return _read_zigzag(data, pos, end, 10, 64)
 
 
@@ -294,78 +336,156 @@ def _read_nullable_bytes(data: bytes, pos: int, end: int, what: str) -> tuple[by
     return data[pos : pos + size], pos + size
 
 
+def _read_headers(data: bytes, pos: int, end: int) -> tuple[tuple[Header, ...], int]:
+    header_count, pos = _read_varint(data, pos, end)
+    if header_count < 0 or header_count > end - pos:
+        raise InvalidRecordError(f"invalid header count {header_count}")
+    headers: list[Header] = []
+    for _ in range(header_count):
+        key_size, pos = _read_varint(data, pos, end)
+        if key_size < 0 or pos + key_size > end:
+            raise InvalidRecordError(f"invalid header key length {key_size}")
+        try:
+            header_key = data[pos : pos + key_size].decode()
+        except UnicodeDecodeError as exc:
+            raise InvalidRecordError(f"header key is not utf-8: {exc}") from None
+        header_value, pos = _read_nullable_bytes(data, pos + key_size, end, "header value")
+        headers.append(Header(header_key, header_value))
+    return tuple(headers), pos
+
+
 # --------------------------------------------------------------------------- decoding
 
+# (timestamp delta, offset delta, key, value, headers, position after the record)
+_RecordFields = tuple[int, int, bytes | None, bytes | None, tuple[Header, ...], int]
 
-def _decode_records(data: bytes, header: BatchHeader) -> list[Record]:
-    """Decode the records of a validated batch that starts at data[0]."""
+
+def _read_record(data: bytes, pos: int, end: int) -> _RecordFields:
+    """Decode the record at data[pos:end], validating every field."""
+    length, pos = _read_varint(data, pos, end)
+    record_end = pos + length
+    if length < 1 or record_end > end:
+        raise InvalidRecordError(f"record length {length} is invalid, {end - pos} bytes left in batch")
+    pos += 1  # record attributes: unused
+    timestamp_delta, pos = _read_varlong(data, pos, record_end)
+    offset_delta, pos = _read_varint(data, pos, record_end)
+    key, pos = _read_nullable_bytes(data, pos, record_end, "key")
+    value, pos = _read_nullable_bytes(data, pos, record_end, "value")
+    headers, pos = _read_headers(data, pos, record_end)
+    if pos != record_end:
+        raise InvalidRecordError(f"record length {length}, its fields end {record_end - pos} bytes early")
+    return timestamp_delta, offset_delta, key, value, headers, record_end
+
+
+def _read_plain_record(data: bytes, pos: int, end: int) -> _RecordFields | None:
+    """Decode the record at data[pos:end] if it has the usual shape: every varint one or two bytes long (read
+    with one table lookup each) and no headers. None for any other record, well-formed or not: _read_record
+    then decodes it or says what is wrong."""
+    shorts, window = _SHORT_VARINTS, _U16_LE
+    try:  # a longer varint is a None entry (TypeError), a window past the buffer a struct.error
+        length, size = shorts[window(data, pos)[0]]
+        record_end = pos + size + length
+        pos += size + 1  # and the record attributes
+        timestamp_delta, size = shorts[window(data, pos)[0]]
+        pos += size
+        offset_delta, size = shorts[window(data, pos)[0]]
+        pos += size
+        key_size, size = shorts[window(data, pos)[0]]
+        pos += size
+        if key_size < 0:
+            key = None
+        else:
+            key = data[pos : pos + key_size]
+            pos += key_size
+        value_size, size = shorts[window(data, pos)[0]]
+        pos += size
+        if value_size < 0:
+            value = None
+        else:
+            value = data[pos : pos + value_size]
+            pos += value_size
+    except (TypeError, struct.error):
+        return None
+    if (length < 1 or record_end > end or key_size < -1 or value_size < -1 or pos + 1 != record_end
+            or data[pos] != _NO_HEADERS[0]):
+        return None
+    return timestamp_delta, offset_delta, key, value, (), record_end
+
+
+class RecordColumns(NamedTuple):
+    """The records of one batch field by field, in batch order. Readers that build their own record objects (the
+    consumer) decode into these lists, not into a Record per record first."""
+
+    offsets: list[int]
+    timestamps: list[int]
+    keys: list[bytes | None]
+    values: list[bytes | None]
+    headers: list[tuple[Header, ...]]
+
+
+def _decode_columns(data: bytes, start: int, header: BatchHeader) -> RecordColumns:
+    """Decode the records of the validated batch at data[start:]."""
     count = header.record_count
-    end = len(data)
+    end = start + LOG_OVERHEAD + header.batch_length
     if count < 0:
         raise InvalidRecordError(f"negative record count {count}")
-    log_append = header.attributes & _TIMESTAMP_TYPE_MASK
     base_offset = header.base_offset
-    base_timestamp = header.base_timestamp
-    records: list[Record] = []
-    pos = HEADER_SIZE
+    # LOG_APPEND_TIME: every record has the batch's maxTimestamp (base timestamp + a zero delta, in effect).
+    log_append = header.attributes & _TIMESTAMP_TYPE_MASK
+    base_timestamp = header.max_timestamp if log_append else header.base_timestamp
+    columns = RecordColumns([], [], [], [], [])
+    add_offset, add_timestamp, add_key, add_value, add_headers = (column.append for column in columns)
+    pos = start + HEADER_SIZE
     for index in range(count):
         if pos >= end:
             raise InvalidRecordError(f"batch holds {index} records, its header says {count}")
-        length, pos = _read_varint(data, pos, end)
-        record_end = pos + length
-        if length < 1 or record_end > end:
-            raise InvalidRecordError(f"record length {length} is invalid, {end - pos} bytes left in batch")
-        pos += 1  # record attributes: unused
-        timestamp_delta, pos = _read_varlong(data, pos, record_end)
-        offset_delta, pos = _read_varint(data, pos, record_end)
-        key, pos = _read_nullable_bytes(data, pos, record_end, "key")
-        value, pos = _read_nullable_bytes(data, pos, record_end, "value")
-        header_count, pos = _read_varint(data, pos, record_end)
-        if header_count < 0 or header_count > record_end - pos:
-            raise InvalidRecordError(f"invalid header count {header_count}")
-        headers: list[Header] = []
-        for _ in range(header_count):
-            key_size, pos = _read_varint(data, pos, record_end)
-            if key_size < 0 or pos + key_size > record_end:
-                raise InvalidRecordError(f"invalid header key length {key_size}")
-            try:
-                header_key = data[pos : pos + key_size].decode()
-            except UnicodeDecodeError as exc:
-                raise InvalidRecordError(f"header key is not utf-8: {exc}") from None
-            header_value, pos = _read_nullable_bytes(data, pos + key_size, record_end, "header value")
-            headers.append(Header(header_key, header_value))
-        if pos != record_end:
-            raise InvalidRecordError(f"record length {length}, its fields end {record_end - pos} bytes early")
-        timestamp = header.max_timestamp if log_append else base_timestamp + timestamp_delta
-        records.append(Record(base_offset + offset_delta, timestamp, key, value, tuple(headers)))
+        timestamp_delta, offset_delta, key, value, headers, pos = (
+            _read_plain_record(data, pos, end) or _read_record(data, pos, end)
+        )
+        add_offset(base_offset + offset_delta)
+        add_timestamp(base_timestamp if log_append else base_timestamp + timestamp_delta)
+        add_key(key)
+        add_value(value)
+        add_headers(headers)
     if pos != end:
         raise InvalidRecordError(f"{end - pos} trailing bytes after the last of {count} records")
-    return records
+    return columns
+
+
+def _as_records(columns: RecordColumns) -> Iterator[Record]:
+    return map(new_named_tuple, repeat(Record), zip(*columns, strict=True))
+
+
+def decode_batch_columns(buf: _Buffer, pos: int = 0) -> tuple[BatchHeader, RecordColumns]:
+    """Validate the batch at ``pos`` and decode all its records, field by field."""
+    header = validate_batch(buf, pos)
+    return header, _decode_columns(_as_bytes(buf), pos, header)
 
 
 def decode_batch(buf: _Buffer, pos: int = 0) -> tuple[BatchHeader, list[Record]]:
     """Validate the batch at ``pos`` and decode all its records."""
-    header = validate_batch(buf, pos)
-    data = bytes(buf[pos : pos + LOG_OVERHEAD + header.batch_length])
-    return header, _decode_records(data, header)
+    header, columns = decode_batch_columns(buf, pos)
+    return header, list(_as_records(columns))
 
 
 def decode_records(buf: _Buffer) -> Iterator[Record]:
     """Yield every record of every batch in a buffer of whole batches back to back."""
-    for pos, header in iter_batches(buf):
-        yield from _decode_records(bytes(buf[pos : pos + LOG_OVERHEAD + header.batch_length]), header)
+    data = _as_bytes(buf)
+    for pos, header in iter_batches(data):
+        yield from _as_records(_decode_columns(data, pos, header))
+
+
+def _as_bytes(buf: _Buffer) -> bytes:
+    """The buffer as bytes (copied only if it is not bytes already), so that keys and values slice as bytes."""
+    return buf if isinstance(buf, bytes) else bytes(buf)
 
 
 # --------------------------------------------------------------------------- building
 
 
-def _put_nullable_bytes(out: bytearray, data: bytes | None) -> None:
-    """Append a varint length (-1, zigzag 0x01, for null) and the bytes."""
-    if data is None:
-        out += b"\x01"
-    else:
-        out += _varint(len(data))
-        out += data
+_NULL = _varint(-1)
+_NO_HEADERS = _varint(0)
+_RECORD_ATTRIBUTES = b"\x00"
 
 
 def _check_bytes(what: str, data: _Buffer | None) -> bytes | None:
@@ -375,6 +495,20 @@ def _check_bytes(what: str, data: _Buffer | None) -> bytes | None:
     if isinstance(data, bytearray | memoryview):
         return bytes(data)
     raise TypeError(f"{what} must be bytes or None, not {type(data).__name__}")
+
+
+def _encode_headers(headers: Sequence[Header | tuple[str, bytes | None]]) -> bytes:
+    """headerCount, then per header its key length, key, value length (-1 for null) and value."""
+    parts = [_varint(len(headers))]
+    for header in headers:
+        header_key, header_value = (header.key, header.value) if isinstance(header, Header) else header
+        if not isinstance(header_key, str):
+            raise TypeError(f"header key must be str, not {type(header_key).__name__}")
+        header_value = _check_bytes("header value", header_value)
+        encoded_key = header_key.encode()
+        parts += (_varint(len(encoded_key)), encoded_key)
+        parts += (_NULL,) if header_value is None else (_varint(len(header_value)), header_value)
+    return b"".join(parts)
 
 
 class BatchBuilder:
@@ -425,8 +559,10 @@ class BatchBuilder:
         timestamp: int | None = None,
     ) -> int:
         """Add a record and return its offset delta. ``timestamp`` defaults to now (ms)."""
-        value = _check_bytes("value", value)
-        key = _check_bytes("key", key)
+        if type(value) is not bytes:
+            value = _check_bytes("value", value)
+        if key is not None and type(key) is not bytes:
+            key = _check_bytes("key", key)
         if timestamp is None:
             timestamp = time.time_ns() // 1_000_000
         elif not _INT64_MIN <= timestamp <= _INT64_MAX:
@@ -439,24 +575,20 @@ class BatchBuilder:
             raise ValueError(f"timestamp {timestamp} too far from base timestamp {base_timestamp}")
 
         offset_delta = self._count
-        record = bytearray(b"\x00")  # record attributes
-        record += _varint(timestamp_delta)
-        record += _varint(offset_delta)
-        _put_nullable_bytes(record, key)
-        _put_nullable_bytes(record, value)
-        record += _varint(len(headers))
-        for header in headers:
-            header_key, header_value = (header.key, header.value) if isinstance(header, Header) else header
-            if not isinstance(header_key, str):
-                raise TypeError(f"header key must be str, not {type(header_key).__name__}")
-            header_value = _check_bytes("header value", header_value)
-            encoded_key = header_key.encode()
-            record += _varint(len(encoded_key))
-            record += encoded_key
-            _put_nullable_bytes(record, header_value)
-
+        small, limit = _SMALL_VARINTS, _SMALL_VARINTS_LIMIT  # _varint's table, looked up inline: once per record
+        record = b"".join((
+            _RECORD_ATTRIBUTES,
+            small[timestamp_delta] if 0 <= timestamp_delta < limit else _varint(timestamp_delta),
+            small[offset_delta] if offset_delta < limit else _varint(offset_delta),
+            _NULL if key is None else _varint(len(key)),
+            key or b"",
+            _NULL if value is None else _varint(len(value)),
+            value or b"",
+            _encode_headers(headers) if headers else _NO_HEADERS,
+        ))
+        size = len(record)
         body = self._body
-        body += _varint(len(record))
+        body += small[size] if size < limit else _varint(size)
         body += record
         self._base_timestamp = base_timestamp
         if timestamp > self._max_timestamp or offset_delta == 0:

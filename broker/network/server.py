@@ -10,6 +10,7 @@ from broker.network.handler_pool import RequestHandlerPool
 from broker.network.processor import Processor
 from broker.network.request import RequestHandler
 from broker.network.stats import NetworkStats
+from protocol.framing import STREAM_BUFFER_LIMIT
 
 logger = logging.getLogger(__name__)
 
@@ -38,7 +39,9 @@ class SocketServer:
         """Listen on the configured host and port (0: a free one); return the bound host and port."""
         if self._listener is not None or self._stopped:
             raise RuntimeError("a SocketServer starts once")
-        self._listener = await asyncio.start_server(self._accept, self.config.host, self.config.port)
+        self._listener = await asyncio.start_server(
+            self._accept, self.config.host, self.config.port, limit=STREAM_BUFFER_LIMIT
+        )
         for processor in self._processors:
             processor.start()
         self._handler_pool.start()

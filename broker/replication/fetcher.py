@@ -41,7 +41,7 @@ log = logging.getLogger(__name__)
 ConnectionFactory = Callable[[str, int], BrokerConnection]
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class FetchState:
     """A followed partition inside one fetcher: truncating first, then fetching; delayed after an error."""
 
@@ -92,9 +92,9 @@ class ReplicaFetcher:
                 continue
             try:
                 connection = await self._connection_ready()
-                if any(s.truncating for s in self._ready()):
+                if any(s.truncating for s in self._ready().values()):
                     await self._truncate(connection)
-                ready = [tp for tp, s in self.partitions.items() if s in self._ready() and not s.truncating]
+                ready = [tp for tp, s in self._ready().items() if not s.truncating]
                 if ready:
                     await self._fetch(connection, ready)
                 else:
@@ -116,9 +116,10 @@ class ReplicaFetcher:
             await self._connection.close()
             self._connection = None
 
-    def _ready(self) -> list[FetchState]:
+    def _ready(self) -> dict[TopicPartition, FetchState]:
+        """The partitions not delayed after an error."""
         now = asyncio.get_running_loop().time()
-        return [s for s in self.partitions.values() if s.delayed_until <= now]
+        return {tp: s for tp, s in self.partitions.items() if s.delayed_until <= now}
 
     def _next_delay(self) -> float:
         now = asyncio.get_running_loop().time()
@@ -142,8 +143,8 @@ class ReplicaFetcher:
     async def _truncate(self, connection: BrokerConnection) -> None:
         """Truncate each truncating partition: to where its latest epoch ends on the leader, or to its HW."""
         asking: dict[TopicPartition, int] = {}
-        for tp, state in list(self.partitions.items()):
-            if not state.truncating or state not in self._ready():
+        for tp, state in self._ready().items():
+            if not state.truncating:
                 continue
             partition_log = state.partition.log
             epoch = epoch_to_ask(partition_log)

@@ -1,0 +1,268 @@
+"""Produce and consume throughput of a 3-broker cluster, with acknowledgement latency.
+
+Each run creates two fresh topics (3 partitions, replication factor 3), produces 100-byte values to one with
+acks=all and to the other with acks=1, then reads both back from the beginning with one consumer. For each
+produce it prints records/s, MB/s (value bytes, 10^6 bytes) and the p50/p99 acknowledgement latency: the time
+from calling send() to its future resolving, sampled on every 100th record. The producer is driven as fast as it
+takes records, so the latency is mostly the time a record waits in the producer's buffer (buffer_memory over
+the throughput), as in Kafka's producer-perf-test at full speed. The consume reads everything produced in the run
+and checks the count. The last lines give the median of every figure over ``--runs`` runs.
+
+Without ``--bootstrap-server`` the benchmark starts its own cluster (ZooKeeper and 3 brokers on 127.0.0.1, in
+a temporary directory) and stops it afterwards. Each produce is bounded by ``--seconds`` (default 10) or by
+``--records``, the consume by a deadline.
+
+    python -m bench.produce_bench --runs 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import math
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import uvloop
+
+from client.admin import Admin, NewTopic
+from client.cluster import cluster_down, cluster_up
+from client.consumer import Consumer
+from client.producer import Producer
+
+PARTITIONS = 3
+REPLICATION_FACTOR = 3
+BROKERS = 3
+VALUE_SIZE = 100
+ACKS = ("all", "1")
+CONSUME_TIMEOUT_S = 120.0
+# Latency is sampled (and the clock read) once per this many records: a done callback on every record's future
+# would cost the client about as much CPU as the producer's own work per record (asyncio schedules each
+# callback), and slow down what is measured.
+LATENCY_SAMPLE_EVERY = 100
+
+
+@dataclass(slots=True)
+class ProduceResult:
+    """One produce phase: records acknowledged, the time they took and the sampled latencies in seconds."""
+
+    records: int
+    seconds: float
+    latencies: list[float] = field(default_factory=list)
+
+    @property
+    def records_per_s(self) -> float:
+        return self.records / self.seconds
+
+    @property
+    def mb_per_s(self) -> float:
+        return self.records * VALUE_SIZE / 1e6 / self.seconds
+
+    def latency_ms(self, quantile: float) -> float:
+        ordered = sorted(self.latencies)
+        return ordered[min(len(ordered) - 1, int(quantile * len(ordered)))] * 1000
+
+
+@dataclass(slots=True)
+class ConsumeResult:
+    """One consume phase: records and value bytes read, and the time it took."""
+
+    records: int
+    value_bytes: int
+    seconds: float
+
+    @property
+    def records_per_s(self) -> float:
+        return self.records / self.seconds
+
+    @property
+    def mb_per_s(self) -> float:
+        return self.value_bytes / 1e6 / self.seconds
+
+
+@dataclass(slots=True)
+class RunResult:
+    """One run: a produce per acks setting, then the consume of everything produced."""
+
+    produce: dict[str, ProduceResult]
+    consume: ConsumeResult
+
+    def figures(self) -> dict[str, float]:
+        """Every reported figure by name (what the medians are taken over)."""
+        figures: dict[str, float] = {}
+        for acks, result in self.produce.items():
+            figures |= {
+                f"{acks}.records_per_s": result.records_per_s,
+                f"{acks}.mb_per_s": result.mb_per_s,
+                f"{acks}.p50_ms": result.latency_ms(0.50),
+                f"{acks}.p99_ms": result.latency_ms(0.99),
+            }
+        return figures | {"consume.records_per_s": self.consume.records_per_s,
+                          "consume.mb_per_s": self.consume.mb_per_s}
+
+
+class _AckRecorder:
+    """Collects acknowledgement latencies from the futures' done callbacks; remembers the first failure."""
+
+    __slots__ = ("error", "latencies")
+
+    def __init__(self) -> None:
+        self.latencies: list[float] = []
+        self.error: BaseException | None = None
+
+    def acked(self, sent_at: float, future: asyncio.Future[Any]) -> None:
+        if future.exception() is not None:
+            self.error = self.error or future.exception()
+        else:
+            self.latencies.append(time.perf_counter() - sent_at)
+
+
+async def produce(bootstrap: str, topic: str, acks: str, seconds: float, max_records: int,
+                  options: dict[str, int]) -> ProduceResult:
+    """Send 100-byte values to `topic` as fast as the producer takes them, until `seconds` passed or
+    `max_records` were sent, then flush. `options` are Producer settings. Raises if any record failed."""
+    value = os.urandom(VALUE_SIZE)
+    recorder = _AckRecorder()
+    acked = recorder.acked
+    async with Producer(bootstrap, acks=acks, **options) as producer:
+        await producer.send(topic, value)  # metadata and connections are ready before the clock starts
+        await producer.flush()
+        clock = time.perf_counter
+        start = clock()
+        deadline = start + seconds
+        sent = 0
+        while sent < max_records and clock() < deadline:
+            burst = min(LATENCY_SAMPLE_EVERY, max_records - sent)
+            sent_at = clock()
+            (await producer.send(topic, value)).add_done_callback(partial(acked, sent_at))
+            for _ in range(burst - 1):
+                await producer.send(topic, value)
+            sent += burst
+        await producer.flush()
+        elapsed = clock() - start
+    if recorder.error is not None:
+        raise RuntimeError(f"producing to {topic} with acks={acks} failed: {recorder.error}")
+    return ProduceResult(sent, elapsed, recorder.latencies)
+
+
+async def consume(bootstrap: str, topics: list[str], expected: int) -> ConsumeResult:
+    """Read every partition of `topics` from the beginning until `expected` records arrived."""
+    async with Consumer(bootstrap, auto_offset_reset="earliest") as consumer:
+        consumer.assign([(topic, p) for topic in topics for p in range(PARTITIONS)])
+        await consumer.seek_to_beginning()
+        records = value_bytes = 0
+        start = time.perf_counter()
+        deadline = start + CONSUME_TIMEOUT_S
+        while records < expected:
+            if time.perf_counter() > deadline:
+                raise RuntimeError(f"read {records} of {expected} records within {CONSUME_TIMEOUT_S:.0f} s")
+            batch = await consumer.poll(timeout_ms=1000)
+            records += len(batch)
+            value_bytes += sum(len(r.value or b"") for r in batch)
+        elapsed = time.perf_counter() - start
+    if records != expected:
+        raise RuntimeError(f"read {records} records, {expected} were produced")
+    return ConsumeResult(records, value_bytes, elapsed)
+
+
+async def create_topics(bootstrap: str, names: list[str]) -> None:
+    async with Admin(bootstrap) as admin:
+        await admin.create_topics(
+            [NewTopic(name, num_partitions=PARTITIONS, replication_factor=REPLICATION_FACTOR) for name in names]
+        )
+
+
+async def one_run(bootstrap: str, seconds: float, max_records: int, options: dict[str, int]) -> RunResult:
+    prefix = f"produce-bench-{uuid.uuid4().hex[:8]}"
+    topics = {acks: f"{prefix}-acks-{acks}" for acks in ACKS}
+    await create_topics(bootstrap, list(topics.values()))
+    results = {acks: await produce(bootstrap, topic, acks, seconds, max_records, options)
+               for acks, topic in topics.items()}
+    produced = sum(r.records for r in results.values()) + len(results)  # + the record sent before each clock start
+    return RunResult(results, await consume(bootstrap, list(topics.values()), produced))
+
+
+def describe(figures: dict[str, float]) -> Iterator[str]:
+    """The lines printed for a run's (or the median's) figures."""
+    for acks in ACKS:
+        yield (f"  produce acks={acks:<3} {figures[f'{acks}.records_per_s']:>9,.0f} records/s "
+               f"{figures[f'{acks}.mb_per_s']:6.1f} MB/s  latency p50 {figures[f'{acks}.p50_ms']:7.1f} ms "
+               f"p99 {figures[f'{acks}.p99_ms']:7.1f} ms")
+    yield (f"  consume          {figures['consume.records_per_s']:>9,.0f} records/s "
+           f"{figures['consume.mb_per_s']:6.1f} MB/s")
+
+
+@asynccontextmanager
+async def local_cluster(parent: Path | None) -> AsyncIterator[str]:
+    """Start ZooKeeper and 3 brokers in a temporary directory (under `parent`); yield the bootstrap address;
+    stop them and remove the directory after."""
+    directory = Path(tempfile.mkdtemp(prefix="minikafka-produce-bench-", dir=parent))
+    try:
+        state = await cluster_up(directory, brokers=BROKERS)
+        try:
+            yield state.bootstrap_servers
+        finally:
+            await cluster_down(directory)
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+async def run(args: argparse.Namespace) -> None:
+    options = {"batch_size": args.batch_size, "linger_ms": args.linger_ms, "buffer_memory": args.buffer_memory}
+    print(f"producer: {', '.join(f'{name} {value}' for name, value in options.items())}", flush=True)
+
+    async def runs(bootstrap: str) -> list[RunResult]:
+        await one_run(bootstrap, min(args.seconds, 1.0), min(args.records, 20_000), options)  # warm-up
+        results = []
+        for number in range(1, args.runs + 1):
+            results.append(await one_run(bootstrap, args.seconds, args.records, options))
+            print(f"run {number}:", *describe(results[-1].figures()), sep="\n", flush=True)
+        return results
+
+    if args.bootstrap_server:
+        results = await runs(args.bootstrap_server)
+    else:
+        async with local_cluster(args.dir) as bootstrap:
+            print(f"started a local cluster of {BROKERS} brokers at {bootstrap}", flush=True)
+            results = await runs(bootstrap)
+    all_figures = [r.figures() for r in results]
+    median = {name: statistics.median(f[name] for f in all_figures) for name in all_figures[0]}
+    print(f"median of {len(results)} runs ({PARTITIONS} partitions, RF {REPLICATION_FACTOR}, "
+          f"{VALUE_SIZE}-byte values):", *describe(median), sep="\n")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--bootstrap-server", metavar="HOST:PORT", help="an existing cluster (default: start one)")
+    parser.add_argument("--runs", type=int, default=3)
+    limit = parser.add_mutually_exclusive_group()
+    limit.add_argument("--seconds", type=float, help="duration of each produce (default 10)")
+    limit.add_argument("--records", type=int, help="records of each produce (instead of a duration)")
+    parser.add_argument("--batch-size", type=int, default=256 * 1024, help="producer batch_size (default 256 KiB)")
+    parser.add_argument("--linger-ms", type=int, default=5, help="producer linger_ms (default 5)")
+    parser.add_argument("--buffer-memory", type=int, default=4 * 1024 * 1024,
+                        help="producer buffer_memory (default 4 MiB)")
+    parser.add_argument("--dir", type=Path, default=None, help="parent of the local cluster's temporary directory")
+    args = parser.parse_args()
+    if args.records is None:
+        args.seconds, args.records = args.seconds or 10.0, sys.maxsize
+    else:
+        args.seconds = math.inf
+    if args.runs < 1 or args.seconds <= 0 or args.records < 1:
+        parser.error("--runs, --seconds and --records must be positive")
+    uvloop.run(run(args))
+
+
+if __name__ == "__main__":
+    main()

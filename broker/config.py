@@ -35,12 +35,13 @@ def parse_properties(text: str) -> dict[str, str]:
 
 
 def parse_overrides(overrides: Iterable[str]) -> dict[str, str]:
-    """``["key=value", ...]`` as given on a command line."""
+    """``["key=value", ...]`` as given on a command line; ConfigError (a ValueError) for an item without
+    ``=`` or with an empty key."""
     parsed: dict[str, str] = {}
     for item in overrides:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
-            raise ConfigError(f"override {item!r} is not KEY=VALUE")
+            raise ConfigError(f"expected KEY=VALUE, got {item!r}")
         parsed[key.strip()] = value.strip()
     return parsed
 

@@ -12,6 +12,7 @@ from typing import IO, Any, TypeVar
 
 import click
 
+from broker.config import parse_overrides
 from broker.log.config import LogConfig, LogConfigError
 from client.admin import Admin, AdminError, NewTopic
 from client.cluster import (
@@ -24,7 +25,6 @@ from client.cluster import (
     cluster_up,
     kill_broker,
     load_cluster,
-    parse_key_values,
     start_broker,
 )
 from client.connection import KafkaConnectionError
@@ -63,7 +63,7 @@ def _run(coro: Coroutine[Any, Any, T]) -> T:
 
 def _key_values(ctx: click.Context, param: click.Parameter, items: tuple[str, ...]) -> dict[str, str]:
     try:
-        return parse_key_values(items)
+        return parse_overrides(items)
     except ValueError as e:
         raise click.BadParameter(str(e)) from None
 

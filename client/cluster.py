@@ -135,17 +135,6 @@ class ClusterState:
 # ----------------------------------------------------------------------------------------- pure helpers
 
 
-def parse_key_values(items: list[str] | tuple[str, ...]) -> dict[str, str]:
-    """`KEY=VALUE` strings as a dict; ValueError for an item without `=` or with an empty key."""
-    parsed: dict[str, str] = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise ValueError(f"expected KEY=VALUE, got {item!r}")
-        parsed[key.strip()] = value.strip()
-    return parsed
-
-
 def server_properties(
     broker_id: int, port: int, log_dir: Path, zookeeper_connect: str, overrides: Mapping[str, str] | None = None
 ) -> str:

@@ -8,12 +8,11 @@ errors, and restarting a broker with `cluster kill` / `cluster start`. Waits pol
 
 from __future__ import annotations
 
-import asyncio
 import json
 import subprocess
 import sys
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -25,6 +24,7 @@ from client.consumer import Consumer, ConsumerRecord, OffsetOutOfRangeError
 from client.producer import Producer, ProducerError
 from controller.zkserver import zookeeper_available
 from protocol.errors import ErrorCode
+from tests.integration.clusterutil import eventually
 
 BROKERS = 3
 CLI_TIMEOUT_S = 120
@@ -67,18 +67,6 @@ def bootstrap(cluster_dir: Path) -> str:
 def client_cli(cluster_dir: Path, *args: str, **options: Any) -> subprocess.CompletedProcess[str]:
     """A client command against the test cluster, found through --dir."""
     return cli(*args, "--dir", str(cluster_dir), **options)
-
-
-async def eventually(probe: Callable[[], Awaitable[T | None]], what: str, timeout_s: float = WAIT_S) -> T:
-    """Poll `probe` until it returns something other than None, or fail after timeout_s."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        result = await probe()
-        if result is not None:
-            return result
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout_s} s waiting for {what}")
-        await asyncio.sleep(0.1)
 
 
 async def create_topic(bootstrap: str, name: str, partitions: int, replication_factor: int, **configs: str) -> None:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from broker.config import BrokerConfig, parse_properties
+from broker.config import BrokerConfig, parse_overrides, parse_properties
 from client.cluster import (
     CLUSTER_FILE,
     BrokerProcess,
@@ -25,7 +25,6 @@ from client.cluster import (
     cluster_down,
     kill_broker,
     load_cluster,
-    parse_key_values,
     process_running,
     save_cluster,
     server_properties,
@@ -51,11 +50,11 @@ def test_overrides_replace_the_generated_settings(tmp_path):
     assert props["log.dirs"] == "/elsewhere"
 
 
-def test_parse_key_values():
-    assert parse_key_values(["a=1", " b = x=y ", "c="]) == {"a": "1", "b": "x=y", "c": ""}
+def test_parse_overrides():
+    assert parse_overrides(["a=1", " b = x=y ", "c="]) == {"a": "1", "b": "x=y", "c": ""}
     for bad in ("novalue", "=1"):
         with pytest.raises(ValueError, match="KEY=VALUE"):
-            parse_key_values([bad])
+            parse_overrides([bad])
 
 
 def _state(directory: Path, *brokers: BrokerProcess, zk_pid: int = DEAD_PID) -> ClusterState:

@@ -56,6 +56,7 @@ class ProducerBatch:
         self.created_ms = created_ms
         self.retry_at_ms = created_ms
         self.attempts = 0
+        self.last_error: str | None = None  # why the last attempt failed, for the message if the batch expires
         self.sealed = False
         self.estimated_size = HEADER_SIZE
         self.futures: list[asyncio.Future[RecordMetadata]] = []

@@ -390,22 +390,26 @@ class Producer:
         now = self._clock()
         retry_at = now + self.retry_backoff_ms
         where = f"{batch.tp.topic}-{batch.tp.partition}"
+        batch.last_error = f"{error.name}: {message}"
         if not error.retriable:
             self._finish(batch, error=ProducerError(error, f"{where}: {message}"))
         elif batch.attempts >= self.retries:
             self._finish(batch, error=ProducerError(error, f"{where}: {message} (after {batch.attempts} retries)"))
         elif retry_at - batch.created_ms >= self._accumulator.delivery_timeout_ms:
-            self._finish(batch, error=self._expired(batch, now, f" (last error {error.name}: {message})"))
+            self._finish(batch, error=self._expired(batch, now))
         else:
             log.debug("retrying %r after %s: %s", batch, error.name, message)
             self._accumulator.reenqueue(batch, retry_at)
             self._request_refresh()
 
-    def _expired(self, batch: ProducerBatch, now: float, detail: str = "") -> ProducerError:
+    def _expired(self, batch: ProducerBatch, now: float) -> ProducerError:
+        """The error of a batch past delivery_timeout_ms, whether it expired waiting for a retry (or for its first
+        send) or its last attempt failed too close to the deadline for another."""
+        last_error = f" (last error {batch.last_error})" if batch.last_error else ""
         return ProducerError(
             ErrorCode.REQUEST_TIMED_OUT,
             f"expiring {batch.record_count} record(s) for {batch.tp.topic}-{batch.tp.partition}: "
-            f"{now - batch.created_ms:.0f} ms has passed since batch creation{detail}",
+            f"{now - batch.created_ms:.0f} ms has passed since batch creation{last_error}",
         )
 
     def _finish(self, batch: ProducerBatch, *, error: ProducerError | None = None) -> None:

@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 ZOOKEEPER_JAR := /usr/share/java/zookeeper.jar
 
-.PHONY: setup test lint bench-log bench-failover sim-long clean
+.PHONY: setup test lint bench-log bench-produce bench-failover sim-long clean
 
 setup: $(STAMP) $(ZOOKEEPER_JAR)
 
@@ -34,6 +34,9 @@ sim-long: $(STAMP)
 
 bench-log: $(STAMP)
 	$(BIN)/python -m bench.log_bench
+
+bench-produce: $(STAMP)
+	$(BIN)/python -m bench.produce_bench --runs 3
 
 bench-failover: $(STAMP)
 	$(BIN)/python -m bench.failover_bench --runs 5

@@ -4,9 +4,11 @@ Each run creates two fresh topics (3 partitions, replication factor 3), produces
 acks=all and to the other with acks=1, then reads both back from the beginning with one consumer. For each
 produce it prints records/s, MB/s (value bytes, 10^6 bytes) and the p50/p99 acknowledgement latency: the time
 from calling send() to its future resolving, sampled on every 100th record. The producer is driven as fast as it
-takes records, so the latency is mostly the time a record waits in the producer's buffer (buffer_memory over
-the throughput), as in Kafka's producer-perf-test at full speed. The consume reads everything produced in the run
-and checks the count. The last lines give the median of every figure over ``--runs`` runs.
+takes records (as Kafka's producer-perf-test at full speed), so the latency includes the time a record waits for
+its batch to fill or linger, and for buffer space when the buffer is full. The consume reads everything produced
+in the run and checks the count. Each phase also shows the CPU time the benchmark's own process (the client) spent per
+record: the client is what saturates a core here, and on a shared machine that figure moves less than the rates.
+The last lines give the median of every figure over ``--runs`` runs.
 
 Without ``--bootstrap-server`` the benchmark starts its own cluster (ZooKeeper and 3 brokers on 127.0.0.1, in
 a temporary directory) and stops it afterwards. Each produce is bounded by ``--seconds`` (default 10) or by
@@ -54,33 +56,14 @@ LATENCY_SAMPLE_EVERY = 100
 
 
 @dataclass(slots=True)
-class ProduceResult:
-    """One produce phase: records acknowledged, the time they took and the sampled latencies in seconds."""
-
-    records: int
-    seconds: float
-    latencies: list[float] = field(default_factory=list)
-
-    @property
-    def records_per_s(self) -> float:
-        return self.records / self.seconds
-
-    @property
-    def mb_per_s(self) -> float:
-        return self.records * VALUE_SIZE / 1e6 / self.seconds
-
-    def latency_ms(self, quantile: float) -> float:
-        ordered = sorted(self.latencies)
-        return ordered[min(len(ordered) - 1, int(quantile * len(ordered)))] * 1000
-
-
-@dataclass(slots=True)
-class ConsumeResult:
-    """One consume phase: records and value bytes read, and the time it took."""
+class PhaseResult:
+    """One produce or consume phase: records and value bytes moved, the time it took, and the CPU time the
+    benchmark's own process (the client) used meanwhile."""
 
     records: int
     value_bytes: int
     seconds: float
+    cpu_seconds: float
 
     @property
     def records_per_s(self) -> float:
@@ -90,26 +73,43 @@ class ConsumeResult:
     def mb_per_s(self) -> float:
         return self.value_bytes / 1e6 / self.seconds
 
+    @property
+    def cpu_us_per_record(self) -> float:
+        """Client CPU per record: what limits a run when the client has a core to itself, and steadier than the
+        rates on a shared machine."""
+        return self.cpu_seconds / self.records * 1e6
+
+
+@dataclass(slots=True)
+class ProduceResult(PhaseResult):
+    """A produce phase, with the sampled acknowledgement latencies in seconds."""
+
+    latencies: list[float] = field(default_factory=list)
+
+    def latency_ms(self, quantile: float) -> float:
+        ordered = sorted(self.latencies)
+        return ordered[min(len(ordered) - 1, int(quantile * len(ordered)))] * 1000
+
 
 @dataclass(slots=True)
 class RunResult:
     """One run: a produce per acks setting, then the consume of everything produced."""
 
     produce: dict[str, ProduceResult]
-    consume: ConsumeResult
+    consume: PhaseResult
 
     def figures(self) -> dict[str, float]:
         """Every reported figure by name (what the medians are taken over)."""
         figures: dict[str, float] = {}
-        for acks, result in self.produce.items():
+        for phase, result in [*self.produce.items(), ("consume", self.consume)]:
             figures |= {
-                f"{acks}.records_per_s": result.records_per_s,
-                f"{acks}.mb_per_s": result.mb_per_s,
-                f"{acks}.p50_ms": result.latency_ms(0.50),
-                f"{acks}.p99_ms": result.latency_ms(0.99),
+                f"{phase}.records_per_s": result.records_per_s,
+                f"{phase}.mb_per_s": result.mb_per_s,
+                f"{phase}.cpu_us": result.cpu_us_per_record,
             }
-        return figures | {"consume.records_per_s": self.consume.records_per_s,
-                          "consume.mb_per_s": self.consume.mb_per_s}
+        for acks, result in self.produce.items():
+            figures |= {f"{acks}.p50_ms": result.latency_ms(0.50), f"{acks}.p99_ms": result.latency_ms(0.99)}
+        return figures
 
 
 class _AckRecorder:
@@ -139,7 +139,7 @@ async def produce(bootstrap: str, topic: str, acks: str, seconds: float, max_rec
         await producer.send(topic, value)  # metadata and connections are ready before the clock starts
         await producer.flush()
         clock = time.perf_counter
-        start = clock()
+        start, cpu_start = clock(), time.process_time()
         deadline = start + seconds
         sent = 0
         while sent < max_records and clock() < deadline:
@@ -150,19 +150,19 @@ async def produce(bootstrap: str, topic: str, acks: str, seconds: float, max_rec
                 await producer.send(topic, value)
             sent += burst
         await producer.flush()
-        elapsed = clock() - start
+        elapsed, cpu = clock() - start, time.process_time() - cpu_start
     if recorder.error is not None:
         raise RuntimeError(f"producing to {topic} with acks={acks} failed: {recorder.error}")
-    return ProduceResult(sent, elapsed, recorder.latencies)
+    return ProduceResult(sent, sent * VALUE_SIZE, elapsed, cpu, recorder.latencies)
 
 
-async def consume(bootstrap: str, topics: list[str], expected: int) -> ConsumeResult:
+async def consume(bootstrap: str, topics: list[str], expected: int) -> PhaseResult:
     """Read every partition of `topics` from the beginning until `expected` records arrived."""
     async with Consumer(bootstrap, auto_offset_reset="earliest") as consumer:
         consumer.assign([(topic, p) for topic in topics for p in range(PARTITIONS)])
         await consumer.seek_to_beginning()
         records = value_bytes = 0
-        start = time.perf_counter()
+        start, cpu_start = time.perf_counter(), time.process_time()
         deadline = start + CONSUME_TIMEOUT_S
         while records < expected:
             if time.perf_counter() > deadline:
@@ -170,10 +170,10 @@ async def consume(bootstrap: str, topics: list[str], expected: int) -> ConsumeRe
             batch = await consumer.poll(timeout_ms=1000)
             records += len(batch)
             value_bytes += sum(len(r.value or b"") for r in batch)
-        elapsed = time.perf_counter() - start
+        elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu_start
     if records != expected:
         raise RuntimeError(f"read {records} records, {expected} were produced")
-    return ConsumeResult(records, value_bytes, elapsed)
+    return PhaseResult(records, value_bytes, elapsed, cpu)
 
 
 async def create_topics(bootstrap: str, names: list[str]) -> None:
@@ -195,12 +195,14 @@ async def one_run(bootstrap: str, seconds: float, max_records: int, options: dic
 
 def describe(figures: dict[str, float]) -> Iterator[str]:
     """The lines printed for a run's (or the median's) figures."""
+    def rates(phase: str) -> str:
+        return (f"{figures[f'{phase}.records_per_s']:>9,.0f} records/s {figures[f'{phase}.mb_per_s']:6.1f} MB/s  "
+                f"client CPU {figures[f'{phase}.cpu_us']:4.1f} us/record")
+
     for acks in ACKS:
-        yield (f"  produce acks={acks:<3} {figures[f'{acks}.records_per_s']:>9,.0f} records/s "
-               f"{figures[f'{acks}.mb_per_s']:6.1f} MB/s  latency p50 {figures[f'{acks}.p50_ms']:7.1f} ms "
-               f"p99 {figures[f'{acks}.p99_ms']:7.1f} ms")
-    yield (f"  consume          {figures['consume.records_per_s']:>9,.0f} records/s "
-           f"{figures['consume.mb_per_s']:6.1f} MB/s")
+        yield (f"  produce acks={acks:<3} {rates(acks)}  latency p50 {figures[f'{acks}.p50_ms']:6.1f} ms "
+               f"p99 {figures[f'{acks}.p99_ms']:6.1f} ms")
+    yield f"  consume          {rates('consume')}"
 
 
 @asynccontextmanager

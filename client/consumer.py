@@ -109,8 +109,14 @@ class _FetchedRecords:
         self._next = 0
 
     def next_offset(self) -> int | None:
-        """The offset of the next record to hand out, None if there is none."""
-        return self._records[self._next].offset if self._decode_next() else None
+        """The offset of the next record to hand out (a batch's offsets are consecutive: no need to decode it),
+        None if nothing is buffered."""
+        if self._next < len(self._records):
+            return self._records[self._next].offset
+        if self._batches:
+            _, _, header, position = self._batches[0]
+            return max(position, header.base_offset)
+        return None
 
     def take(self, count: int) -> list[ConsumerRecord]:
         """Up to `count` records, in order."""

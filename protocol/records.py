@@ -263,6 +263,9 @@ def _varint(value: int) -> bytes:
     return _encode_zigzag(value)
 
 
+_NULL = _varint(-1)  # the length of a null key, value or header value
+_NO_HEADERS = _varint(0)  # headerCount 0: the last byte of nearly every record
+
 def _short_varints() -> tuple[tuple[int, int] | None, ...]:
     """For each 16-bit little-endian window of two bytes: (value, size) of the zigzag varint starting at its
     first byte if that varint is one or two bytes long, else None."""
@@ -430,7 +433,7 @@ def _decode_columns(data: bytes, start: int, header: BatchHeader) -> RecordColum
     if count < 0:
         raise InvalidRecordError(f"negative record count {count}")
     base_offset = header.base_offset
-    # LOG_APPEND_TIME: every record has the batch's maxTimestamp (base timestamp + a zero delta, in effect).
+    # LOG_APPEND_TIME: every record has the batch's maxTimestamp; CREATE_TIME: base timestamp + its delta.
     log_append = header.attributes & _TIMESTAMP_TYPE_MASK
     base_timestamp = header.max_timestamp if log_append else header.base_timestamp
     columns = RecordColumns([], [], [], [], [])
@@ -483,8 +486,6 @@ def _as_bytes(buf: _Buffer) -> bytes:
 # --------------------------------------------------------------------------- building
 
 
-_NULL = _varint(-1)
-_NO_HEADERS = _varint(0)
 _RECORD_ATTRIBUTES = b"\x00"
 
 

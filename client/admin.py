@@ -8,6 +8,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from client.closing import AsyncClosing
 from client.connection import KafkaConnectionError
 from client.metadata import NO_LEADER, ClusterMetadata, PartitionInfo
 from protocol.errors import ErrorCode, KafkaError
@@ -61,7 +62,7 @@ def _monotonic_ms() -> float:
     return time.monotonic() * 1000
 
 
-class Admin:
+class Admin(AsyncClosing):
     """Topic administration against a cluster. CreateTopics goes to the active controller (found through
     Metadata, re-found on NOT_CONTROLLER); DescribeReplicas goes to every live broker."""
 
@@ -77,12 +78,6 @@ class Admin:
         self.retry_backoff_ms = retry_backoff_ms
         self.metadata = ClusterMetadata(bootstrap_servers, client_id=client_id, request_timeout_ms=request_timeout_ms)
         self._clock = clock
-
-    async def __aenter__(self) -> Admin:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.close()
 
     async def create_topics(
         self,

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from itertools import compress, repeat
 from typing import NamedTuple
 
+from client.closing import AsyncClosing
 from client.connection import KafkaConnectionError
 from client.metadata import ClusterMetadata, TopicPartition
 from protocol.errors import ErrorCode, KafkaError
@@ -159,7 +160,7 @@ class _Fetch:
     offsets: dict[TopicPartition, int]
 
 
-class Consumer:
+class Consumer(AsyncClosing):
     """Reads manually assigned partitions from their leaders.
 
     One fetch per leader broker is in flight at a time; records it returns are buffered and handed out by
@@ -199,12 +200,6 @@ class Consumer:
         self._fetches: dict[int, _Fetch] = {}
         self._needs_refresh = True
         self._retry_at_ms = float("-inf")
-
-    async def __aenter__(self) -> Consumer:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.close()
 
     def assign(self, tps: Iterable[tuple[str, int]]) -> None:
         """Read exactly these partitions from now on; partitions kept from the last assignment keep their

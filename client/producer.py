@@ -11,6 +11,7 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 
 from client.accumulator import HeaderLike, ProducerBatch, RecordAccumulator, RecordMetadata, estimate_record_size
+from client.closing import AsyncClosing
 from client.connection import BrokerConnection, KafkaConnectionError, Reply, RequestTimedOutError
 from client.metadata import ClusterMetadata, TopicPartition
 from client.partitioner import Partitioner
@@ -44,7 +45,7 @@ def _monotonic_ms() -> float:
     return time.monotonic() * 1000
 
 
-class Producer:
+class Producer(AsyncClosing):
     """Sends records to partition leaders in per-partition batches (RecordBatch v2).
 
     `send` returns a future of the record's RecordMetadata. Keyed records are placed by murmur2 of the key,
@@ -99,12 +100,6 @@ class Producer:
         self._flushing = 0
         self._closing = False
         self._last_yield_ms = float("-inf")
-
-    async def __aenter__(self) -> Producer:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.close()
 
     async def send(
         self,

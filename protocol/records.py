@@ -33,6 +33,9 @@ from typing import NamedTuple
 
 from crc32c import crc32c
 
+from protocol.uniform_records import Shape, decode_uniform
+from protocol.varint import SHORT_VARINTS, SMALL_VARINTS, SMALL_VARINTS_LIMIT, encode_varint
+
 HEADER_SIZE: int = 61
 MAGIC: int = 2
 LOG_OVERHEAD: int = 12  # baseOffset + batchLength
@@ -239,54 +242,11 @@ def set_partition_leader_epoch(buf: bytearray | memoryview, pos: int, epoch: int
 
 # --------------------------------------------------------------------------- varints
 
-def _encode_zigzag(value: int) -> bytes:
-    """Zigzag varint/varlong encoding of a signed 64-bit value."""
-    z = (value << 1) ^ (value >> 63)
-    out = bytearray()
-    while z >= 0x80:
-        out.append((z & 0x7F) | 0x80)
-        z >>= 7
-    out.append(z)
-    return bytes(out)
-
-
-# The encodings of 0 .. _SMALL_VARINTS_LIMIT - 1 (one or two bytes): the lengths, offset deltas and timestamp
-# deltas of records being built are table lookups.
-_SMALL_VARINTS_LIMIT = 1 << 13
-_SMALL_VARINTS: tuple[bytes, ...] = tuple(_encode_zigzag(value) for value in range(_SMALL_VARINTS_LIMIT))
-
-
-def _varint(value: int) -> bytes:
-    """Zigzag varint/varlong encoding of a signed 64-bit value."""
-    if 0 <= value < _SMALL_VARINTS_LIMIT:
-        return _SMALL_VARINTS[value]
-    return _encode_zigzag(value)
-
-
-_NULL = _varint(-1)  # the length of a null key, value or header value
-_NO_HEADERS = _varint(0)  # headerCount 0: the last byte of nearly every record
-
-def _short_varints() -> tuple[tuple[int, int] | None, ...]:
-    """For each 16-bit little-endian window of two bytes: (value, size) of the zigzag varint starting at its
-    first byte if that varint is one or two bytes long, else None."""
-
-    def zigzag(z: int) -> int:
-        return (z >> 1) ^ -(z & 1)
-
-    one_byte = [(zigzag(low), 1) for low in range(0x80)]
-    table: list[tuple[int, int] | None] = []
-    for high in range(0x100):
-        table += one_byte
-        if high < 0x80:
-            table += [(zigzag((low & 0x7F) | (high << 7)), 2) for low in range(0x80, 0x100)]
-        else:
-            table += [None] * 0x80
-    return tuple(table)
-
+_NULL = encode_varint(-1)  # the length of a null key, value or header value
+_NO_HEADERS = encode_varint(0)  # headerCount 0: the last byte of nearly every record
 
 # Record lengths, offset and timestamp deltas and key and value lengths are nearly always one or two bytes:
-# decoding reads them with one table lookup.
-_SHORT_VARINTS = _short_varints()
+# decoding reads them with one lookup of the two bytes at their position in SHORT_VARINTS.
 _U16_LE = struct.Struct("<H").unpack_from
 
 
@@ -316,14 +276,14 @@ def _read_zigzag(data: bytes, pos: int, end: int, max_bytes: int, bits: int) -> 
 
 def _read_varint(data: bytes, pos: int, end: int) -> tuple[int, int]:
     """(value, next position) of the varint (at most 5 bytes, 32 bits) at data[pos:end]."""
-    if pos + 2 <= end and (short := _SHORT_VARINTS[_U16_LE(data, pos)[0]]) is not None:
+    if pos + 2 <= end and (short := SHORT_VARINTS[_U16_LE(data, pos)[0]]) is not None:
         return short[0], pos + short[1]
     return _read_zigzag(data, pos, end, 5, 32)
 
 
 def _read_varlong(data: bytes, pos: int, end: int) -> tuple[int, int]:
     """(value, next position) of the varlong (at most 10 bytes, 64 bits) at data[pos:end]."""
-    if pos + 2 <= end and (short := _SHORT_VARINTS[_U16_LE(data, pos)[0]]) is not None:
+    if pos + 2 <= end and (short := SHORT_VARINTS[_U16_LE(data, pos)[0]]) is not None:
         return short[0], pos + short[1]
     return _read_zigzag(data, pos, end, 10, 64)
 
@@ -384,7 +344,7 @@ def _read_plain_record(data: bytes, pos: int, end: int) -> _RecordFields | None:
     """Decode the record at data[pos:end] if it has the usual shape: every varint one or two bytes long (read
     with one table lookup each) and no headers. None for any other record, well-formed or not: _read_record
     then decodes it or says what is wrong."""
-    shorts, window = _SHORT_VARINTS, _U16_LE
+    shorts, window = SHORT_VARINTS, _U16_LE
     try:  # a longer varint is a None entry (TypeError), a window past the buffer a struct.error
         length, size = shorts[window(data, pos)[0]]
         record_end = pos + size + length
@@ -426,16 +386,55 @@ class RecordColumns(NamedTuple):
     headers: list[tuple[Header, ...]]
 
 
+#: Smallest batch worth trying to decode in one regex pass: for fewer records the attempt costs more than it saves.
+_MIN_UNIFORM_RECORDS = 8
+
+
 def _decode_columns(data: bytes, start: int, header: BatchHeader) -> RecordColumns:
-    """Decode the records of the validated batch at data[start:]."""
+    """Decode the records of the validated batch at data[start:]: all at once if they are all of one shape, else one
+    by one."""
+    columns = _decode_uniform_columns(data, start, header)
+    return columns if columns is not None else _decode_general_columns(data, start, header)
+
+
+def _timestamp_base(header: BatchHeader) -> tuple[int, bool]:
+    """(base, log append time): under LOG_APPEND_TIME every record has the batch's maxTimestamp (the base), under
+    CREATE_TIME the base timestamp + its delta."""
+    log_append = bool(header.attributes & _TIMESTAMP_TYPE_MASK)
+    return header.max_timestamp if log_append else header.base_timestamp, log_append
+
+
+def _record_shape(record: _RecordFields) -> Shape:
+    key, value = record[2], record[3]
+    return Shape(None if key is None else len(key), None if value is None else len(value))
+
+
+def _decode_uniform_columns(data: bytes, start: int, header: BatchHeader) -> RecordColumns | None:
+    """The records of the validated batch at data[start:] decoded in one regex pass (protocol.uniform_records) if
+    they all have the shape of the first, else None. The second record is checked first, so that a batch of
+    records of varying sizes costs no regex."""
+    count = header.record_count
+    if count < _MIN_UNIFORM_RECORDS:
+        return None
+    pos = start + HEADER_SIZE
+    end = start + LOG_OVERHEAD + header.batch_length
+    first = _read_plain_record(data, pos, end)
+    second = None if first is None else _read_plain_record(data, first[-1], end)
+    if second is None or (shape := _record_shape(first)) != _record_shape(second):
+        return None
+    timestamp, log_append = _timestamp_base(header)
+    columns = decode_uniform(data, pos, end, count, shape, header.base_offset, timestamp, log_append)
+    return None if columns is None else RecordColumns._make(columns)
+
+
+def _decode_general_columns(data: bytes, start: int, header: BatchHeader) -> RecordColumns:
+    """Decode the records of the validated batch at data[start:] one by one, validating every field."""
     count = header.record_count
     end = start + LOG_OVERHEAD + header.batch_length
     if count < 0:
         raise InvalidRecordError(f"negative record count {count}")
     base_offset = header.base_offset
-    # LOG_APPEND_TIME: every record has the batch's maxTimestamp; CREATE_TIME: base timestamp + its delta.
-    log_append = header.attributes & _TIMESTAMP_TYPE_MASK
-    base_timestamp = header.max_timestamp if log_append else header.base_timestamp
+    base_timestamp, log_append = _timestamp_base(header)
     columns = RecordColumns([], [], [], [], [])
     add_offset, add_timestamp, add_key, add_value, add_headers = (column.append for column in columns)
     pos = start + HEADER_SIZE
@@ -498,17 +497,23 @@ def _check_bytes(what: str, data: _Buffer | None) -> bytes | None:
     raise TypeError(f"{what} must be bytes or None, not {type(data).__name__}")
 
 
+def _check_int64(what: str, number: int) -> int:
+    if not _INT64_MIN <= number <= _INT64_MAX:
+        raise ValueError(f"{what} {number} out of int64 range")
+    return number
+
+
 def _encode_headers(headers: Sequence[Header | tuple[str, bytes | None]]) -> bytes:
     """headerCount, then per header its key length, key, value length (-1 for null) and value."""
-    parts = [_varint(len(headers))]
+    parts = [encode_varint(len(headers))]
     for header in headers:
         header_key, header_value = (header.key, header.value) if isinstance(header, Header) else header
         if not isinstance(header_key, str):
             raise TypeError(f"header key must be str, not {type(header_key).__name__}")
         header_value = _check_bytes("header value", header_value)
         encoded_key = header_key.encode()
-        parts += (_varint(len(encoded_key)), encoded_key)
-        parts += (_NULL,) if header_value is None else (_varint(len(header_value)), header_value)
+        parts += (encode_varint(len(encoded_key)), encoded_key)
+        parts += (_NULL,) if header_value is None else (encode_varint(len(header_value)), header_value)
     return b"".join(parts)
 
 
@@ -540,8 +545,8 @@ class BatchBuilder:
         base_sequence: int = NO_SEQUENCE,
         base_timestamp: int | None = None,
     ) -> None:
-        if base_timestamp is not None and not _INT64_MIN <= base_timestamp <= _INT64_MAX:
-            raise ValueError(f"base_timestamp {base_timestamp} out of int64 range")
+        if base_timestamp is not None:
+            _check_int64("base_timestamp", base_timestamp)
         self._base_offset = base_offset
         self._partition_leader_epoch = partition_leader_epoch
         self._producer_id = producer_id
@@ -566,30 +571,34 @@ class BatchBuilder:
             key = _check_bytes("key", key)
         if timestamp is None:
             timestamp = time.time_ns() // 1_000_000
-        elif not _INT64_MIN <= timestamp <= _INT64_MAX:
-            raise ValueError(f"timestamp {timestamp} out of int64 range")
         base_timestamp = self._base_timestamp
         if base_timestamp is None:
-            base_timestamp = timestamp
+            base_timestamp = _check_int64("timestamp", timestamp)
         timestamp_delta = timestamp - base_timestamp
-        if not _INT64_MIN <= timestamp_delta <= _INT64_MAX:
-            raise ValueError(f"timestamp {timestamp} too far from base timestamp {base_timestamp}")
-
         offset_delta = self._count
-        small, limit = _SMALL_VARINTS, _SMALL_VARINTS_LIMIT  # _varint's table, looked up inline: once per record
+        # Nearly every length and delta is below `limit`: its encoding is a table lookup, inline (once per record).
+        small, limit = SMALL_VARINTS, SMALL_VARINTS_LIMIT
+        if 0 <= timestamp_delta < limit and timestamp <= _INT64_MAX:
+            encoded_timestamp_delta = small[timestamp_delta]
+        else:
+            _check_int64("timestamp", timestamp)
+            encoded_timestamp_delta = encode_varint(_check_int64("timestamp delta", timestamp_delta))
+        if value is None:
+            encoded_value = _NULL
+        else:
+            size = len(value)
+            encoded_value = (small[size] if size < limit else encode_varint(size)) + value
         record = b"".join((
             _RECORD_ATTRIBUTES,
-            small[timestamp_delta] if 0 <= timestamp_delta < limit else _varint(timestamp_delta),
-            small[offset_delta] if offset_delta < limit else _varint(offset_delta),
-            _NULL if key is None else _varint(len(key)),
-            key or b"",
-            _NULL if value is None else _varint(len(value)),
-            value or b"",
+            encoded_timestamp_delta,
+            small[offset_delta] if offset_delta < limit else encode_varint(offset_delta),
+            _NULL if key is None else encode_varint(len(key)) + key,
+            encoded_value,
             _encode_headers(headers) if headers else _NO_HEADERS,
         ))
         size = len(record)
         body = self._body
-        body += small[size] if size < limit else _varint(size)
+        body += small[size] if size < limit else encode_varint(size)
         body += record
         self._base_timestamp = base_timestamp
         if timestamp > self._max_timestamp or offset_delta == 0:

@@ -9,13 +9,13 @@ from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchB
 from kafka.record.memory_records import MemoryRecords, MemoryRecordsBuilder
 from kafka.record.util import decode_varint, encode_varint
 
+from protocol import varint
 from protocol.records import (
     BatchBuilder,
     Header,
     Record,
     UnsupportedCompressionError,
     _read_varlong,
-    _varint,
     decode_batch,
     decode_records,
     iter_batches,
@@ -134,6 +134,6 @@ def test_kafka_python_gzip_batch_is_refused() -> None:
 def test_varint_encoding_matches_kafka_python(value: int) -> None:
     theirs = bytearray()
     encode_varint(value, theirs.append)
-    assert _varint(value) == bytes(theirs)
+    assert varint.encode_varint(value) == bytes(theirs)
     assert _read_varlong(bytes(theirs), 0, len(theirs)) == (value, len(theirs))
-    assert decode_varint(bytearray(_varint(value)), 0) == (value, len(theirs))
+    assert decode_varint(bytearray(varint.encode_varint(value)), 0) == (value, len(theirs))

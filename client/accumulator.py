@@ -7,9 +7,8 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import Iterable, Sequence
-from itertools import repeat
-from typing import NamedTuple
+from collections.abc import Callable, Generator, Iterable, Sequence
+from typing import Any, NamedTuple
 
 from client.metadata import TopicPartition
 from protocol.records import HEADER_SIZE, BatchBuilder, Header, new_named_tuple
@@ -40,16 +39,54 @@ class RecordMetadata(NamedTuple):
     timestamp: int
 
 
-class Appended(NamedTuple):
-    """The outcome of RecordAccumulator.append."""
+class FutureRecordMetadata(NamedTuple):
+    """The future of one record's RecordMetadata, settled when its batch is (as Kafka's FutureRecordMetadata).
 
-    future: asyncio.Future[RecordMetadata]
-    new_batch: bool  # the record opened a new batch
-    sealed: bool  # a batch became full: it is ready to send
+    Awaiting it gives the RecordMetadata or raises the batch's error; `done`, `result`, `exception`, `cancelled`
+    and `add_done_callback` behave as asyncio.Future's. It cannot be cancelled: cancelling a task that awaits it
+    stops only the wait. (A tuple over the batch: sending a record creates nothing else, and completing a batch
+    costs the same for one record as for thousands.)"""
+
+    batch: ProducerBatch
+    offset_delta: int
+    timestamp: int
+
+    def done(self) -> bool:
+        return self.batch.completion.done()
+
+    def cancelled(self) -> bool:
+        return False
+
+    def result(self) -> RecordMetadata:
+        """The record's metadata; raises the batch's error if it failed, InvalidStateError if it is not settled."""
+        batch = self.batch
+        if not batch.completion.done():
+            raise asyncio.InvalidStateError("the record is not acknowledged yet")
+        if batch.error is not None:
+            raise batch.error
+        offset = -1 if batch.base_offset < 0 else batch.base_offset + self.offset_delta
+        timestamp = self.timestamp if batch.log_append_time_ms < 0 else batch.log_append_time_ms
+        return new_named_tuple(RecordMetadata, (batch.tp.topic, batch.tp.partition, offset, timestamp))
+
+    def exception(self) -> BaseException | None:
+        """The batch's error, None if it succeeded; raises InvalidStateError if it is not settled."""
+        if not self.batch.completion.done():
+            raise asyncio.InvalidStateError("the record is not acknowledged yet")
+        return self.batch.error
+
+    def add_done_callback(self, callback: Callable[[FutureRecordMetadata], object]) -> None:
+        """Call `callback(self)` from the event loop once the record is settled."""
+        self.batch.completion.add_done_callback(lambda _: callback(self))
+
+    def __await__(self) -> Generator[Any, None, RecordMetadata]:
+        completion = self.batch.completion
+        if not completion.done():
+            yield from asyncio.shield(completion)
+        return self.result()
 
 
 class ProducerBatch:
-    """Records for one partition, built into one RecordBatch v2, and the futures their senders wait on."""
+    """Records for one partition, built into one RecordBatch v2, and the outcome their futures read."""
 
     def __init__(self, tp: TopicPartition, created_ms: float) -> None:
         self.tp = tp
@@ -59,20 +96,19 @@ class ProducerBatch:
         self.last_error: str | None = None  # why the last attempt failed, for the message if the batch expires
         self.sealed = False
         self.estimated_size = HEADER_SIZE
-        self.futures: list[asyncio.Future[RecordMetadata]] = []
-        self._timestamps: list[int] = []
+        self.record_count = 0
         self._builder = BatchBuilder()
         self._records: bytes | None = None
-        self._loop = asyncio.get_running_loop()
-        #: Resolved (to None) once every record's future is resolved, by `complete` or `fail`.
-        self.completion: asyncio.Future[None] = self._loop.create_future()
+        #: Set when the batch is completed: the offset of its first record (-1 for acks=0) and the broker's
+        #: LogAppendTime (-1 for CreateTime); or when it failed: the error.
+        self.base_offset = -1
+        self.log_append_time_ms = -1
+        self.error: BaseException | None = None
+        #: Resolved (to None) once the batch is completed or failed, by `complete` or `fail`.
+        self.completion: asyncio.Future[None] = asyncio.get_running_loop().create_future()
 
     def __repr__(self) -> str:
-        return f"ProducerBatch({self.tp.topic}-{self.tp.partition}, {len(self.futures)} records)"
-
-    @property
-    def record_count(self) -> int:
-        return len(self.futures)
+        return f"ProducerBatch({self.tp.topic}-{self.tp.partition}, {self.record_count} records)"
 
     @property
     def done(self) -> bool:
@@ -81,15 +117,13 @@ class ProducerBatch:
 
     def append(
         self, key: bytes | None, value: bytes | None, headers: Sequence[HeaderLike], timestamp: int, estimate: int
-    ) -> asyncio.Future[RecordMetadata]:
+    ) -> FutureRecordMetadata:
         """Add a record (the batch must not be sealed); return the future of its metadata."""
         assert not self.sealed, "append to a sealed batch"
-        self._builder.append(value, key, headers, timestamp)
-        self._timestamps.append(timestamp)
+        offset_delta = self._builder.append(value, key, headers, timestamp)
+        self.record_count = offset_delta + 1
         self.estimated_size += estimate
-        future: asyncio.Future[RecordMetadata] = self._loop.create_future()
-        self.futures.append(future)
-        return future
+        return new_named_tuple(FutureRecordMetadata, (self, offset_delta, timestamp))
 
     def records(self) -> bytes:
         """The batch bytes (built once; the batch is sealed from then on)."""
@@ -99,25 +133,16 @@ class ProducerBatch:
         return self._records
 
     def complete(self, base_offset: int, log_append_time_ms: int = -1) -> None:
-        """Resolve every record's future: offset base_offset + index (base_offset -1 means unknown: acks=0)."""
-        topic, partition = self.tp
-        count = len(self.futures)
-        offsets = repeat(-1, count) if base_offset < 0 else range(base_offset, base_offset + count)
-        timestamps = self._timestamps if log_append_time_ms < 0 else repeat(log_append_time_ms, count)
-        for future, offset, timestamp in zip(self.futures, offsets, timestamps, strict=True):
-            if not future.done():
-                future.set_result(new_named_tuple(RecordMetadata, (topic, partition, offset, timestamp)))
-        self._resolve()
+        """Settle every record: offset base_offset + its index (base_offset -1 means unknown: acks=0)."""
+        if not self.completion.done():
+            self.base_offset = base_offset
+            self.log_append_time_ms = log_append_time_ms
+            self.completion.set_result(None)
 
     def fail(self, error: BaseException) -> None:
-        """Fail every record's future with `error`."""
-        for future in self.futures:
-            if not future.done():
-                future.set_exception(error)
-        self._resolve()
-
-    def _resolve(self) -> None:
+        """Fail every record with `error`."""
         if not self.completion.done():
+            self.error = error
             self.completion.set_result(None)
 
 
@@ -149,45 +174,35 @@ class RecordAccumulator:
         timestamp: int,
         now_ms: float,
         estimate: int | None = None,
-    ) -> Appended:
-        """Add a record to the partition's open batch, or to a new one. `estimate` is the record's
-        estimate_record_size, if the caller has it already."""
+        *,
+        abort_on_new_batch: bool = False,
+    ) -> FutureRecordMetadata | None:
+        """Add a record to the partition's open batch, or to a new one, and return its future (whose offset_delta
+        is 0 if it opened a new batch). `estimate` is the record's estimate_record_size, if the caller has it
+        already. An open batch the record does not fit in is sealed, and so is a batch the record fills.
+
+        With abort_on_new_batch, a record that would need a new batch is not appended and None is returned (the
+        open batch it did not fit in is sealed): a sticky partitioner then moves on to another partition, as
+        Kafka's producer does for keyless records (KIP-480)."""
         if estimate is None:
             estimate = estimate_record_size(key, value, headers)
         queue = self._queues.get(tp)
         if queue is None:
             queue = self._queues[tp] = deque()
         batch = queue[-1] if queue else None
-        sealed = new_batch = False
-        if batch is None or batch.sealed or batch.estimated_size + estimate > self.batch_size:
-            if batch is not None and not batch.sealed:
-                batch.sealed = sealed = True
+        if batch is not None and not batch.sealed and batch.estimated_size + estimate > self.batch_size:
+            batch.sealed = True
+        if batch is None or batch.sealed:
+            if abort_on_new_batch:
+                return None
             batch = ProducerBatch(tp, now_ms)
             queue.append(batch)
             self._incomplete.add(batch)
-            new_batch = True
         future = batch.append(key, value, headers, timestamp, estimate)
         self.buffered_bytes += estimate
         if batch.estimated_size >= self.batch_size:
-            batch.sealed = sealed = True
-        return new_named_tuple(Appended, (future, new_batch, sealed))
-
-    def has_open_batch(self, tp: TopicPartition) -> bool:
-        """Whether the partition has a batch still taking records."""
-        queue = self._queues.get(tp)
-        return bool(queue) and not queue[-1].sealed
-
-    def seal_if_full(self, tp: TopicPartition, estimate: int) -> bool:
-        """Seal the partition's open batch if a record of `estimate` bytes would not fit in it; returns whether
-        it did. (A keyless record then moves on to another partition instead of opening a batch here.)"""
-        queue = self._queues.get(tp)
-        if not queue:
-            return False
-        batch = queue[-1]
-        if batch.sealed or batch.estimated_size + estimate <= self.batch_size:
-            return False
-        batch.sealed = True
-        return True
+            batch.sealed = True
+        return future
 
     def ready(self, now_ms: float, *, force: bool = False) -> list[TopicPartition]:
         """Partitions whose head batch may be sent now."""

@@ -14,6 +14,7 @@ import click
 
 from broker.config import parse_overrides
 from broker.log.config import LogConfig, LogConfigError
+from client.accumulator import FutureRecordMetadata
 from client.admin import Admin, AdminError, NewTopic
 from client.cluster import (
     CHROOT,
@@ -473,7 +474,7 @@ async def _produce(
 ) -> list[str]:
     """Send stdin's lines; print acknowledgements in input order; return the failures."""
     failures: list[str] = []
-    acknowledged: asyncio.Queue[tuple[int, asyncio.Future[Any]] | None] = asyncio.Queue()
+    acknowledged: asyncio.Queue[tuple[int, FutureRecordMetadata] | None] = asyncio.Queue()
 
     async def report() -> None:
         while (item := await acknowledged.get()) is not None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import random
 import struct
-from collections.abc import Callable
 
 _SEED = 0x9747B28C
 _M = 0x5BD1E995
@@ -46,24 +45,24 @@ def partition_for_key(key: bytes, num_partitions: int) -> int:
 
 
 class Partitioner:
-    """Keyed records go to `partition_for_key`; keyless records of a topic stick to one partition until its
-    open batch is closed (full or sent), then move to the next partition, round-robin from a random start."""
+    """Keyed records go to `partition_for_key`. Keyless records of a topic stick to one partition until a new
+    batch would be needed there (its open batch is full or was sent): `on_new_batch` then moves the topic on to
+    the next partition, round-robin from a random start (Kafka's sticky partitioning, KIP-480)."""
 
     def __init__(self, rng: random.Random | None = None) -> None:
         self._rng = rng or random.Random()
         self._sticky: dict[str, int] = {}
 
-    def partition(
-        self, topic: str, key: bytes | None, num_partitions: int, has_open_batch: Callable[[int], bool]
-    ) -> int:
-        """The partition for a record; `has_open_batch(p)` says whether partition p has a batch still taking
-        records."""
+    def partition(self, topic: str, key: bytes | None, num_partitions: int) -> int:
+        """The partition for a record."""
         if key is not None:
             return partition_for_key(key, num_partitions)
         current = self._sticky.get(topic)
-        if current is None:
-            current = self._rng.randrange(num_partitions)
-        elif current >= num_partitions or not has_open_batch(current):
-            current = (current + 1) % num_partitions
-        self._sticky[topic] = current
+        if current is None or current >= num_partitions:
+            current = self._sticky[topic] = self._rng.randrange(num_partitions)
+        return current
+
+    def on_new_batch(self, topic: str, num_partitions: int, previous: int) -> int:
+        """A keyless record for `previous` needs a new batch: the partition the topic sticks to from now on."""
+        current = self._sticky[topic] = (previous + 1) % num_partitions
         return current

@@ -10,7 +10,13 @@ import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 
-from client.accumulator import HeaderLike, ProducerBatch, RecordAccumulator, RecordMetadata, estimate_record_size
+from client.accumulator import (
+    FutureRecordMetadata,
+    HeaderLike,
+    ProducerBatch,
+    RecordAccumulator,
+    estimate_record_size,
+)
 from client.closing import AsyncClosing
 from client.connection import BrokerConnection, KafkaConnectionError, Reply, RequestTimedOutError
 from client.metadata import ClusterMetadata, TopicPartition
@@ -48,7 +54,7 @@ def _monotonic_ms() -> float:
 class Producer(AsyncClosing):
     """Sends records to partition leaders in per-partition batches (RecordBatch v2).
 
-    `send` returns a future of the record's RecordMetadata. Keyed records are placed by murmur2 of the key,
+    `send` returns the record's FutureRecordMetadata. Keyed records are placed by murmur2 of the key,
     keyless ones one batch per partition in turn. A batch is sent when full (batch_size) or linger_ms after
     its first record; all ready batches for one leader travel in one Produce request. Retriable errors are
     retried after a metadata refresh and retry_backoff_ms, in order (one batch per partition in flight),
@@ -109,7 +115,7 @@ class Producer(AsyncClosing):
         partition: int | None = None,
         headers: Sequence[HeaderLike] = (),
         timestamp: int | None = None,
-    ) -> asyncio.Future[RecordMetadata]:
+    ) -> FutureRecordMetadata:
         """Queue a record; the returned future resolves to where it was written, or fails with ProducerError.
 
         Waits (up to max_block_ms) for the topic's metadata and for buffer space; raises ProducerError if the
@@ -130,41 +136,42 @@ class Producer(AsyncClosing):
                 ErrorCode.MESSAGE_TOO_LARGE,
                 f"the record is about {size} bytes, more than max_request_size ({self.max_request_size})",
             )
-        accumulator = self._accumulator
-        closed_full_batch = False
+        sticky = partition is None and key is None
         if partition is None:
-
-            def has_open_batch(p: int) -> bool:
-                return accumulator.has_open_batch(tps[p])
-
-            partition = self._partitioner.partition(topic, key, num_partitions, has_open_batch)
-            if key is None and accumulator.seal_if_full(tps[partition], size):
-                # As Kafka's sticky partitioning: a full batch closes, and the record moves to the next partition.
-                closed_full_batch = True
-                partition = self._partitioner.partition(topic, key, num_partitions, has_open_batch)
+            partition = self._partitioner.partition(topic, key, num_partitions)
         elif not 0 <= partition < num_partitions:
             raise ProducerError(
                 ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                 f"partition {partition} is not in the range [0, {num_partitions}) of topic {topic!r}",
             )
+        accumulator = self._accumulator
         if accumulator.buffered_bytes + size > self.buffer_memory:
             await self._wait_for_space(size, start + self.max_block_ms)
             now = self._clock()
         if timestamp is None:
             timestamp = time.time_ns() // 1_000_000
-        appended = accumulator.append(tps[partition], key, value, headers, timestamp, now, size)
-        if appended.new_batch:
+        future = accumulator.append(
+            tps[partition], key, value, headers, timestamp, now, size, abort_on_new_batch=sticky
+        )
+        if future is None:
+            # The sticky partition needs a new batch (its batch is full or was sent): move on, as Kafka does.
+            partition = self._partitioner.on_new_batch(topic, num_partitions, partition)
+            future = accumulator.append(tps[partition], key, value, headers, timestamp, now, size)
+            assert future is not None
+        # A new batch may have sealed the one before it, and the sender times its linger; a full one goes now.
+        new_batch = future.offset_delta == 0
+        if new_batch:
             self._start_sender()
-            self._wakeup.set()  # the sender times the new batch's linger
-        sealed = appended.sealed or closed_full_batch
-        if sealed:
+            self._wakeup.set()
+        if new_batch or future.batch.sealed:
             self._send_ready()
-        if sealed or (now - self._last_yield_ms >= _YIELD_INTERVAL_MS and any(self._in_flight.values())):
-            # Let the loop run: an application sending as fast as it can would otherwise keep responses (and the
-            # batches waiting for them) unhandled until the buffer is full.
-            self._last_yield_ms = now
-            await asyncio.sleep(0)
-        return appended.future
+        elif now - self._last_yield_ms < _YIELD_INTERVAL_MS or not any(self._in_flight.values()):
+            return future
+        # Let the loop run: an application sending as fast as it can would otherwise keep responses (and the
+        # batches waiting for them) unhandled until the buffer is full.
+        self._last_yield_ms = now
+        await asyncio.sleep(0)
+        return future
 
     async def flush(self) -> None:
         """Send everything queued now and wait until each of those records is acknowledged or failed."""

@@ -22,6 +22,7 @@ Every wait polls a condition with a deadline; a broken or paused broker is resto
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import io
 import itertools
 import json
@@ -37,6 +38,7 @@ import pytest
 import pytest_asyncio
 
 from broker.log.checkpoint import CLEAN_SHUTDOWN_MARKER, REPLICATION_OFFSET_CHECKPOINT
+from client.accumulator import FutureRecordMetadata
 from client.cluster import (
     BrokerProcess,
     ClusterState,
@@ -402,7 +404,8 @@ class Load:
     failures: list[tuple[int, bytes, BaseException]] = field(default_factory=list)
     sent: int = 0
     _stop: asyncio.Event = field(default_factory=asyncio.Event)
-    _pending: set[asyncio.Future[Any]] = field(default_factory=set)
+    _pending: set[FutureRecordMetadata] = field(default_factory=set)
+    _settled: asyncio.Event = field(default_factory=asyncio.Event)  # set whenever a pending record settles
 
     def acked(self, partition: int, after: float = float("-inf")) -> list[Ack]:
         return [a for a in self.acks if a.partition == partition and a.at > after]
@@ -410,8 +413,9 @@ class Load:
     def stop(self) -> None:
         self._stop.set()
 
-    def _done(self, partition: int, value: bytes, future: asyncio.Future[Any]) -> None:
+    def _done(self, partition: int, value: bytes, future: FutureRecordMetadata) -> None:
         self._pending.discard(future)
+        self._settled.set()
         if future.cancelled():
             self.failures.append((partition, value, asyncio.CancelledError()))
         elif future.exception() is not None:
@@ -424,7 +428,9 @@ class Load:
         next_send = time.monotonic()
         while not self._stop.is_set() and self.sent < self.limit:
             if len(self._pending) >= self.window:
-                await asyncio.wait(list(self._pending), timeout=1.0, return_when=asyncio.FIRST_COMPLETED)
+                self._settled.clear()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._settled.wait(), timeout=1.0)
                 continue
             partition = self.partitions[self.sent % len(self.partitions)]
             value = f"{self.prefix}-{self.sent}".encode()

@@ -68,26 +68,30 @@ def test_to_positive_clears_only_the_sign_bit():
 
 def test_keyed_records_ignore_the_sticky_partition():
     partitioner = Partitioner(random.Random(1))
-    assert partitioner.partition("t", b"foobar", 7, lambda p: True) == to_positive(-790332482) % 7
+    assert partitioner.partition("t", b"foobar", 7) == to_positive(-790332482) % 7
 
 
-def test_keyless_records_stick_to_a_partition_while_its_batch_is_open():
+def test_keyless_records_stick_to_a_partition_until_a_new_batch_is_needed():
     partitioner = Partitioner(random.Random(1))
-    first = partitioner.partition("t", None, 4, lambda p: False)
-    assert [partitioner.partition("t", None, 4, lambda p: True) for _ in range(5)] == [first] * 5
+    first = partitioner.partition("t", None, 4)
+    assert [partitioner.partition("t", None, 4) for _ in range(5)] == [first] * 5
 
 
-def test_keyless_records_move_round_robin_when_the_batch_closes():
+def test_keyless_records_move_round_robin_on_each_new_batch():
     partitioner = Partitioner(random.Random(2))
-    start = partitioner.partition("t", None, 3, lambda p: False)
-    chosen = [partitioner.partition("t", None, 3, lambda p: False) for _ in range(6)]
+    current = start = partitioner.partition("t", None, 3)
+    chosen = []
+    for _ in range(6):
+        current = partitioner.on_new_batch("t", 3, current)
+        chosen.append(partitioner.partition("t", None, 3))
     assert chosen == [(start + i) % 3 for i in range(1, 7)]
 
 
 def test_keyless_partitions_are_per_topic_and_follow_a_shrunk_partition_count():
     partitioner = Partitioner(random.Random(3))
-    a = partitioner.partition("a", None, 100, lambda p: False)
-    b = partitioner.partition("b", None, 100, lambda p: False)
-    assert partitioner.partition("a", None, 100, lambda p: True) == a
-    assert partitioner.partition("b", None, 100, lambda p: True) == b
-    assert 0 <= partitioner.partition("a", None, 1, lambda p: True) < 1
+    a = partitioner.partition("a", None, 100)
+    b = partitioner.partition("b", None, 100)
+    partitioner.on_new_batch("b", 100, b)
+    assert partitioner.partition("a", None, 100) == a
+    assert partitioner.partition("b", None, 100) == (b + 1) % 100
+    assert 0 <= partitioner.partition("a", None, 1) < 1

@@ -3,11 +3,19 @@ flight per partition, retry order and backoff, delivery timeout, and the offsets
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from client.accumulator import ProducerBatch, RecordAccumulator, RecordMetadata, estimate_record_size
+from client.accumulator import (
+    FutureRecordMetadata,
+    ProducerBatch,
+    RecordAccumulator,
+    RecordMetadata,
+    estimate_record_size,
+)
 from client.metadata import TopicPartition
 from protocol.records import HEADER_SIZE, BatchBuilder, Header, decode_records
 
@@ -25,18 +33,21 @@ def accumulator(batch_records: int = 3, linger_ms: float = 5, delivery_timeout_m
     )
 
 
-def append(acc: RecordAccumulator, tp: TopicPartition = TP0, now: float = T0, value: bytes = VALUE):
-    return acc.append(tp, None, value, (), 1_700_000_000_000, now)
+def append(
+    acc: RecordAccumulator, tp: TopicPartition = TP0, now: float = T0, value: bytes = VALUE, **options: bool
+) -> FutureRecordMetadata | None:
+    return acc.append(tp, None, value, (), 1_700_000_000_000, now, **options)
 
 
 async def test_records_share_a_batch_until_batch_size():
     acc = accumulator(batch_records=3, linger_ms=50)
-    appended = [append(acc) for _ in range(2)]
-    assert [(a.new_batch, a.sealed) for a in appended] == [(True, False), (False, False)]
-    assert acc.has_open_batch(TP0)
+    first, second = (append(acc) for _ in range(2))
+    assert (first.offset_delta, second.offset_delta, second.batch) == (0, 1, first.batch)
+    assert not first.batch.sealed
     assert acc.ready(T0) == []
-    assert append(acc).sealed is True  # the third record fills the batch
-    assert not acc.has_open_batch(TP0)
+    third = append(acc, abort_on_new_batch=True)
+    assert (third.offset_delta, third.batch.sealed) == (2, True)  # the third record joins the batch and fills it
+    assert append(acc, abort_on_new_batch=True) is None  # a fourth would need a new batch
     assert acc.ready(T0) == [TP0]
     [batch] = acc.drain([TP0], max_request_size=10**6)
     assert batch.record_count == 3
@@ -46,19 +57,28 @@ async def test_records_share_a_batch_until_batch_size():
 async def test_a_record_that_does_not_fit_seals_the_batch_and_opens_a_new_one():
     acc = accumulator(batch_records=3, linger_ms=50)
     append(acc)
-    sealed = append(acc, value=b"x" * (3 * len(VALUE))).sealed
-    assert sealed is True
-    assert acc.ready(T0) == [TP0]
-    assert acc.has_open_batch(TP0)
+    big = b"x" * (3 * len(VALUE))
+    opened = append(acc, value=big)
+    assert opened.offset_delta == 0 and not opened.batch.sealed
+    assert acc.ready(T0) == [TP0]  # the batch it did not fit in is sealed
     first, = acc.drain([TP0], 10**6)
     assert first.record_count == 1
+
+
+async def test_a_sticky_record_that_does_not_fit_seals_the_batch_and_is_not_appended():
+    acc = accumulator(batch_records=3, linger_ms=50)
+    append(acc)
+    assert append(acc, value=b"x" * (3 * len(VALUE)), abort_on_new_batch=True) is None
+    assert acc.ready(T0) == [TP0]  # sealed: ready to send although linger has not passed
+    first, = acc.drain([TP0], 10**6)
+    assert first.record_count == 1
+    assert acc.incomplete() == [first]
 
 
 async def test_a_record_larger_than_batch_size_gets_a_batch_of_its_own():
     acc = accumulator(batch_records=1)
     append(acc, value=b"small")
-    sealed = append(acc, value=b"x" * 10_000).sealed
-    assert sealed
+    assert append(acc, value=b"x" * 10_000).batch.sealed
     first, = acc.drain([TP0], 10**6)
     acc.unmute(TP0)
     second, = acc.drain([TP0], 10**6)
@@ -72,7 +92,7 @@ async def test_linger_makes_an_open_batch_ready_and_says_when():
     assert acc.ready(T0 + 4.9) == []
     assert acc.next_wakeup_in(T0 + 2) == pytest.approx(3)
     assert acc.ready(T0 + 5) == [TP0]
-    assert acc.has_open_batch(TP0)  # ready, but still taking records until drained
+    assert append(acc, now=T0 + 5, abort_on_new_batch=True).offset_delta == 1  # still taking records until drained
 
 
 async def test_force_makes_every_open_batch_ready():
@@ -137,7 +157,7 @@ async def test_batches_expire_after_the_delivery_timeout():
 
 async def test_offsets_are_base_offset_plus_index():
     acc = accumulator(batch_records=3)
-    futures = [append(acc).future for _ in range(3)]
+    futures = [append(acc) for _ in range(3)]
     batch, = acc.drain([TP0], 10**6)
     batch.complete(base_offset=40)
     assert [f.result() for f in futures] == [
@@ -145,9 +165,46 @@ async def test_offsets_are_base_offset_plus_index():
     ]
 
 
+async def test_a_record_future_settles_with_its_batch_like_an_asyncio_future():
+    acc = accumulator(batch_records=3)
+    first, second = (append(acc) for _ in range(2))
+    assert not first.done() and not first.cancelled()
+    with pytest.raises(asyncio.InvalidStateError):
+        first.result()
+    with pytest.raises(asyncio.InvalidStateError):
+        first.exception()
+    called = []
+    second.add_done_callback(called.append)
+    waiting = second.__await__()
+    waited_on = next(waiting)  # what a task awaiting `second` waits on: cancelling that task cancels it
+    waited_on.cancel()
+    batch, = acc.drain([TP0], 10**6)
+    assert not batch.done  # cancelling a wait does not cancel the batch
+    waiter = asyncio.ensure_future(_await(first))
+    batch.complete(base_offset=7)
+    assert await waiter == RecordMetadata("events", 0, 7, 1_700_000_000_000)
+    assert called == [second] and second.exception() is None and second.result().offset == 8
+    assert await first == first.result()  # awaiting a settled future returns at once
+
+
+async def test_awaiting_a_record_of_a_failed_batch_raises_the_batch_error():
+    acc = accumulator(batch_records=1)
+    future = append(acc)
+    batch, = acc.drain([TP0], 10**6)
+    error = RuntimeError("boom")
+    batch.fail(error)
+    with pytest.raises(RuntimeError, match="boom"):
+        await future
+    assert future.exception() is error and future.done()
+
+
+async def _await(future: FutureRecordMetadata) -> RecordMetadata:
+    return await future
+
+
 async def test_acks_zero_offsets_are_minus_one_and_log_append_time_replaces_the_timestamp():
     acc = accumulator(batch_records=2)
-    futures = [append(acc).future for _ in range(2)]
+    futures = [append(acc) for _ in range(2)]
     batch, = acc.drain([TP0], 10**6)
     batch.complete(base_offset=-1, log_append_time_ms=5)
     assert [(f.result().offset, f.result().timestamp) for f in futures] == [(-1, 5), (-1, 5)]
@@ -155,7 +212,7 @@ async def test_acks_zero_offsets_are_minus_one_and_log_append_time_replaces_the_
 
 async def test_a_failed_batch_fails_every_record_and_frees_its_buffer():
     acc = accumulator(batch_records=2)
-    futures = [append(acc).future for _ in range(2)]
+    futures = [append(acc) for _ in range(2)]
     assert acc.buffered_bytes == 2 * RECORD
     batch, = acc.drain([TP0], 10**6)
     batch.fail(RuntimeError("boom"))

@@ -5,6 +5,7 @@ timeout, acks=0, and a consumer following a leader change and skipping records b
 from __future__ import annotations
 
 import asyncio
+import random
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -12,8 +13,10 @@ from typing import Any
 
 import pytest
 
+from client.accumulator import estimate_record_size
 from client.consumer import Consumer, ConsumerRecord
 from client.metadata import TopicPartition
+from client.partitioner import Partitioner
 from client.producer import Producer, ProducerError
 from protocol.errors import ErrorCode
 from protocol.framing import encode_frame
@@ -37,7 +40,14 @@ from protocol.messages import (
     decode_request,
     encode_response,
 )
-from protocol.records import BatchBuilder, decode_records, read_header, set_base_offset, set_partition_leader_epoch
+from protocol.records import (
+    HEADER_SIZE,
+    BatchBuilder,
+    decode_records,
+    read_header,
+    set_base_offset,
+    set_partition_leader_epoch,
+)
 
 TIMEOUT = 10.0
 TOPIC = "events"
@@ -287,6 +297,21 @@ async def test_one_request_per_leader_carries_all_its_ready_batches():
         await asyncio.wait_for(p.flush(), TIMEOUT)
         assert all(f.done() for f in futures)
         assert sorted(cluster.produce_requests) == [(1, -1), (2, -1)]
+
+
+async def test_keyless_records_fill_a_batch_then_move_to_the_next_partition():
+    batch_size = HEADER_SIZE + 3 * estimate_record_size(None, b"v0")  # three records per batch
+    async with (
+        fake_cluster(brokers=2, partitions=3) as cluster,
+        producer(cluster, batch_size=batch_size, linger_ms=60_000, partitioner=Partitioner(random.Random(7))) as p,
+    ):
+        results = await send_all(p, values(9))
+        first = results[0].partition
+        assert [m.partition for m in results] == [(first + i // 3) % 3 for i in range(9)]
+        assert [m.offset for m in results] == [i % 3 for i in range(9)]
+        assert [cluster.values(TopicPartition(TOPIC, (first + i) % 3)) for i in range(3)] == [
+            values(3, 3 * i) for i in range(3)
+        ]
 
 
 async def test_an_out_of_range_partition_is_refused():

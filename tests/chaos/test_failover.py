@@ -389,9 +389,8 @@ class Load:
     """A producer task sending `prefix-N` records round-robin to `partitions` at about `rate` per second, at most
     `limit` of them, with at most `window` unacknowledged; it records every acknowledgement and failure.
 
-    The producers given to it use linger_ms=0: with a linger, the client's sender can miss the moment a batch
-    that was opened while its partition had a request in flight becomes ready, and with the window full that
-    batch then waits for the delivery timeout (see `diagnose`; a client problem, not a failover one)."""
+    The producers given to it use linger_ms=0: each record goes out at once, so acknowledgement times measure
+    the cluster, not batching."""
 
     producer: Producer
     topic: str

@@ -74,6 +74,7 @@ class FakeCluster:
         }
         self.ports: dict[int, int] = {}
         self.produce_requests: list[tuple[int, int]] = []  # (broker, acks)
+        self.produce_gate: asyncio.Event | None = None  # if set, produce responses wait for it
         self._servers: list[asyncio.Server] = []
         self._writers: list[asyncio.StreamWriter] = []
 
@@ -132,6 +133,8 @@ class FakeCluster:
         if isinstance(body, ProduceRequest):
             self.produce_requests.append((broker_id, body.acks))
             response = self._produce(broker_id, body)
+            if self.produce_gate is not None:
+                await self.produce_gate.wait()
             return None if body.acks == 0 else response
         if isinstance(body, FetchRequest):
             return await self._fetch(broker_id, body)
@@ -312,6 +315,22 @@ async def test_keyless_records_fill_a_batch_then_move_to_the_next_partition():
         assert [cluster.values(TopicPartition(TOPIC, (first + i) % 3)) for i in range(3)] == [
             values(3, 3 * i) for i in range(3)
         ]
+
+
+@pytest.mark.parametrize("linger_ms", [0, 50])
+async def test_a_batch_opened_while_its_partition_has_a_request_in_flight_goes_once_answered(linger_ms):
+    async with fake_cluster() as cluster, producer(cluster, linger_ms=linger_ms, delivery_timeout_ms=60_000) as p:
+        cluster.produce_gate = asyncio.Event()
+        first = await p.send(TOPIC, b"a", partition=0)
+        async with asyncio.timeout(TIMEOUT):
+            while not cluster.produce_requests:  # the first batch is in flight, its response held back
+                await asyncio.sleep(0.005)
+        second = await p.send(TOPIC, b"b", partition=0)  # a new batch while the partition is muted
+        cluster.produce_gate.set()
+        # Well before the delivery timeout: the answered request wakes the sender, which sends or times the batch.
+        results = await asyncio.wait_for(asyncio.gather(first, second), TIMEOUT)
+        assert [m.offset for m in results] == [0, 1]
+        assert len(cluster.produce_requests) == 2
 
 
 async def test_an_out_of_range_partition_is_refused():

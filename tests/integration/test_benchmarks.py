@@ -1,0 +1,65 @@
+"""Short runs of the benchmarks behind `make bench-log`, `make bench-produce` and `make bench-failover`, as a user runs
+them (`python -m bench.NAME`), so that they keep working. What they measure is not asserted: only that each run
+completes and reports every figure."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from controller.zkserver import zookeeper_available
+
+ROOT = Path(__file__).resolve().parents[2]
+NUMBER = r"[\d,]+(?:\.\d+)?"
+
+
+def run_bench(name: str, *args: str, timeout: float = 180) -> str:
+    """Run bench/NAME.py with `args`; its output, after checking it exited 0."""
+    result = subprocess.run(
+        [sys.executable, "-m", f"bench.{name}", *args], cwd=ROOT, capture_output=True, text=True, timeout=timeout
+    )
+    assert result.returncode == 0, f"bench.{name} failed:\n{result.stdout}\n{result.stderr}"
+    return result.stdout
+
+
+@pytest.fixture
+def zookeeper_installed() -> None:
+    if not zookeeper_available():
+        pytest.fail("ZooKeeper (or java) is not installed: run make setup")
+
+
+def test_the_log_benchmark_reports_write_append_and_read_rates(tmp_path: Path):
+    out = run_bench("log_bench", "--size-mb", "8", "--runs", "1", "--dir", str(tmp_path))
+    median = next(line for line in out.splitlines() if line.startswith("median of 1 runs"))
+    assert re.search(rf"raw write {NUMBER} MB/s, log append {NUMBER} MB/s", median), median
+    assert re.search(rf"log read {NUMBER} MB/s, append/raw {NUMBER}$", median), median
+    assert list(tmp_path.iterdir()) == []  # the benchmark removes what it wrote
+
+
+def test_the_produce_benchmark_reports_both_acks_and_the_consume(tmp_path: Path, zookeeper_installed: None):
+    out = run_bench("produce_bench", "--runs", "1", "--records", "3000", "--dir", str(tmp_path))
+    lines = out.splitlines()
+    heading = lines.index("median of 1 runs (3 partitions, RF 3, 100-byte values):")
+    median = [line.strip() for line in lines[heading + 1 :]]
+    rates = rf"({NUMBER}) records/s\s+({NUMBER}) MB/s\s+client CPU\s+({NUMBER}) us/record"
+    latency = rf"\s+latency p50\s+({NUMBER}) ms p99\s+({NUMBER}) ms"
+    patterns = [rf"produce acks=all\s+{rates}{latency}", rf"produce acks=1\s+{rates}{latency}", rf"consume\s+{rates}"]
+    assert len(median) == len(patterns), out
+    for line, pattern in zip(median, patterns, strict=True):
+        match = re.fullmatch(pattern, line)
+        assert match, line
+        assert all(float(value.replace(",", "")) > 0 for value in match.groups()[:2]), line  # records moved
+    assert list(tmp_path.iterdir()) == []  # the cluster it started is stopped and removed
+
+
+def test_the_failover_benchmark_reports_both_ways_of_losing_a_leader(zookeeper_installed: None):
+    out = run_bench("failover_bench", "--runs", "1")
+    median = out.splitlines()[-1]
+    match = re.fullmatch(rf"median of 1: kill -9 \(leader crash\) ({NUMBER}) ms; SIGTERM \(controlled shutdown\) "
+                         rf"({NUMBER}) ms", median)
+    assert match, median
+    assert all(float(value) > 0 for value in match.groups())

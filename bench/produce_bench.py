@@ -1,7 +1,8 @@
 """Produce and consume throughput of a 3-broker cluster, with acknowledgement latency.
 
-Each run creates two fresh topics (3 partitions, replication factor 3), produces 100-byte values to one with
-acks=all and to the other with acks=1, then reads both back from the beginning with one consumer. For each
+Each run creates two fresh topics (3 partitions, replication factor 3), produces 100-byte values (or, with
+``--value-size MIN-MAX``, values of sizes spread uniformly between two) to one with acks=all and to the other
+with acks=1, then reads both back from the beginning with one consumer. For each
 produce it prints records/s, MB/s (value bytes, 10^6 bytes) and the p50/p99 acknowledgement latency: the time
 from calling send() to its future resolving, sampled on every 100th record. The producer is driven as fast as it
 takes records (as Kafka's producer-perf-test at full speed), so the latency includes the time a record waits for
@@ -21,8 +22,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import math
-import os
+import random
 import shutil
 import statistics
 import sys
@@ -46,7 +48,8 @@ from client.producer import Producer
 PARTITIONS = 3
 REPLICATION_FACTOR = 3
 BROKERS = 3
-VALUE_SIZE = 100
+VALUE_SIZE = 100  # bytes; --value-size MIN-MAX sends values of sizes spread between two instead
+VALUE_CYCLE = 1000  # values of spread sizes sent in turn
 ACKS = ("all", "1")
 CONSUME_TIMEOUT_S = 120.0
 # Latency is sampled (and the clock read) once per this many records: a done callback on every record's future
@@ -128,15 +131,28 @@ class _AckRecorder:
             self.latencies.append(time.perf_counter() - sent_at)
 
 
-async def produce(bootstrap: str, topic: str, acks: str, seconds: float, max_records: int,
+def random_values(sizes: tuple[int, int], rng: random.Random) -> list[bytes]:
+    """Random values to send in turn: one of sizes[0] bytes if both sizes are equal, else VALUE_CYCLE values of
+    sizes between the two (inclusive), uniformly."""
+    low, high = sizes
+    count = 1 if low == high else VALUE_CYCLE
+    return [rng.randbytes(rng.randint(low, high)) for _ in range(count)]
+
+
+def cycled_bytes(values: list[bytes], records: int) -> int:
+    """Value bytes of the first `records` of `values` sent over and over."""
+    return records // len(values) * sum(map(len, values)) + sum(map(len, values[: records % len(values)]))
+
+
+async def produce(bootstrap: str, topic: str, acks: str, values: list[bytes], seconds: float, max_records: int,
                   options: dict[str, int]) -> ProduceResult:
-    """Send 100-byte values to `topic` as fast as the producer takes them, until `seconds` passed or
+    """Send `values` in turn to `topic` as fast as the producer takes them, until `seconds` passed or
     `max_records` were sent, then flush. `options` are Producer settings. Raises if any record failed."""
-    value = os.urandom(VALUE_SIZE)
+    next_value = itertools.cycle(values).__next__
     recorder = _AckRecorder()
     acked = recorder.acked
     async with Producer(bootstrap, acks=acks, **options) as producer:
-        await producer.send(topic, value)  # metadata and connections are ready before the clock starts
+        await producer.send(topic, values[0])  # metadata and connections are ready before the clock starts
         await producer.flush()
         clock = time.perf_counter
         start, cpu_start = clock(), time.process_time()
@@ -145,15 +161,15 @@ async def produce(bootstrap: str, topic: str, acks: str, seconds: float, max_rec
         while sent < max_records and clock() < deadline:
             burst = min(LATENCY_SAMPLE_EVERY, max_records - sent)
             sent_at = clock()
-            (await producer.send(topic, value)).add_done_callback(partial(acked, sent_at))
+            (await producer.send(topic, next_value())).add_done_callback(partial(acked, sent_at))
             for _ in range(burst - 1):
-                await producer.send(topic, value)
+                await producer.send(topic, next_value())
             sent += burst
         await producer.flush()
         elapsed, cpu = clock() - start, time.process_time() - cpu_start
     if recorder.error is not None:
         raise RuntimeError(f"producing to {topic} with acks={acks} failed: {recorder.error}")
-    return ProduceResult(sent, sent * VALUE_SIZE, elapsed, cpu, recorder.latencies)
+    return ProduceResult(sent, cycled_bytes(values, sent), elapsed, cpu, recorder.latencies)
 
 
 async def consume(bootstrap: str, topics: list[str], expected: int) -> PhaseResult:
@@ -183,11 +199,12 @@ async def create_topics(bootstrap: str, names: list[str]) -> None:
         )
 
 
-async def one_run(bootstrap: str, seconds: float, max_records: int, options: dict[str, int]) -> RunResult:
+async def one_run(bootstrap: str, values: list[bytes], seconds: float, max_records: int,
+                  options: dict[str, int]) -> RunResult:
     prefix = f"produce-bench-{uuid.uuid4().hex[:8]}"
     topics = {acks: f"{prefix}-acks-{acks}" for acks in ACKS}
     await create_topics(bootstrap, list(topics.values()))
-    results = {acks: await produce(bootstrap, topic, acks, seconds, max_records, options)
+    results = {acks: await produce(bootstrap, topic, acks, values, seconds, max_records, options)
                for acks, topic in topics.items()}
     produced = sum(r.records for r in results.values()) + len(results)  # + the record sent before each clock start
     return RunResult(results, await consume(bootstrap, list(topics.values()), produced))
@@ -223,12 +240,13 @@ async def local_cluster(parent: Path | None) -> AsyncIterator[str]:
 async def run(args: argparse.Namespace) -> None:
     options = {"batch_size": args.batch_size, "linger_ms": args.linger_ms, "buffer_memory": args.buffer_memory}
     print(f"producer: {', '.join(f'{name} {value}' for name, value in options.items())}", flush=True)
+    values = random_values(args.value_size, random.Random(0))
 
     async def runs(bootstrap: str) -> list[RunResult]:
-        await one_run(bootstrap, min(args.seconds, 1.0), min(args.records, 20_000), options)  # warm-up
+        await one_run(bootstrap, values, min(args.seconds, 1.0), min(args.records, 20_000), options)  # warm-up
         results = []
         for number in range(1, args.runs + 1):
-            results.append(await one_run(bootstrap, args.seconds, args.records, options))
+            results.append(await one_run(bootstrap, values, args.seconds, args.records, options))
             print(f"run {number}:", *describe(results[-1].figures()), sep="\n", flush=True)
         return results
 
@@ -241,7 +259,20 @@ async def run(args: argparse.Namespace) -> None:
     all_figures = [r.figures() for r in results]
     median = {name: statistics.median(f[name] for f in all_figures) for name in all_figures[0]}
     print(f"median of {len(results)} runs ({PARTITIONS} partitions, RF {REPLICATION_FACTOR}, "
-          f"{VALUE_SIZE}-byte values):", *describe(median), sep="\n")
+          f"{describe_sizes(args.value_size)} values):", *describe(median), sep="\n")
+
+
+def parse_sizes(text: str) -> tuple[int, int]:
+    """"SIZE" or "MIN-MAX" (bytes) as (min, max)."""
+    low, _, high = text.partition("-")
+    sizes = (int(low), int(high or low))
+    if not 0 <= sizes[0] <= sizes[1]:
+        raise ValueError(f"value sizes must be SIZE or MIN-MAX with 0 <= MIN <= MAX, got {text!r}")
+    return sizes
+
+
+def describe_sizes(sizes: tuple[int, int]) -> str:
+    return f"{sizes[0]}-byte" if sizes[0] == sizes[1] else f"{sizes[0]}-{sizes[1]}-byte"
 
 
 def main() -> None:
@@ -255,6 +286,8 @@ def main() -> None:
     parser.add_argument("--linger-ms", type=int, default=5, help="producer linger_ms (default 5)")
     parser.add_argument("--buffer-memory", type=int, default=4 * 1024 * 1024,
                         help="producer buffer_memory (default 4 MiB)")
+    parser.add_argument("--value-size", type=parse_sizes, default=(VALUE_SIZE, VALUE_SIZE), metavar="SIZE|MIN-MAX",
+                        help=f"bytes per value, or a range of sizes picked uniformly (default {VALUE_SIZE})")
     parser.add_argument("--dir", type=Path, default=None, help="parent of the local cluster's temporary directory")
     args = parser.parse_args()
     if args.records is None:

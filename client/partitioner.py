@@ -47,16 +47,28 @@ def partition_for_key(key: bytes, num_partitions: int) -> int:
 class Partitioner:
     """Keyed records go to `partition_for_key`. Keyless records of a topic stick to one partition until a new
     batch would be needed there (its open batch is full or was sent): `on_new_batch` then moves the topic on to
-    the next partition, round-robin from a random start (Kafka's sticky partitioning, KIP-480)."""
+    the next partition, round-robin from a random start (Kafka's sticky partitioning, KIP-480).
 
-    def __init__(self, rng: random.Random | None = None) -> None:
+    murmur2 in Python costs about as much as the rest of sending a record, and keys repeat (users, devices): the
+    hashes of up to `key_cache_size` keys are remembered (all forgotten when that many are)."""
+
+    def __init__(self, rng: random.Random | None = None, key_cache_size: int = 65536) -> None:
         self._rng = rng or random.Random()
         self._sticky: dict[str, int] = {}
+        self._key_cache_size = key_cache_size
+        self._positive_hashes: dict[bytes, int] = {}
 
     def partition(self, topic: str, key: bytes | None, num_partitions: int) -> int:
         """The partition for a record."""
         if key is not None:
-            return partition_for_key(key, num_partitions)
+            if type(key) is not bytes:
+                key = bytes(key)  # a bytearray or memoryview is not hashable
+            positive_hash = self._positive_hashes.get(key)
+            if positive_hash is None:
+                if len(self._positive_hashes) >= self._key_cache_size:
+                    self._positive_hashes.clear()
+                positive_hash = self._positive_hashes[key] = to_positive(murmur2(key))
+            return positive_hash % num_partitions
         current = self._sticky.get(topic)
         if current is None or current >= num_partitions:
             current = self._sticky[topic] = self._rng.randrange(num_partitions)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import random
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from kafka.partitioner.default import DefaultPartitioner
 from kafka.partitioner.default import murmur2 as kafka_python_murmur2
@@ -69,6 +69,16 @@ def test_to_positive_clears_only_the_sign_bit():
 def test_keyed_records_ignore_the_sticky_partition():
     partitioner = Partitioner(random.Random(1))
     assert partitioner.partition("t", b"foobar", 7) == to_positive(-790332482) % 7
+
+
+@settings(max_examples=100)
+@given(st.lists(st.tuples(st.binary(max_size=6), st.integers(min_value=1, max_value=50)), max_size=60))
+def test_remembered_key_hashes_place_keys_as_kafka_does(records):
+    partitioner = Partitioner(random.Random(0), key_cache_size=3)
+    for key, num_partitions in records:  # short keys repeat: hits, misses and cache resets
+        assert partitioner.partition("t", key, num_partitions) == partition_for_key(key, num_partitions)
+        assert len(partitioner._positive_hashes) <= 3
+    assert partitioner.partition("t", bytearray(b"foobar"), 7) == partition_for_key(b"foobar", 7)
 
 
 def test_keyless_records_stick_to_a_partition_until_a_new_batch_is_needed():

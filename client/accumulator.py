@@ -6,6 +6,7 @@ Times are milliseconds from any monotonic clock, passed in by the caller.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 from collections import deque
 from collections.abc import Callable, Generator, Iterable, Sequence
 from typing import Any, NamedTuple
@@ -74,9 +75,11 @@ class FutureRecordMetadata(NamedTuple):
             raise asyncio.InvalidStateError("the record is not acknowledged yet")
         return self.batch.error
 
-    def add_done_callback(self, callback: Callable[[FutureRecordMetadata], object]) -> None:
-        """Call `callback(self)` from the event loop once the record is settled."""
-        self.batch.completion.add_done_callback(lambda _: callback(self))
+    def add_done_callback(
+        self, callback: Callable[[FutureRecordMetadata], object], *, context: contextvars.Context | None = None
+    ) -> None:
+        """Call `callback(self)` from the event loop once the record is settled (in `context` if given)."""
+        self.batch.completion.add_done_callback(lambda _: callback(self), context=context)
 
     def __await__(self) -> Generator[Any, None, RecordMetadata]:
         completion = self.batch.completion

@@ -4,6 +4,7 @@ flight per partition, retry order and backoff, delivery timeout, and the offsets
 from __future__ import annotations
 
 import asyncio
+import contextvars
 
 import pytest
 from hypothesis import given, settings
@@ -24,6 +25,7 @@ TP1 = TopicPartition("events", 1)
 T0 = 1_000_000.0
 VALUE = b"v" * 100
 RECORD = estimate_record_size(None, VALUE)
+REQUEST: contextvars.ContextVar[str] = contextvars.ContextVar("request", default="outside")
 
 
 def accumulator(batch_records: int = 3, linger_ms: float = 5, delivery_timeout_ms: float = 1000) -> RecordAccumulator:
@@ -175,6 +177,9 @@ async def test_a_record_future_settles_with_its_batch_like_an_asyncio_future():
         first.exception()
     called = []
     second.add_done_callback(called.append)
+    context = contextvars.copy_context()
+    context.run(REQUEST.set, "in context")
+    second.add_done_callback(lambda f: called.append(REQUEST.get()), context=context)
     waiting = second.__await__()
     waited_on = next(waiting)  # what a task awaiting `second` waits on: cancelling that task cancels it
     waited_on.cancel()
@@ -183,7 +188,7 @@ async def test_a_record_future_settles_with_its_batch_like_an_asyncio_future():
     waiter = asyncio.ensure_future(_await(first))
     batch.complete(base_offset=7)
     assert await waiter == RecordMetadata("events", 0, 7, 1_700_000_000_000)
-    assert called == [second] and second.exception() is None and second.result().offset == 8
+    assert called == [second, "in context"] and second.exception() is None and second.result().offset == 8
     assert await first == first.result()  # awaiting a settled future returns at once
 
 

@@ -60,9 +60,7 @@ class FutureRecordMetadata(NamedTuple):
 
     def result(self) -> RecordMetadata:
         """The record's metadata; raises the batch's error if it failed, InvalidStateError if it is not settled."""
-        batch = self.batch
-        if not batch.completion.done():
-            raise asyncio.InvalidStateError("the record is not acknowledged yet")
+        batch = self._settled_batch()
         if batch.error is not None:
             raise batch.error
         offset = -1 if batch.base_offset < 0 else batch.base_offset + self.offset_delta
@@ -71,15 +69,18 @@ class FutureRecordMetadata(NamedTuple):
 
     def exception(self) -> BaseException | None:
         """The batch's error, None if it succeeded; raises InvalidStateError if it is not settled."""
-        if not self.batch.completion.done():
-            raise asyncio.InvalidStateError("the record is not acknowledged yet")
-        return self.batch.error
+        return self._settled_batch().error
 
     def add_done_callback(
         self, callback: Callable[[FutureRecordMetadata], object], *, context: contextvars.Context | None = None
     ) -> None:
         """Call `callback(self)` from the event loop once the record is settled (in `context` if given)."""
         self.batch.completion.add_done_callback(lambda _: callback(self), context=context)
+
+    def _settled_batch(self) -> ProducerBatch:
+        if not self.batch.completion.done():
+            raise asyncio.InvalidStateError("the record is not acknowledged yet")
+        return self.batch
 
     def __await__(self) -> Generator[Any, None, RecordMetadata]:
         completion = self.batch.completion

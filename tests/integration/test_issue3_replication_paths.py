@@ -1,0 +1,203 @@
+"""The produce and fetch paths of issue 3 on real broker processes: acks values, the delayed produce timing out,
+long-polls woken by appends and high-watermark moves, one fetcher per source broker, an idle cluster that does not
+spin, and a broker started in the foreground with `--override`.
+
+replica.fetch.wait.max.ms is 9 s in this cluster: a parked fetch is answered early only when something wakes it,
+so an answer that comes within a third of that was woken, not waited out. replica.lag.time.max.ms is 60 s, so a
+paused follower stays in the ISR.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+from client.cluster import ClusterState
+from client.connection import BrokerConnection
+from protocol.errors import ErrorCode
+from protocol.messages import ProducePartition, ProduceRequest, ProduceResponse, Topic
+from tests.integration.clusterutil import (
+    PROJECT_ROOT,
+    WAIT_S,
+    build_batch,
+    cluster_fixture,
+    connect,
+    controller_of,
+    create_topic,
+    describe,
+    eventually,
+    fetch,
+    metadata,
+    paused,
+    produce,
+    records_of,
+)
+
+FETCH_WAIT_MS = 9_000
+WOKEN_WITHIN_MS = FETCH_WAIT_MS // 3  # an answer within this was woken, not waited out
+cluster = cluster_fixture(
+    brokers=3, configs={"replica.fetch.wait.max.ms": str(FETCH_WAIT_MS), "replica.lag.time.max.ms": "60000"}
+)
+
+
+async def produce_error(connection: BrokerConnection, topic: str, acks: int, timeout_ms: int) -> ErrorCode:
+    """Produce one record to partition 0 with `acks`; the error code of the partition's answer."""
+    request = ProduceRequest(acks=acks, timeout_ms=timeout_ms, topics=[Topic(
+        name=topic, partitions=[ProducePartition(partition=0, records=build_batch([b"x"]))])])
+    response = await connection.request(request)
+    assert isinstance(response, ProduceResponse)
+    return ErrorCode.from_code(response.topics[0].partitions[0].error_code)
+
+
+async def offsets_everywhere(cluster: ClusterState, topic: str) -> dict[int, tuple[int, int]]:
+    """{broker: (LEO, HW)} of partition 0 of `topic` on every broker."""
+    offsets = {}
+    for broker in cluster.brokers:
+        async with connect(broker) as connection:
+            state = (await describe(connection, topic))[0]
+            offsets[broker.id] = (state.log_end_offset, state.high_watermark)
+    return offsets
+
+
+async def wait_committed(cluster: ClusterState, topic: str, leader: int, end: int, timeout_s: float = WAIT_S) -> None:
+    """Wait until every replica's LEO is `end` and the leader's HW is too. (A follower learns the HW from its next
+    fetch response; as in Kafka, an HW move alone does not answer a follower's parked fetch, so with a long fetch
+    wait a follower's HW may lag that long.)"""
+    seen: dict[int, tuple[int, int]] = {}
+
+    async def committed() -> bool | None:
+        seen.update(await offsets_everywhere(cluster, topic))
+        return True if seen[leader][1] == end and {leo for leo, _ in seen.values()} == {end} else None
+
+    await eventually(committed, lambda: f"LEO {end} everywhere and HW {end} on leader {leader}: {seen}", timeout_s)
+
+
+async def single_partition_topic(cluster: ClusterState, name: str) -> tuple[int, int]:
+    """Create `name` with one partition on all brokers, led by a broker that is not the controller;
+    (leader, the other broker that is not the controller)."""
+    controller, _ = await controller_of(cluster)
+    leader, follower = [b.id for b in cluster.brokers if b.id != controller]
+    await create_topic(cluster, name, assignments={0: [leader, follower, controller]})
+    return leader, follower
+
+
+async def test_acks_other_than_minus_one_zero_and_one_are_refused(cluster):
+    leader, _ = await single_partition_topic(cluster, "bad-acks")
+    async with connect(cluster.broker(leader)) as connection:
+        for acks in (2, -2, 5):
+            assert await produce_error(connection, "bad-acks", acks, 1000) == ErrorCode.INVALID_REQUIRED_ACKS
+    assert set((await offsets_everywhere(cluster, "bad-acks")).values()) == {(0, 0)}  # nothing was appended
+
+
+async def test_acks_all_times_out_while_an_isr_follower_does_not_fetch(cluster):
+    leader, follower = await single_partition_topic(cluster, "slow-follower")
+    async with paused(cluster, follower), connect(cluster.broker(leader)) as connection:
+        assert await produce_error(connection, "slow-follower", -1, 500) == ErrorCode.REQUEST_TIMED_OUT
+        state = (await describe(connection, "slow-follower"))[0]
+        assert (state.log_end_offset, state.high_watermark, follower in state.isr) == (1, 0, True)
+
+    # The record was appended: it commits once the follower fetches again.
+    await wait_committed(cluster, "slow-follower", leader, 1)
+
+
+async def test_appends_and_high_watermark_moves_wake_parked_fetches(cluster):
+    leader, _ = await single_partition_topic(cluster, "wake-up")
+    broker = cluster.broker(leader)
+    async with connect(broker) as producer_connection, connect(broker) as consumer_connection:
+        # Setup: once both followers have fetched a first record and asked for the next offset, their fetches
+        # include this partition and are parked on the leader. (A fetch parked before the topic existed does not
+        # include it: that can take up to the fetch wait, as in Kafka.)
+        assert await produce(producer_connection, "wake-up", 0, [b"first"], acks=1) == 0
+        await wait_committed(cluster, "wake-up", leader, 1, timeout_s=2 * FETCH_WAIT_MS / 1000)
+
+        # A consumer parked at the HW (1) for the whole fetch wait.
+        parked = asyncio.create_task(fetch(consumer_connection, "wake-up", 0, 1, max_wait_ms=FETCH_WAIT_MS))
+        # acks=all completes within its timeout (a third of the fetch wait) only if both followers' parked
+        # fetches woke on the append.
+        assert await produce(producer_connection, "wake-up", 0, [b"woken"], acks=-1, timeout_ms=WOKEN_WITHIN_MS) == 1
+        # The consumer's fetch (which reads below the HW) woke when the HW moved past the record.
+        answer = await asyncio.wait_for(parked, WOKEN_WITHIN_MS / 1000)
+        assert [r.value for r in records_of(answer.records)] == [b"woken"]
+
+
+def established_ports(pid: int) -> list[int]:
+    """The remote ports of the established TCP connections of process `pid` (from /proc)."""
+    inodes = set()
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:  # closed meanwhile
+            continue
+        if target.startswith("socket:["):
+            inodes.add(int(target[len("socket:[") : -1]))
+    ports = []
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        fields = line.split()
+        if fields[3] == "01" and int(fields[9]) in inodes:  # 01: ESTABLISHED
+            ports.append(int(fields[2].rpartition(":")[2], 16))
+    return ports
+
+
+def write_syscalls(pid: int) -> int:
+    return int(dict(line.split(": ") for line in Path(f"/proc/{pid}/io").read_text().splitlines())["syscw"])
+
+
+async def test_one_fetcher_per_source_broker_and_an_idle_cluster_does_not_spin(cluster):
+    await create_topic(cluster, "spread", partitions=6, replication_factor=3)
+    async with connect(cluster.brokers[0]) as connection:
+        leaders = {p.leader for t in (await metadata(connection, ["spread"])).topics for p in t.partitions}
+    assert leaders == {b.id for b in cluster.brokers}  # every broker follows partitions of both others
+    controller, _ = await controller_of(cluster)
+    followers = [b for b in cluster.brokers if b.id != controller]  # the controller's channel connects to all too
+
+    def connections_to_leaders() -> dict[int, list[int]]:
+        """{follower: [its connections to each other broker's port]}."""
+        return {b.id: [established_ports(b.pid).count(o.port) for o in cluster.brokers if o.id != b.id]
+                for b in followers}
+
+    async def one_fetcher_each() -> bool | None:
+        # A follower's partitions of one leader travel on one fetcher connection, in one request at a time.
+        return True if all(counts == [1, 1] for counts in connections_to_leaders().values()) else None
+
+    await eventually(one_fetcher_each, lambda: f"one connection per leader, saw {connections_to_leaders()}")
+
+    # Idle: followers' fetches stay parked on the leaders, so the brokers make hardly any write system calls
+    # (a broker that answered fetches at once, or polled, would make thousands in this window).
+    before = {b.id: write_syscalls(b.pid) for b in cluster.brokers}
+    await asyncio.sleep(2)  # observing an idle window, not waiting for anything
+    writes = {b.id: write_syscalls(b.pid) - before[b.id] for b in cluster.brokers}
+    assert all(count < 100 for count in writes.values()), writes
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+async def test_a_foreground_broker_takes_overrides_and_joins_the_cluster(cluster, tmp_path):
+    config = cluster.broker(1).config
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "client.cli", "broker", "--config", config, "--override", "broker.id=9",
+         "--override", f"listeners=PLAINTEXT://127.0.0.1:{port}", "--override", f"log.dirs={tmp_path / 'data'}"],
+        cwd=PROJECT_ROOT, stdout=subprocess.DEVNULL, stderr=(tmp_path / "broker-9.log").open("w"),
+    )
+    try:
+        async def registered() -> bool | None:
+            async with connect(cluster.broker(1)) as connection:
+                brokers = {b.node_id: b.port for b in (await metadata(connection)).brokers}
+            return True if brokers.get(9) == port else None
+
+        await eventually(registered, lambda: f"broker 9 on port {port} in metadata; its log:\n"
+                                             f"{(tmp_path / 'broker-9.log').read_text()[-2000:]}")
+        assert (tmp_path / "data" / "meta.properties").read_text().count("broker.id=9") == 1
+    finally:
+        process.send_signal(signal.SIGTERM)
+        code = await asyncio.to_thread(process.wait, 60)
+    assert code == 0, (tmp_path / "broker-9.log").read_text()[-2000:]

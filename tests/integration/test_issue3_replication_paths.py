@@ -1,6 +1,6 @@
 """The produce and fetch paths of issue 3 on real broker processes: acks values, the delayed produce timing out,
 long-polls woken by appends and high-watermark moves, one fetcher per source broker, an idle cluster that does not
-spin, and a broker started in the foreground with `--override`.
+spin, checkpoints written while brokers run, and a broker started in the foreground with `--override`.
 
 replica.fetch.wait.max.ms is 9 s in this cluster: a parked fetch is answered early only when something wakes it,
 so an answer that comes within a third of that was woken, not waited out. replica.lag.time.max.ms is 60 s, so a
@@ -17,6 +17,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+from broker.log.checkpoint import (
+    RECOVERY_POINT_CHECKPOINT,
+    REPLICATION_OFFSET_CHECKPOINT,
+    OffsetCheckpointFile,
+    TopicPartition,
+)
 from client.cluster import ClusterState
 from client.connection import BrokerConnection
 from protocol.errors import ErrorCode
@@ -40,9 +46,13 @@ from tests.integration.clusterutil import (
 
 FETCH_WAIT_MS = 9_000
 WOKEN_WITHIN_MS = FETCH_WAIT_MS // 3  # an answer within this was woken, not waited out
-cluster = cluster_fixture(
-    brokers=3, configs={"replica.fetch.wait.max.ms": str(FETCH_WAIT_MS), "replica.lag.time.max.ms": "60000"}
-)
+CHECKPOINT_INTERVAL_MS = 300
+cluster = cluster_fixture(brokers=3, configs={
+    "replica.fetch.wait.max.ms": str(FETCH_WAIT_MS),
+    "replica.lag.time.max.ms": "60000",
+    "replica.high.watermark.checkpoint.interval.ms": str(CHECKPOINT_INTERVAL_MS),
+    "log.flush.offset.checkpoint.interval.ms": str(CHECKPOINT_INTERVAL_MS),
+})
 
 
 async def produce_error(connection: BrokerConnection, topic: str, acks: int, timeout_ms: int) -> ErrorCode:
@@ -77,12 +87,14 @@ async def wait_committed(cluster: ClusterState, topic: str, leader: int, end: in
     await eventually(committed, lambda: f"LEO {end} everywhere and HW {end} on leader {leader}: {seen}", timeout_s)
 
 
-async def single_partition_topic(cluster: ClusterState, name: str) -> tuple[int, int]:
+async def single_partition_topic(
+    cluster: ClusterState, name: str, configs: dict[str, str] | None = None
+) -> tuple[int, int]:
     """Create `name` with one partition on all brokers, led by a broker that is not the controller;
     (leader, the other broker that is not the controller)."""
     controller, _ = await controller_of(cluster)
     leader, follower = [b.id for b in cluster.brokers if b.id != controller]
-    await create_topic(cluster, name, assignments={0: [leader, follower, controller]})
+    await create_topic(cluster, name, assignments={0: [leader, follower, controller]}, configs=configs)
     return leader, follower
 
 
@@ -123,6 +135,28 @@ async def test_appends_and_high_watermark_moves_wake_parked_fetches(cluster):
         # The consumer's fetch (which reads below the HW) woke when the HW moved past the record.
         answer = await asyncio.wait_for(parked, WOKEN_WITHIN_MS / 1000)
         assert [r.value for r in records_of(answer.records)] == [b"woken"]
+
+
+async def test_checkpoints_are_written_while_brokers_run(cluster):
+    # Small segments: each roll flushes the segment before it, which moves the recovery point.
+    leader, _ = await single_partition_topic(cluster, "checkpointed", configs={"segment.bytes": "1024"})
+    async with connect(cluster.broker(leader)) as connection:
+        for _ in range(20):
+            await produce(connection, "checkpointed", 0, [bytes(100)], acks=-1)
+    tp = TopicPartition("checkpointed", 0)
+    seen: dict[int, tuple[int | None, int | None]] = {}
+
+    async def checkpointed() -> bool | None:
+        # Every replica's files, read while it runs: the HW (20 on the leader; a follower's may lag, see
+        # wait_committed) and a recovery point past the first segments.
+        for broker in cluster.brokers:
+            data = Path(broker.log_dir)
+            seen[broker.id] = (OffsetCheckpointFile(data / REPLICATION_OFFSET_CHECKPOINT).read().get(tp),
+                               OffsetCheckpointFile(data / RECOVERY_POINT_CHECKPOINT).read().get(tp))
+        hw_ok = seen[leader][0] == 20 and all(hw is not None for hw, _ in seen.values())
+        return True if hw_ok and all(rp is not None and rp > 0 for _, rp in seen.values()) else None
+
+    await eventually(checkpointed, lambda: f"(HW, recovery point) checkpointed per broker, saw {seen}")
 
 
 def established_ports(pid: int) -> list[int]:

@@ -142,7 +142,9 @@ async def test_checkpoints_are_written_while_brokers_run(cluster):
     leader, _ = await single_partition_topic(cluster, "checkpointed", configs={"segment.bytes": "1024"})
     async with connect(cluster.broker(leader)) as connection:
         for _ in range(20):
-            await produce(connection, "checkpointed", 0, [bytes(100)], acks=-1)
+            await produce(connection, "checkpointed", 0, [bytes(100)], acks=1)
+    # (Followers' fetches parked before the topic existed do not include it: up to one fetch wait, as in Kafka.)
+    await wait_committed(cluster, "checkpointed", leader, 20, timeout_s=2 * FETCH_WAIT_MS / 1000)
     tp = TopicPartition("checkpointed", 0)
     seen: dict[int, tuple[int | None, int | None]] = {}
 

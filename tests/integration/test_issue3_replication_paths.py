@@ -1,6 +1,7 @@
 """The produce and fetch paths of issue 3 on real broker processes: acks values, the delayed produce timing out,
 long-polls woken by appends and high-watermark moves, one fetcher per source broker, an idle cluster that does not
-spin, checkpoints written while brokers run, and a broker started in the foreground with `--override`.
+spin, checkpoints written while brokers run, a broker started in the foreground with `--override`, and a new
+leader stamping its epoch at its log end.
 
 replica.fetch.wait.max.ms is 9 s in this cluster: a parked fetch is answered early only when something wakes it,
 so an answer that comes within a third of that was woken, not waited out. replica.lag.time.max.ms is 60 s, so a
@@ -23,7 +24,7 @@ from broker.log.checkpoint import (
     OffsetCheckpointFile,
     TopicPartition,
 )
-from client.cluster import ClusterState
+from client.cluster import ClusterState, kill_broker, start_broker
 from client.connection import BrokerConnection
 from protocol.errors import ErrorCode
 from protocol.messages import ProducePartition, ProduceRequest, ProduceResponse, Topic
@@ -42,6 +43,7 @@ from tests.integration.clusterutil import (
     paused,
     produce,
     records_of,
+    wait_process_state,
 )
 
 FETCH_WAIT_MS = 9_000
@@ -237,3 +239,24 @@ async def test_a_foreground_broker_takes_overrides_and_joins_the_cluster(cluster
         process.send_signal(signal.SIGTERM)
         code = await asyncio.to_thread(process.wait, 60)
     assert code == 0, (tmp_path / "broker-9.log").read_text()[-2000:]
+
+
+async def test_a_new_leader_stamps_its_epoch_at_its_log_end(cluster):
+    """Seed 001: on becoming leader a broker adds (new epoch, its LEO) to its leader-epoch cache. Runs last: it
+    restarts a broker."""
+    leader, follower = await single_partition_topic(cluster, "stamped")
+    async with connect(cluster.broker(leader)) as connection:
+        await produce(connection, "stamped", 0, [b"a", b"b", b"c"], acks=1)
+        await produce(connection, "stamped", 0, [b"d", b"e"], acks=1)
+    await wait_committed(cluster, "stamped", leader, 5, timeout_s=2 * FETCH_WAIT_MS / 1000)
+
+    stopped = kill_broker(cluster.directory, leader, "TERM")  # controlled shutdown: the follower takes over
+    await wait_process_state(stopped.pid, lambda state: state == "", "gone")
+    try:
+        async with connect(cluster.broker(follower)) as connection:
+            [state] = (await describe(connection, "stamped")).values()
+        assert (state.role, state.leader_epoch, state.log_end_offset) == ("leader", 1, 5), state
+        checkpoint = Path(cluster.broker(follower).log_dir) / "stamped-0" / "leader-epoch-checkpoint"
+        assert checkpoint.read_text().splitlines() == ["0", "2", "0 0", "1 5"]  # version, entries, epoch offset
+    finally:
+        await start_broker(cluster.directory, leader)

@@ -1,4 +1,5 @@
-"""The pure core (wire and disk formats, the log) imports no asyncio, sockets or ZooKeeper client."""
+"""The pure core (wire and disk formats, the log, the replication and election rules) imports no asyncio, sockets
+or ZooKeeper client; and ZooKeeper is reached through one module only."""
 
 from __future__ import annotations
 
@@ -9,11 +10,19 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 PURE_PACKAGES = ["protocol", "broker/log"]
+PURE_MODULES = [
+    "broker/replication/partition.py",
+    "broker/replication/truncation.py",
+    "controller/assignment.py",
+    "controller/election.py",
+]
 FORBIDDEN = {"asyncio", "socket", "selectors", "kazoo", "uvloop"}
+ZOOKEEPER_BRIDGE = "controller/zk.py"
 
 
 def pure_modules() -> list[Path]:
-    return sorted(p for package in PURE_PACKAGES for p in (ROOT / package).glob("*.py"))
+    packaged = [p for package in PURE_PACKAGES for p in (ROOT / package).glob("*.py")]
+    return sorted([*packaged, *(ROOT / module for module in PURE_MODULES)])
 
 
 def imported_roots(path: Path) -> set[str]:
@@ -33,3 +42,10 @@ def test_there_are_pure_modules_to_check():
 @pytest.mark.parametrize("path", pure_modules(), ids=lambda p: str(p.relative_to(ROOT)))
 def test_pure_module_imports_no_io_framework(path: Path):
     assert imported_roots(path) & FORBIDDEN == set()
+
+
+def test_only_the_bridge_imports_kazoo():
+    sources = [p for package in ("protocol", "broker", "controller", "client", "bench") for p in
+               (ROOT / package).rglob("*.py")]
+    importers = {str(p.relative_to(ROOT)) for p in sources if "kazoo" in imported_roots(p)}
+    assert importers == {ZOOKEEPER_BRIDGE}

@@ -1,7 +1,7 @@
 """The produce and fetch paths of issue 3 on real broker processes: acks values, the delayed produce timing out,
 long-polls woken by appends and high-watermark moves, one fetcher per source broker, an idle cluster that does not
-spin, checkpoints written while brokers run, a broker started in the foreground with `--override`, and a new
-leader stamping its epoch at its log end.
+spin, checkpoints written while brokers run, topic retention honoured, a broker started in the foreground with
+`--override`, and a new leader stamping its epoch at its log end.
 
 replica.fetch.wait.max.ms is 9 s in this cluster: a parked fetch is answered early only when something wakes it,
 so an answer that comes within a third of that was woken, not waited out. replica.lag.time.max.ms is 60 s, so a
@@ -27,7 +27,7 @@ from broker.log.checkpoint import (
 from client.cluster import ClusterState, kill_broker, start_broker
 from client.connection import BrokerConnection
 from protocol.errors import ErrorCode
-from protocol.messages import ProducePartition, ProduceRequest, ProduceResponse, Topic
+from protocol.messages import EARLIEST_TIMESTAMP, ProducePartition, ProduceRequest, ProduceResponse, Topic
 from tests.integration.clusterutil import (
     PROJECT_ROOT,
     WAIT_S,
@@ -39,6 +39,7 @@ from tests.integration.clusterutil import (
     describe,
     eventually,
     fetch,
+    list_offset,
     metadata,
     paused,
     produce,
@@ -54,6 +55,7 @@ cluster = cluster_fixture(brokers=3, configs={
     "replica.lag.time.max.ms": "60000",
     "replica.high.watermark.checkpoint.interval.ms": str(CHECKPOINT_INTERVAL_MS),
     "log.flush.offset.checkpoint.interval.ms": str(CHECKPOINT_INTERVAL_MS),
+    "log.retention.check.interval.ms": str(CHECKPOINT_INTERVAL_MS),
 })
 
 
@@ -239,6 +241,36 @@ async def test_a_foreground_broker_takes_overrides_and_joins_the_cluster(cluster
         process.send_signal(signal.SIGTERM)
         code = await asyncio.to_thread(process.wait, 60)
     assert code == 0, (tmp_path / "broker-9.log").read_text()[-2000:]
+
+
+async def test_topic_retention_configs_are_honoured_on_every_replica(cluster):
+    leader, _ = await single_partition_topic(
+        cluster, "retained", configs={"segment.bytes": "1024", "retention.bytes": "2048"}
+    )
+    async with connect(cluster.broker(leader)) as connection:
+        for _ in range(30):
+            await produce(connection, "retained", 0, [bytes(100)], acks=1)
+    await wait_committed(cluster, "retained", leader, 30, timeout_s=2 * FETCH_WAIT_MS / 1000)
+    seen: dict[int, tuple[int, int, list[int]]] = {}
+
+    async def trimmed() -> bool | None:
+        """Old segments deleted on every replica: the log starts at the first remaining segment, past 0."""
+        for broker in cluster.brokers:
+            async with connect(broker) as connection:
+                state = (await describe(connection, "retained"))[0]
+            directory = Path(broker.log_dir) / "retained-0"
+            bases = sorted(int(path.stem) for path in directory.glob("*.log"))
+            size = sum(path.stat().st_size for path in directory.glob("*.log"))
+            seen[broker.id] = (state.log_start_offset, size, bases)
+        return True if all(start > 0 and bases[0] == start for start, _, bases in seen.values()) else None
+
+    await eventually(trimmed, lambda: f"(log start, bytes, segment bases) per broker: {seen}")
+    async with connect(cluster.broker(leader)) as connection:
+        earliest = await list_offset(connection, "retained", 0, EARLIEST_TIMESTAMP)
+        assert earliest == seen[leader][0]
+        assert (await fetch(connection, "retained", 0, 0)).error_code == ErrorCode.OFFSET_OUT_OF_RANGE
+        offsets = [r.offset for r in records_of((await fetch(connection, "retained", 0, earliest)).records)]
+        assert offsets and offsets == list(range(earliest, earliest + len(offsets)))  # (one segment per read)
 
 
 async def test_a_new_leader_stamps_its_epoch_at_its_log_end(cluster):

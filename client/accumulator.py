@@ -100,7 +100,6 @@ class ProducerBatch:
         self.last_error: str | None = None  # why the last attempt failed, for the message if the batch expires
         self.sealed = False
         self.estimated_size = HEADER_SIZE
-        self.record_count = 0
         self._builder = BatchBuilder()
         self._records: bytes | None = None
         #: Set when the batch is completed: the offset of its first record (-1 for acks=0) and the broker's
@@ -115,6 +114,10 @@ class ProducerBatch:
         return f"ProducerBatch({self.tp.topic}-{self.tp.partition}, {self.record_count} records)"
 
     @property
+    def record_count(self) -> int:
+        return self._builder.record_count
+
+    @property
     def done(self) -> bool:
         """True once the batch was completed or failed."""
         return self.completion.done()
@@ -125,7 +128,6 @@ class ProducerBatch:
         """Add a record (the batch must not be sealed); return the future of its metadata."""
         assert not self.sealed, "append to a sealed batch"
         offset_delta = self._builder.append(value, key, headers, timestamp)
-        self.record_count = offset_delta + 1
         self.estimated_size += estimate
         return new_named_tuple(FutureRecordMetadata, (self, offset_delta, timestamp))
 

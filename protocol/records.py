@@ -606,6 +606,11 @@ class BatchBuilder:
         self._count = offset_delta + 1
         return offset_delta
 
+    @property
+    def record_count(self) -> int:
+        """Records appended so far."""
+        return self._count
+
     def size_in_bytes(self) -> int:
         """Exact size in bytes of the batch build() would return now."""
         return HEADER_SIZE + len(self._body)

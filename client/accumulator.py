@@ -1,4 +1,5 @@
-"""The producer's record accumulator: per-partition batches, and when each is ready to send (no I/O, no clock).
+"""The producer's record accumulator: per-partition batches, the futures of their records, and when each batch is
+ready to send (no I/O, no clock).
 
 Times are milliseconds from any monotonic clock, passed in by the caller.
 """

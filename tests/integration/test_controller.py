@@ -307,6 +307,21 @@ async def test_create_topics_refusals_write_nothing(zk_session: ZkSessionFactory
         assert cluster.network.requests(LeaderAndIsrRequest) == []
 
 
+async def test_concurrent_requests_are_handled_one_at_a_time(zk_session: ZkSessionFactory):
+    """The controller's state has one writer: requests arriving together become events handled in turn, so
+    of five CreateTopics for one name, one creates it and the others find it there."""
+    async with Cluster(zk_session) as cluster:
+        await cluster.start(1, 2, 3)
+        active = await cluster.active_controller()
+        cluster.network.sent.clear()
+        results = await asyncio.gather(*(create(active.controller, topic("raced", 2, 3)) for _ in range(5)))
+        codes = sorted(code for [(_, code, _)] in results)
+        assert codes == [ErrorCode.NONE] + [ErrorCode.TOPIC_ALREADY_EXISTS] * 4
+        assert sorted(await cluster.observer.get_children("/brokers/topics/raced/partitions")) == ["0", "1"]
+        # One LeaderAndIsr per broker: the topic's partitions were set up once.
+        assert cluster.network.destinations(LeaderAndIsrRequest) == [1, 2, 3]
+
+
 async def test_explicit_assignment_and_default_counts(zk_session: ZkSessionFactory):
     async with Cluster(zk_session) as cluster:
         await cluster.start(1, 2, 3)

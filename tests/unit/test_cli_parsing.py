@@ -141,7 +141,7 @@ def test_a_client_command_uses_the_cluster_in_dir(tmp_path, monkeypatch):
         async def list_topics(self) -> list[str]:
             return ["a", "b"]
 
-    monkeypatch.setattr("client.cli.Admin", FakeAdmin)
+    monkeypatch.setattr("client.cli.topic.Admin", FakeAdmin)
     result = invoke("topic", "list", "--dir", str(tmp_path))
     assert result.exit_code == 0, result.output
     assert result.output == "a\nb\n"

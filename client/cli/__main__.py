@@ -1,0 +1,5 @@
+"""`python -m client.cli`."""
+
+from client.cli import main
+
+main()

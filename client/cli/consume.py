@@ -1,0 +1,102 @@
+"""`minikafka consume`: print a topic's records."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import click
+
+from client.cli.common import client_options, resolve_bootstrap, run, text
+from client.consumer import Consumer, ConsumerRecord
+
+
+def record_json(record: ConsumerRecord) -> str:
+    """`consume --json`: one line per record."""
+    return json.dumps(
+        {
+            "partition": record.partition,
+            "offset": record.offset,
+            "key": text(record.key),
+            "value": text(record.value),
+            "timestamp": record.timestamp,
+            "leader_epoch": record.leader_epoch,
+        }
+    )
+
+
+async def _consume(
+    bootstrap: str,
+    topic: str,
+    partition: int | None,
+    from_beginning: bool,
+    offset: int | None,
+    max_messages: int | None,
+    timeout_ms: int | None,
+    as_json: bool,
+) -> int:
+    """Print records until max_messages or timeout_ms without a record; return how many were printed."""
+    count = 0
+    async with Consumer(bootstrap, client_id="minikafka-cli") as consumer:
+        if partition is None:
+            await consumer.metadata.refresh([topic])
+            partitions = consumer.metadata.partitions(topic)
+            if not partitions:
+                error = consumer.metadata.topic_errors.get(topic)
+                reason = error.name if error else "no partitions"
+                raise click.ClickException(f"cannot consume topic {topic!r}: {reason}")
+            consumer.assign([(topic, p.partition) for p in partitions])
+        else:
+            consumer.assign([(topic, partition)])
+        if from_beginning:
+            await consumer.seek_to_beginning()
+        elif offset is not None and partition is not None:
+            consumer.seek((topic, partition), offset)
+        else:
+            await consumer.seek_to_end()
+        last_record = time.monotonic()
+        while max_messages is None or count < max_messages:
+            wait_ms = 1000
+            if timeout_ms is not None:
+                wait_ms = int(timeout_ms - (time.monotonic() - last_record) * 1000)
+                if wait_ms <= 0:
+                    break
+            limit = 500 if max_messages is None else max_messages - count
+            records = await consumer.poll(timeout_ms=wait_ms, max_records=limit)
+            for record in records:
+                click.echo(record_json(record) if as_json else text(record.value) or "")
+            if records:
+                count += len(records)
+                last_record = time.monotonic()
+    return count
+
+
+@click.command("consume")
+@click.argument("topic")
+@click.option("--partition", type=click.IntRange(min=0), help="Read only this partition [default: all].")
+@click.option("--from-beginning", is_flag=True, help="Start at the log start offset [default: the end].")
+@click.option("--offset", type=click.IntRange(min=0), help="Start at this offset (needs --partition).")
+@click.option("--max-messages", type=click.IntRange(min=1), help="Stop after this many records.")
+@click.option("--timeout-ms", type=click.IntRange(min=0), help="Stop when no record arrived for this long.")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per record.")
+@client_options
+def consume_command(
+    topic: str,
+    partition: int | None,
+    from_beginning: bool,
+    offset: int | None,
+    max_messages: int | None,
+    timeout_ms: int | None,
+    as_json: bool,
+    bootstrap_server: str | None,
+    directory: Path,
+) -> None:
+    """Print the records of TOPIC, one per line (the value, or JSON with --json)."""
+    if from_beginning and offset is not None:
+        raise click.UsageError("--from-beginning and --offset exclude each other")
+    if offset is not None and partition is None:
+        raise click.UsageError("--offset needs --partition")
+    bootstrap = resolve_bootstrap(bootstrap_server, directory)
+    count = run(_consume(bootstrap, topic, partition, from_beginning, offset, max_messages, timeout_ms, as_json))
+    click.echo(f"Processed a total of {count} messages", err=True)

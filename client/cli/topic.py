@@ -1,0 +1,213 @@
+"""`minikafka topic`: create, alter, list and describe topics."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+
+from broker.log.config import LogConfig, LogConfigError
+from client.admin import Admin, NewTopic
+from client.cli.common import client_options, dir_option, key_values, resolve_bootstrap, run
+from client.cluster import CHROOT, ClusterError, load_cluster
+from client.metadata import PartitionInfo
+from controller.topic_config import alter_topic_config
+from controller.zk import ZkClient
+from protocol.messages import ReplicaState
+
+
+@click.group("topic")
+def topic_group() -> None:
+    """Create, list and describe topics."""
+
+
+@topic_group.command("create")
+@click.argument("name")
+@click.option("--partitions", type=click.IntRange(min=1), required=True, help="Number of partitions.")
+@click.option("--replication-factor", type=click.IntRange(min=1), required=True, help="Replicas per partition.")
+@click.option(
+    "--config",
+    "configs",
+    multiple=True,
+    metavar="KEY=VALUE",
+    callback=key_values,
+    help="A topic config, e.g. min.insync.replicas=2 (repeatable).",
+)
+@client_options
+def topic_create_command(
+    name: str,
+    partitions: int,
+    replication_factor: int,
+    configs: dict[str, str],
+    bootstrap_server: str | None,
+    directory: Path,
+) -> None:
+    """Create topic NAME."""
+    bootstrap = resolve_bootstrap(bootstrap_server, directory)
+
+    async def create() -> None:
+        async with Admin(bootstrap, client_id="minikafka-cli") as admin:
+            await admin.create_topics([NewTopic(name, partitions, replication_factor, configs)])
+
+    run(create())
+    click.echo(f"Created topic {name}.")
+
+
+@topic_group.command("alter")
+@click.argument("name")
+@click.option("--config", "configs", multiple=True, metavar="KEY=VALUE", callback=key_values,
+              help="Set a topic config, e.g. unclean.leader.election.enable=true (repeatable).")
+@click.option("--delete-config", "deleted", multiple=True, metavar="KEY", help="Remove an override (repeatable).")
+@click.option("--zookeeper", metavar="HOST:PORT[/CHROOT]",
+              help="ZooKeeper to write to [default: the cluster in --dir, chroot /minikafka].")
+@dir_option
+def topic_alter_command(name: str, configs: dict[str, str], deleted: tuple[str, ...], zookeeper: str | None,
+                        directory: Path) -> None:
+    """Change topic NAME's configs at run time, like kafka-configs --alter: brokers and the controller
+    pick the change up without restarts (turning unclean.leader.election.enable on elects offline partitions)."""
+    if not configs and not deleted:
+        raise click.UsageError("give at least one --config or --delete-config")
+    if zookeeper:
+        connect, slash, chroot = zookeeper.partition("/")
+        chroot = "/" + chroot if slash and chroot else CHROOT
+    else:
+        try:
+            state = load_cluster(directory)
+        except ClusterError as e:
+            raise click.ClickException(f"no --zookeeper given, and {e}") from None
+        connect, chroot = state.zookeeper.connect, state.chroot
+
+    async def alter() -> dict[str, str]:
+        zk = ZkClient(connect, chroot=chroot)
+        await zk.start()
+        try:
+            return await alter_topic_config(zk, name, configs, deleted,
+                                            validate=LogConfig().with_topic_overrides)
+        finally:
+            await zk.close()
+
+    try:
+        overrides = run(alter())
+    except LogConfigError as e:
+        raise click.ClickException(f"INVALID_CONFIG: {e}") from None
+    shown = ", ".join(f"{k}={v}" for k, v in sorted(overrides.items())) or "(none)"
+    click.echo(f"Altered topic {name}; its overrides are now: {shown}")
+
+
+@topic_group.command("list")
+@click.option("--json", "as_json", is_flag=True, help="A JSON list of names.")
+@client_options
+def topic_list_command(as_json: bool, bootstrap_server: str | None, directory: Path) -> None:
+    """List the topics."""
+    bootstrap = resolve_bootstrap(bootstrap_server, directory)
+
+    async def names() -> list[str]:
+        async with Admin(bootstrap, client_id="minikafka-cli") as admin:
+            return await admin.list_topics()
+
+    topics = run(names())
+    click.echo(json.dumps(topics) if as_json else "\n".join(topics))
+
+
+@topic_group.command("describe")
+@click.argument("name", required=False)
+@click.option("--json", "as_json", is_flag=True, help="A JSON list with one object per partition.")
+@click.option("--replicas", is_flag=True, help="Also each replica's LEO, HW and log start, and remote LEOs.")
+@client_options
+def topic_describe_command(
+    name: str | None, as_json: bool, replicas: bool, bootstrap_server: str | None, directory: Path
+) -> None:
+    """Describe topic NAME (or all topics): leader, replicas, ISR and leader epoch per partition."""
+    bootstrap = resolve_bootstrap(bootstrap_server, directory)
+
+    async def describe() -> tuple[list[PartitionInfo], dict[int, list[ReplicaState]] | None]:
+        async with Admin(bootstrap, client_id="minikafka-cli") as admin:
+            names = None if name is None else [name]
+            partitions = await admin.describe_topics(names)
+            return partitions, (await admin.describe_replicas(names) if replicas else None)
+
+    partitions, states = run(describe())
+    if as_json:
+        click.echo(json.dumps(describe_json(partitions, states)))
+    else:
+        for line in describe_lines(partitions, states):
+            click.echo(line)
+
+
+def _replica_index(states: dict[int, list[ReplicaState]]) -> dict[tuple[str, int], dict[int, ReplicaState]]:
+    index: dict[tuple[str, int], dict[int, ReplicaState]] = {}
+    for broker_id, replicas in states.items():
+        for state in replicas:
+            index.setdefault((state.topic, state.partition), {})[broker_id] = state
+    return index
+
+
+def _replica_json(broker_id: int, state: ReplicaState) -> dict[str, Any]:
+    entry: dict[str, Any] = {
+        "broker": broker_id,
+        "role": state.role,
+        "leader_epoch": state.leader_epoch,
+        "leo": state.log_end_offset,
+        "hw": state.high_watermark,
+        "log_start_offset": state.log_start_offset,
+    }
+    if state.role == "leader":
+        entry["followers"] = [
+            {"broker": f.broker_id, "remote_leo": f.log_end_offset, "last_caught_up_time_ms": f.last_caught_up_time_ms}
+            for f in state.followers
+        ]
+    return entry
+
+
+def describe_json(
+    partitions: list[PartitionInfo], states: dict[int, list[ReplicaState]] | None
+) -> list[dict[str, Any]]:
+    """`topic describe --json`: one object per partition, with replica_states when states are given."""
+    index = _replica_index(states or {})
+    described = []
+    for p in partitions:
+        entry: dict[str, Any] = {
+            "topic": p.topic,
+            "partition": p.partition,
+            "leader": p.leader,
+            "leader_epoch": p.leader_epoch,
+            "replicas": list(p.replicas),
+            "isr": list(p.isr),
+        }
+        if states is not None:
+            hosted = index.get((p.topic, p.partition), {})
+            entry["replica_states"] = [_replica_json(b, hosted[b]) for b in p.replicas if b in hosted]
+        described.append(entry)
+    return described
+
+
+def describe_lines(partitions: list[PartitionInfo], states: dict[int, list[ReplicaState]] | None) -> list[str]:
+    """`topic describe`: kafka-topics --describe's layout, plus replica lines when states are given."""
+    index = _replica_index(states or {})
+    lines = []
+    for i, p in enumerate(partitions):
+        if i == 0 or partitions[i - 1].topic != p.topic:
+            count = sum(1 for q in partitions if q.topic == p.topic)
+            lines.append(f"Topic: {p.topic}\tPartitionCount: {count}\tReplicationFactor: {len(p.replicas)}")
+        leader = p.leader if p.leader >= 0 else "none"
+        replicas, isr = ",".join(map(str, p.replicas)), ",".join(map(str, p.isr))
+        lines.append(
+            f"\tTopic: {p.topic}\tPartition: {p.partition}\tLeader: {leader}\t"
+            f"Replicas: {replicas}\tIsr: {isr}\tLeaderEpoch: {p.leader_epoch}"
+        )
+        hosted = index.get((p.topic, p.partition), {})
+        for broker_id in p.replicas if states is not None else ():
+            state = hosted.get(broker_id)
+            if state is None:
+                lines.append(f"\t\tReplica: {broker_id}\t(no answer)")
+                continue
+            line = (
+                f"\t\tReplica: {broker_id}\tRole: {state.role}\tLEO: {state.log_end_offset}\t"
+                f"HW: {state.high_watermark}\tLogStartOffset: {state.log_start_offset}"
+            )
+            if state.role == "leader":
+                line += "\tRemoteLEO: " + ",".join(f"{f.broker_id}={f.log_end_offset}" for f in state.followers)
+            lines.append(line)
+    return lines

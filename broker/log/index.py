@@ -32,11 +32,18 @@ class _IndexFile(ABC):
         self._keys: list[int] = []
         self._values: list[int] = []
         self._unwritten = bytearray()  # entries appended since the last write to the file
-        self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         self._load()
 
+    def _open(self) -> int:
+        """Index files hold no descriptor between writes: they are read once and written rarely."""
+        return os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+
     def _load(self) -> None:
-        data = os.pread(self._fd, os.fstat(self._fd).st_size, 0)
+        fd = self._open()
+        try:
+            data = os.pread(fd, os.fstat(fd).st_size, 0)
+        finally:
+            os.close(fd)
         if len(data) % self.ENTRY.size:
             raise CorruptIndexError(f"{self.path}: size {len(data)} is not a multiple of {self.ENTRY.size}")
         for fields in self.ENTRY.iter_unpack(data):
@@ -73,35 +80,45 @@ class _IndexFile(ABC):
         """Index of the last entry whose key is <= key, or -1."""
         return bisect.bisect_right(self._keys, key) - 1
 
-    def _write_unwritten(self) -> None:
+    def _write_unwritten(self, fd: int) -> None:
         """Write buffered entries to the file (the in-memory entries are always complete)."""
         if self._unwritten:
-            os.pwrite(self._fd, self._unwritten, len(self._keys) * self.ENTRY.size - len(self._unwritten))
+            os.pwrite(fd, self._unwritten, len(self._keys) * self.ENTRY.size - len(self._unwritten))
             self._unwritten.clear()
 
     def _keep_first(self, count: int) -> None:
-        self._write_unwritten()
-        del self._keys[count:]
-        del self._values[count:]
-        os.ftruncate(self._fd, count * self.ENTRY.size)
+        fd = self._open()
+        try:
+            self._write_unwritten(fd)
+            del self._keys[count:]
+            del self._values[count:]
+            os.ftruncate(fd, count * self.ENTRY.size)
+        finally:
+            os.close(fd)
 
     def reset(self) -> None:
         """Drop every entry (before a rebuild)."""
         self._keep_first(0)
 
     def flush(self) -> None:
-        self._write_unwritten()
-        os.fsync(self._fd)
+        fd = self._open()
+        try:
+            self._write_unwritten(fd)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
     def close(self) -> None:
-        if self._fd >= 0:
-            self._write_unwritten()
-            os.close(self._fd)
-            self._fd = -1
+        """Write the buffered entries (the index stays usable: it holds no descriptor)."""
+        if self._unwritten:
+            fd = self._open()
+            try:
+                self._write_unwritten(fd)
+            finally:
+                os.close(fd)
 
     def delete(self) -> None:
         self._unwritten.clear()
-        self.close()
         self.path.unlink(missing_ok=True)
 
 

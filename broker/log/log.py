@@ -22,6 +22,7 @@ from broker.log.checkpoint import (
 )
 from broker.log.config import LogConfig
 from broker.log.epoch_cache import LeaderEpochCache
+from broker.log.open_files import SEGMENT_FILES, OpenFiles
 from broker.log.segment import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, LogSegment
 from protocol.records import (
     LOG_OVERHEAD,
@@ -89,11 +90,13 @@ class Log:
 
     def __init__(self, directory: Path, tp: TopicPartition, config: LogConfig, *,
                  recovery_point: int = 0, log_start_offset: int = 0, high_watermark: int = 0,
-                 needs_recovery: bool = False, clock: Clock = wall_clock_ms) -> None:
+                 needs_recovery: bool = False, clock: Clock = wall_clock_ms,
+                 files: OpenFiles = SEGMENT_FILES) -> None:
         self.dir = directory
         self.tp = tp
         self.config = config
         self._clock = clock
+        self._files = files
         self._flush_lock = threading.Lock()
         self._truncations = 0
         directory.mkdir(parents=True, exist_ok=True)
@@ -125,7 +128,7 @@ class Log:
             for orphan in self.dir.glob(f"*{suffix}"):
                 if not orphan.stem.isdigit() or int(orphan.stem) not in bases:
                     orphan.unlink()
-        self._segments = [LogSegment(self.dir, base, self.config, now) for base in bases]
+        self._segments = [LogSegment(self.dir, base, self.config, now, self._files) for base in bases]
         truncated = 0
         for i, segment in enumerate(self._segments):
             unflushed = needs_recovery and (i + 1 == len(self._segments)
@@ -142,7 +145,7 @@ class Log:
             elif rebuild_epochs:
                 self._assign_epochs_from(segment)
         if not self._segments:
-            self._segments = [LogSegment(self.dir, 0, self.config, now)]
+            self._segments = [LogSegment(self.dir, 0, self.config, now, self._files)]
         return truncated
 
     def _assign_epochs_from(self, segment: LogSegment) -> None:
@@ -267,7 +270,7 @@ class Log:
 
     def _roll(self, base_offset: int, now: int) -> None:
         self.active_segment.on_become_inactive()
-        self._segments.append(LogSegment(self.dir, base_offset, self.config, now))
+        self._segments.append(LogSegment(self.dir, base_offset, self.config, now, self._files))
 
     # -- reading ----------------------------------------------------------------------------
 
@@ -342,7 +345,7 @@ class Log:
         self._truncations += 1
         for segment in self._segments:
             segment.delete()
-        self._segments = [LogSegment(self.dir, offset, self.config, self._clock())]
+        self._segments = [LogSegment(self.dir, offset, self.config, self._clock(), self._files)]
         self.log_start_offset = offset
         self.epoch_cache.clear()
         self._after_end_moved_back()

@@ -10,6 +10,7 @@ from pathlib import Path
 from broker.log.config import LogConfig
 from broker.log.epoch_cache import LeaderEpochCache
 from broker.log.index import CorruptIndexError, OffsetIndex, TimeIndex
+from broker.log.open_files import SEGMENT_FILES, OpenFiles
 from protocol.records import (
     HEADER_SIZE,
     LOG_OVERHEAD,
@@ -55,15 +56,17 @@ class LogSegment:
     to positions so a read never scans from the start of the file.
     """
 
-    def __init__(self, directory: Path, base_offset: int, config: LogConfig, now_ms: int) -> None:
+    def __init__(self, directory: Path, base_offset: int, config: LogConfig, now_ms: int,
+                 files: OpenFiles = SEGMENT_FILES) -> None:
         self.base_offset = base_offset
         self.log_path = segment_path(directory, base_offset, LOG_SUFFIX)
+        self._path = str(self.log_path)
+        self._files = files
         self._config = config
         self._segment_bytes = config.segment_bytes
         self._segment_ms = config.segment_ms
         self._index_interval_bytes = config.index_interval_bytes
-        self._fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT, 0o644)
-        self.size = os.fstat(self._fd).st_size
+        self.size = os.fstat(self._fd()).st_size
         self.created_ms = now_ms
         self.next_offset = base_offset
         self.max_timestamp = -1
@@ -82,6 +85,10 @@ class LogSegment:
                 self._load_tail_state()
             except (CorruptIndexError, RecordBatchError):
                 self.indexes_trusted = False
+
+    def _fd(self) -> int:
+        """The .log file's descriptor: fetch it right before each system call, never keep it."""
+        return self._files.descriptor(self, self._path)
 
     def _open_index(self, kind: type[OffsetIndex] | type[TimeIndex], path: Path) -> OffsetIndex | TimeIndex:
         max_bytes = self._config.segment_index_bytes
@@ -109,7 +116,7 @@ class LogSegment:
             if position == 0:
                 self._first_batch_timestamp = header.max_timestamp
         if self._first_batch_timestamp is None and self.size:
-            self._first_batch_timestamp = read_header(os.pread(self._fd, HEADER_SIZE, 0), 0,
+            self._first_batch_timestamp = read_header(os.pread(self._fd(), HEADER_SIZE, 0), 0,
                                                       require_body=False).max_timestamp
 
     def _scan(self, start: int, end: int, *, whole_batches: bool) -> Iterator[tuple[int, bytes, int, int]]:
@@ -123,7 +130,7 @@ class LogSegment:
         while position < end:
             at = position - buf_start
             if at + HEADER_SIZE > len(buf):
-                buf, buf_start, at = os.pread(self._fd, min(_SCAN_CHUNK, end - position), position), position, 0
+                buf, buf_start, at = os.pread(self._fd(), min(_SCAN_CHUNK, end - position), position), position, 0
             if len(buf) - at < HEADER_SIZE:
                 raise TruncatedBatchError(f"{self.log_path}: {end - position} bytes at position {position} "
                                           "are less than a batch header")
@@ -135,7 +142,7 @@ class LogSegment:
                 raise TruncatedBatchError(f"{self.log_path}: batch of {size} bytes at position {position} "
                                           f"runs past the end ({end})")
             if whole_batches and at + size > len(buf):
-                buf, buf_start, at = os.pread(self._fd, max(size, min(_SCAN_CHUNK, end - position)), position), \
+                buf, buf_start, at = os.pread(self._fd(), max(size, min(_SCAN_CHUNK, end - position)), position), \
                     position, 0
             yield position, buf, at, size
             position += size
@@ -178,7 +185,7 @@ class LogSegment:
     def append(self, data: bytes | bytearray | memoryview, batches: list[tuple[int, BatchHeader]]) -> None:
         """Append whole batches; ``batches`` gives each one's position within ``data`` and its header."""
         position = self.size
-        written = os.pwrite(self._fd, data, position)
+        written = os.pwrite(self._fd(), data, position)
         if written != len(data):
             raise OSError(f"{self.log_path}: short write ({written} of {len(data)} bytes)")
         for at, header in batches:
@@ -213,15 +220,15 @@ class LogSegment:
         end = self.size if max_position is None else min(self.size, max_position)
         if start is None or start >= end:
             return b""
-        data = os.pread(self._fd, min(max_bytes, end - start), start)
+        data = os.pread(self._fd(), min(max_bytes, end - start), start)
         whole = _whole_batches_length(data)
         if whole:
             return data if whole == len(data) else data[:whole]
         if not min_one_batch:
             return b""
-        head = data if len(data) >= LOG_OVERHEAD else os.pread(self._fd, LOG_OVERHEAD, start)
+        head = data if len(data) >= LOG_OVERHEAD else os.pread(self._fd(), LOG_OVERHEAD, start)
         first_size = _BATCH_LENGTH.unpack_from(head, 8)[0] + LOG_OVERHEAD
-        return os.pread(self._fd, first_size, start) if start + first_size <= end else b""
+        return os.pread(self._fd(), first_size, start) if start + first_size <= end else b""
 
     def find_offset_by_timestamp(self, timestamp: int, starting_offset: int) -> tuple[int, int] | None:
         """``(timestamp, offset)`` of the first record at or after ``starting_offset`` whose timestamp
@@ -269,7 +276,7 @@ class LogSegment:
             pass
         cut = self.size - valid_end
         if cut:
-            os.ftruncate(self._fd, valid_end)
+            os.ftruncate(self._fd(), valid_end)
             self.size = valid_end
         self.indexes_trusted = True
         return cut
@@ -282,7 +289,7 @@ class LogSegment:
         removed = self.size - position
         self.offset_index.truncate_to_position(position)
         self.time_index.truncate_to_offset(offset)
-        os.ftruncate(self._fd, position)
+        os.ftruncate(self._fd(), position)
         self.size = position
         self.next_offset = self.base_offset
         self.max_timestamp, self.offset_of_max_timestamp = -1, self.base_offset
@@ -295,23 +302,20 @@ class LogSegment:
 
     def flush(self) -> None:
         """fsync the log file and both indexes."""
-        os.fsync(self._fd)
+        with self._files.pinned(self, self._path) as fd:
+            os.fsync(fd)
         self.offset_index.flush()
         self.time_index.flush()
 
     def close(self) -> None:
-        if self._fd >= 0:
-            self.on_become_inactive()
-            os.close(self._fd)
-            self._fd = -1
+        self.on_become_inactive()
+        self._files.close(self)
         self.offset_index.close()
         self.time_index.close()
 
     def delete(self) -> None:
         """Close and remove the three files."""
-        if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
+        self._files.close(self)
         self.log_path.unlink(missing_ok=True)
         self.offset_index.delete()
         self.time_index.delete()

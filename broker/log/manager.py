@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from broker.log.checkpoint import (
@@ -46,6 +46,9 @@ class LogManager:
         self._topic_config = topic_config or (lambda _topic: default_config)
         self._clock = clock
         self._logs: dict[TopicPartition, Log] = {}
+        self._logs_per_dir: dict[Path, int] = dict.fromkeys(self.log_dirs, 0)
+        #: Per checkpoint file: the offsets it was last written with.
+        self._written: dict[str, dict[Path, dict[TopicPartition, int]]] = {}
         #: Per log dir: whether the last shutdown was clean (no recovery was needed).
         self.clean_shutdown: dict[Path, bool] = {}
 
@@ -91,7 +94,7 @@ class LogManager:
             if loaded.bytes_truncated_by_recovery:
                 log.warning("%s: recovery truncated %d invalid bytes; log end offset is now %d",
                             tp, loaded.bytes_truncated_by_recovery, loaded.log_end_offset)
-            self._logs[tp] = loaded
+            self._add(loaded)
         # The marker only vouches for the shutdown that wrote it: a crash from now on must recover.
         marker.unlink(missing_ok=True)
 
@@ -99,9 +102,7 @@ class LogManager:
         """Flush every log, write all checkpoints, close the logs and leave the clean-shutdown marker."""
         for each in self._logs.values():
             each.flush()
-        self.checkpoint_recovery_points()
-        self.checkpoint_log_start_offsets()
-        self.checkpoint_high_watermarks()
+        self.checkpoint_all()
         for each in self._logs.values():
             each.close()
         for log_dir in self.log_dirs:
@@ -122,17 +123,41 @@ class LogManager:
         existing = self._logs.get(tp)
         if existing is not None:
             return existing
-        counts = {d: 0 for d in self.log_dirs}
-        for each in self._logs.values():
-            counts[each.dir.parent] += 1
-        target = min(self.log_dirs, key=lambda d: counts[d])
-        created = Log(target / log_dir_name(tp), tp, config or self._topic_config(tp.topic), clock=self._clock)
-        self._logs[tp] = created
+        created = self.open_log(self.place_new_logs([tp])[tp], tp, config or self._topic_config(tp.topic))
+        self._add(created)
         return created
+
+    def place_new_logs(self, tps: Sequence[TopicPartition]) -> dict[TopicPartition, Path]:
+        """The directory each new log goes to: the log dir holding the fewest partitions, counting those
+        placed here. Call :meth:`open_log` for each (on any thread), then :meth:`add_logs`."""
+        placed: dict[TopicPartition, Path] = {}
+        counts = dict(self._logs_per_dir)
+        for tp in tps:
+            target = min(self.log_dirs, key=counts.__getitem__)
+            counts[target] += 1
+            placed[tp] = target / log_dir_name(tp)
+        return placed
+
+    def open_log(self, directory: Path, tp: TopicPartition, config: LogConfig) -> Log:
+        """Create (or open) a log without adding it to this manager: blocking file work, safe on a worker
+        thread while the owning thread goes on using the logs already added."""
+        return Log(directory, tp, config, clock=self._clock)
+
+    def add_logs(self, logs: Sequence[Log]) -> None:
+        """Make logs from :meth:`open_log` part of this manager (on the thread that owns the logs)."""
+        for each in logs:
+            if each.tp in self._logs:
+                raise LogDirError(f"{each.tp} already has a log: {self._logs[each.tp].dir}")
+            self._add(each)
+
+    def _add(self, added: Log) -> None:
+        self._logs[added.tp] = added
+        self._logs_per_dir[added.dir.parent] += 1
 
     def delete_log(self, tp: TopicPartition) -> None:
         removed = self._logs.pop(tp, None)
         if removed is not None:
+            self._logs_per_dir[removed.dir.parent] -= 1
             removed.delete()
 
     # -- periodic work ----------------------------------------------------------------------
@@ -149,20 +174,40 @@ class LogManager:
         """Apply retention to every log; returns the number of segments deleted."""
         return sum(each.delete_retained_segments() for each in list(self._logs.values()))
 
-    def checkpoint_recovery_points(self) -> None:
-        self._write_checkpoint(RECOVERY_POINT_CHECKPOINT, lambda each: each.recovery_point, self._logs.values())
+    def checkpoint_snapshot(self, name: str) -> dict[Path, dict[TopicPartition, int]] | None:
+        """What checkpoint file ``name`` should hold now, per log dir; None when that is what it last got.
 
-    def checkpoint_log_start_offsets(self) -> None:
-        """Only logs whose start moved past their first segment need an entry (as in Kafka)."""
-        moved = [each for each in self._logs.values() if each.log_start_offset > each.segments[0].base_offset]
-        self._write_checkpoint(LOG_START_OFFSET_CHECKPOINT, lambda each: each.log_start_offset, moved)
-
-    def checkpoint_high_watermarks(self) -> None:
-        self._write_checkpoint(REPLICATION_OFFSET_CHECKPOINT, lambda each: each.high_watermark, self._logs.values())
-
-    def _write_checkpoint(self, name: str, value: Callable[[Log], int], logs: Iterable[Log]) -> None:
+        Call it on the thread that owns the logs (the event loop), then give the result to
+        :meth:`write_checkpoint` on a worker thread: the logs are never iterated from two threads.
+        """
         per_dir: dict[Path, dict[TopicPartition, int]] = {d: {} for d in self.log_dirs}
-        for each in logs:
-            per_dir[each.dir.parent][each.tp] = value(each)
+        if name == LOG_START_OFFSET_CHECKPOINT:
+            # Only logs whose start moved past their first segment need an entry (as in Kafka).
+            for each in self._logs.values():
+                if each.log_start_offset > each.segments[0].base_offset:
+                    per_dir[each.dir.parent][each.tp] = each.log_start_offset
+        else:
+            value = _CHECKPOINTED_OFFSETS[name]
+            for each in self._logs.values():
+                per_dir[each.dir.parent][each.tp] = value(each)
+        return None if self._written.get(name) == per_dir else per_dir
+
+    def write_checkpoint(self, name: str, per_dir: dict[Path, dict[TopicPartition, int]]) -> None:
+        """Write a snapshot from :meth:`checkpoint_snapshot` (blocking: fsync and rename)."""
         for log_dir, offsets in per_dir.items():
             OffsetCheckpointFile(log_dir / name).write(offsets)
+        self._written[name] = per_dir
+
+    def checkpoint_all(self) -> None:
+        """Write the three checkpoint files now, changed or not."""
+        for name in (RECOVERY_POINT_CHECKPOINT, LOG_START_OFFSET_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT):
+            self._written.pop(name, None)
+            snapshot = self.checkpoint_snapshot(name)
+            assert snapshot is not None
+            self.write_checkpoint(name, snapshot)
+
+
+_CHECKPOINTED_OFFSETS: dict[str, Callable[[Log], int]] = {
+    RECOVERY_POINT_CHECKPOINT: lambda each: each.recovery_point,
+    REPLICATION_OFFSET_CHECKPOINT: lambda each: each.high_watermark,
+}

@@ -4,12 +4,18 @@ the periodic work (HW checkpoints, flushes, retention)."""
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 from collections.abc import Awaitable, Callable, Iterable
 from typing import TypeVar
 
 from broker.config import BrokerConfig
-from broker.log.checkpoint import TopicPartition
+from broker.log.checkpoint import (
+    LOG_START_OFFSET_CHECKPOINT,
+    RECOVERY_POINT_CHECKPOINT,
+    REPLICATION_OFFSET_CHECKPOINT,
+    TopicPartition,
+)
 from broker.log.config import LogConfig, LogConfigError
 from broker.log.log import Clock, Log, LogError, OffsetOutOfRangeError, RecordTooLargeError
 from broker.log.manager import LogManager
@@ -120,12 +126,13 @@ class ReplicaManager:
                         request.controller_id, request.controller_epoch, self.controller_epoch)
             return LeaderAndIsrResponse(error_code=ErrorCode.STALE_CONTROLLER_EPOCH, partition_errors=[])
         self.controller_epoch = request.controller_epoch
+        creation_errors = await self._create_partitions(request)
         errors: list[PartitionError] = []
         followed: dict[TopicPartition, int] = {}
         changed: list[TopicPartition] = []
         for state in request.partition_states:
             tp = TopicPartition(state.topic, state.partition)
-            code = await self._apply_partition_state(tp, state, request, followed)
+            code = creation_errors.get(tp) or self._apply_partition_state(tp, state, request, followed)
             errors.append(PartitionError(topic=state.topic, partition=state.partition, error_code=code))
             if code is ErrorCode.NONE:
                 changed.append(tp)
@@ -138,22 +145,63 @@ class ReplicaManager:
             self._wake(tp)
         return LeaderAndIsrResponse(error_code=ErrorCode.NONE, partition_errors=errors)
 
-    async def _apply_partition_state(self, tp: TopicPartition, state: LeaderAndIsrPartitionState,
-                                     request: LeaderAndIsrRequest,
-                                     followed: dict[TopicPartition, int]) -> ErrorCode:
+    async def _create_partitions(self, request: LeaderAndIsrRequest) -> dict[TopicPartition, ErrorCode]:
+        """Create the partitions the request names that this broker hosts and does not have yet: each topic's
+        config is read once, and new logs are made on a worker thread (a new leader's epoch starts there too,
+        so thousands of new partitions never block the event loop with file work). Returns the failures."""
+        new = {TopicPartition(s.topic, s.partition): s for s in request.partition_states
+               if self.broker_id in s.replicas and TopicPartition(s.topic, s.partition) not in self.partitions}
+        if not new:
+            return {}
+        failed: dict[TopicPartition, ErrorCode] = {}
+        configs: dict[str, LogConfig] = {}
+        for topic in sorted({tp.topic for tp in new}):
+            try:
+                configs[topic] = self.config.log.with_topic_overrides(await self._topic_config(topic))
+            except (LogConfigError, KafkaError, OSError) as e:
+                log.error("cannot read the config of topic %s: %s", topic, e)
+                failed.update({tp: ErrorCode.KAFKA_STORAGE_ERROR for tp in new if tp.topic == topic})
+        wanted = [tp for tp in new if tp not in failed]
+        existing = {tp: found for tp in wanted if (found := self.log_manager.get_log(tp)) is not None}
+        placed = self.log_manager.place_new_logs([tp for tp in wanted if tp not in existing])
+
+        def open_logs() -> dict[TopicPartition, Log | Exception]:
+            opened: dict[TopicPartition, Log | Exception] = {}
+            for tp, directory in placed.items():
+                try:
+                    opened[tp] = created = self.log_manager.open_log(directory, tp, configs[tp.topic])
+                    if new[tp].leader == self.broker_id:
+                        created.assign_epoch_start_offset(new[tp].leader_epoch)
+                except (OSError, LogError) as e:
+                    opened[tp] = e
+            return opened
+
+        opened = await asyncio.to_thread(open_logs) if placed else {}
+        self.log_manager.add_logs([each for each in opened.values() if isinstance(each, Log)])
+        for tp, outcome in opened.items():
+            if isinstance(outcome, Exception):
+                log.error("cannot create the log of %s: %s", tp, outcome)
+                failed[tp] = ErrorCode.KAFKA_STORAGE_ERROR
+        for tp, found in existing.items():
+            found.config = configs[tp.topic]
+        for tp in wanted:
+            if tp not in failed:
+                partition_log = existing.get(tp) or opened[tp]
+                assert isinstance(partition_log, Log)
+                self.partitions[tp] = Partition(tp, self.broker_id, partition_log, self._clock,
+                                                replica_lag_time_max_ms=self.config.replica_lag_time_max_ms,
+                                                min_insync_replicas=configs[tp.topic].min_insync_replicas)
+        return failed
+
+    def _apply_partition_state(self, tp: TopicPartition, state: LeaderAndIsrPartitionState,
+                               request: LeaderAndIsrRequest, followed: dict[TopicPartition, int]) -> ErrorCode:
         partition = self.partitions.get(tp)
         if partition is not None and state.leader_epoch <= partition.leader_epoch:
             self._record_state(tp, state, f"ignored LeaderAndIsr from controller {request.controller_id}: leader epoch "
                                     f"{state.leader_epoch} is not newer than {partition.leader_epoch}")
             return ErrorCode.STALE_CONTROLLER_EPOCH
-        if self.broker_id not in state.replicas:
+        if partition is None or self.broker_id not in state.replicas:
             return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-        if partition is None:
-            try:
-                partition = await self._create_partition(tp)
-            except (LogConfigError, OSError, LogError) as e:
-                log.error("cannot create the log of %s: %s", tp, e)
-                return ErrorCode.KAFKA_STORAGE_ERROR
         new_state = PartitionState(leader=state.leader, leader_epoch=state.leader_epoch, isr=tuple(state.isr),
                                    replicas=tuple(state.replicas), zk_version=state.zk_version,
                                    controller_epoch=state.controller_epoch)
@@ -171,19 +219,6 @@ class ReplicaManager:
         record_state_change(source="broker", broker_id=self.broker_id, topic=tp.topic, partition=tp.partition,
                             controller_epoch=state.controller_epoch, leader_epoch=state.leader_epoch,
                             leader=state.leader, isr=state.isr, reason=reason)
-
-    async def _create_partition(self, tp: TopicPartition) -> Partition:
-        overrides = await self._topic_config(tp.topic)
-        config: LogConfig = self.config.log.with_topic_overrides(overrides)
-        existing = self.log_manager.get_log(tp)
-        if existing is not None:
-            existing.config = config
-        partition_log = existing or self.log_manager.get_or_create_log(tp, config)
-        partition = Partition(tp, self.broker_id, partition_log, self._clock,
-                              replica_lag_time_max_ms=self.config.replica_lag_time_max_ms,
-                              min_insync_replicas=config.min_insync_replicas)
-        self.partitions[tp] = partition
-        return partition
 
     def stop_replicas(self, request: StopReplicaRequest) -> StopReplicaResponse:
         """Stop replicating partitions (and delete their logs when asked)."""
@@ -457,17 +492,19 @@ class ReplicaManager:
         config = self.config
         loop = asyncio.get_running_loop()
         manager = self.log_manager
-        self._tasks += [
-            loop.create_task(self._every(config.replica_high_watermark_checkpoint_interval_ms,
-                                         manager.checkpoint_high_watermarks, blocking=True)),
-            loop.create_task(self._every(config.log_flush_offset_checkpoint_interval_ms,
-                                         manager.checkpoint_recovery_points, blocking=True)),
-            loop.create_task(self._every(config.log_flush_start_offset_checkpoint_interval_ms,
-                                         manager.checkpoint_log_start_offsets, blocking=True)),
-            loop.create_task(self._every(config.log_flush_scheduler_interval_ms, self._flush_due_logs)),
-            loop.create_task(self._every(config.log_retention_check_interval_ms, manager.cleanup_logs)),
-            loop.create_task(self._every(config.replica_lag_time_max_ms // 2, self.maybe_shrink_isr)),
-        ]
+        every = {
+            "checkpoint high watermarks": (config.replica_high_watermark_checkpoint_interval_ms,
+                                           lambda: self._checkpoint(REPLICATION_OFFSET_CHECKPOINT)),
+            "checkpoint recovery points": (config.log_flush_offset_checkpoint_interval_ms,
+                                           lambda: self._checkpoint(RECOVERY_POINT_CHECKPOINT)),
+            "checkpoint log start offsets": (config.log_flush_start_offset_checkpoint_interval_ms,
+                                             lambda: self._checkpoint(LOG_START_OFFSET_CHECKPOINT)),
+            "flush due logs": (config.log_flush_scheduler_interval_ms, self._flush_due_logs),
+            "retention": (config.log_retention_check_interval_ms, manager.cleanup_logs),
+            "ISR shrink": (config.replica_lag_time_max_ms // 2, self.maybe_shrink_isr),
+        }
+        self._tasks += [loop.create_task(self._every(interval, name, work))
+                        for name, (interval, work) in every.items()]
 
     def _flush_due_logs(self) -> None:
         now = self._clock()
@@ -475,16 +512,22 @@ class ReplicaManager:
             if partition_log.flush_due(now):
                 self.schedule_flush(partition_log)
 
-    async def _every(self, interval_ms: int, work: Callable[[], object], blocking: bool = False) -> None:
+    async def _checkpoint(self, name: str) -> None:
+        """Snapshot the offsets on the loop; write them on a worker thread only if they changed."""
+        snapshot = self.log_manager.checkpoint_snapshot(name)
+        if snapshot is not None:
+            await asyncio.to_thread(self.log_manager.write_checkpoint, name, snapshot)
+
+    async def _every(self, interval_ms: int, name: str, work: Callable[[], object]) -> None:
+        """Run ``work`` every interval (awaiting what it returns, if anything); log its failures."""
         while True:
             await asyncio.sleep(interval_ms / 1000)
             try:
-                if blocking:
-                    await asyncio.to_thread(work)
-                else:
-                    work()
+                result = work()
+                if inspect.isawaitable(result):
+                    await result
             except Exception:
-                log.exception("periodic task %s failed", getattr(work, "__name__", work))
+                log.exception("periodic task %r failed", name)
 
     async def shutdown(self) -> None:
         """Stop periodic work, answer every parked request, wait for flushes."""

@@ -108,3 +108,56 @@ def test_flush_and_retention_run_over_every_log(tmp_path):
     assert log.log_start_offset > 0
     logs.delete_log(tp)
     assert not log.dir.exists() and logs.get_log(tp) is None
+
+
+def test_a_checkpoint_snapshot_is_written_only_when_its_offsets_changed(tmp_path):
+    logs = manager(tmp_path)
+    tp = TopicPartition("events", 0)
+    logs.get_or_create_log(tp).append_as_leader(batch(b"a", b"b"), leader_epoch=0)
+    logs.get_log(tp).update_high_watermark(1)
+    snapshot = logs.checkpoint_snapshot(REPLICATION_OFFSET_CHECKPOINT)
+    assert snapshot == {tmp_path: {tp: 1}}
+    logs.write_checkpoint(REPLICATION_OFFSET_CHECKPOINT, snapshot)
+    assert (tmp_path / REPLICATION_OFFSET_CHECKPOINT).read_text() == "0\n1\nevents 0 1\n"
+    assert logs.checkpoint_snapshot(REPLICATION_OFFSET_CHECKPOINT) is None
+    logs.get_log(tp).update_high_watermark(2)
+    assert logs.checkpoint_snapshot(REPLICATION_OFFSET_CHECKPOINT) == {tmp_path: {tp: 2}}
+
+
+def test_checkpoints_are_written_on_a_thread_while_logs_are_added(tmp_path):
+    """The writer thread only sees a snapshot: adding thousands of logs meanwhile cannot break it."""
+    import threading
+
+    logs = manager(tmp_path)
+    failures: list[BaseException] = []
+    done = threading.Event()
+
+    def write_repeatedly(snapshot) -> None:
+        try:
+            while not done.is_set():
+                logs.write_checkpoint(REPLICATION_OFFSET_CHECKPOINT, snapshot)
+        except BaseException as e:
+            failures.append(e)
+
+    logs.get_or_create_log(TopicPartition("t", 0))
+    writer = threading.Thread(target=write_repeatedly, args=(logs.checkpoint_snapshot(REPLICATION_OFFSET_CHECKPOINT),))
+    writer.start()
+    try:
+        placed = logs.place_new_logs([TopicPartition("t", p) for p in range(1, 1500)])
+        logs.add_logs([logs.open_log(directory, tp, LogConfig()) for tp, directory in placed.items()])
+    finally:
+        done.set()
+        writer.join()
+    assert failures == []
+    assert len(logs.logs) == 1500
+
+
+def test_new_logs_go_to_the_log_dir_holding_the_fewest(tmp_path):
+    logs = manager(tmp_path / "a", tmp_path / "b")
+    for p in range(3):
+        logs.get_or_create_log(TopicPartition("t", p))
+    placed = logs.place_new_logs([TopicPartition("u", p) for p in range(5)])
+    per_dir = {"a": 0, "b": 0}
+    for directory in [each.dir for each in logs.logs.values()] + list(placed.values()):
+        per_dir[directory.parent.name] += 1
+    assert per_dir == {"a": 4, "b": 4}

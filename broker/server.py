@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import errno
+import faulthandler
 import json
 import logging
+import os
+import resource
 import signal
 import sys
 from pathlib import Path
@@ -158,6 +162,7 @@ async def serve(config: BrokerConfig, ready_file: Path | None = None) -> None:
     server = BrokerServer(config)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
+    loop.set_exception_handler(_log_loop_exception)
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     await server.start()
@@ -167,10 +172,35 @@ async def serve(config: BrokerConfig, ready_file: Path | None = None) -> None:
     await server.shutdown()
 
 
+def _descriptors() -> str:
+    """'N open, limit M': what to say when descriptors run out."""
+    try:
+        count = len(os.listdir("/proc/self/fd"))
+    except OSError:
+        count = -1
+    return f"{count} open, limit {resource.getrlimit(resource.RLIMIT_NOFILE)[0]}"
+
+
+def _log_loop_exception(loop: asyncio.AbstractEventLoop, context: dict[str, object]) -> None:
+    """Every error that reaches the event loop is logged with its cause; running out of descriptors says so."""
+    error = context.get("exception")
+    if isinstance(error, OSError) and error.errno in (errno.EMFILE, errno.ENFILE):
+        log.error("out of file descriptors (%s): %s", _descriptors(), context.get("message"))
+    loop.default_exception_handler(context)
+
+
 def run_broker(config_path: Path, overrides: list[str]) -> None:
-    """Entry point of ``minikafka broker``: blocks until the broker stops."""
+    """Entry point of ``minikafka broker``: blocks until the broker stops. A broker never ends silently: fatal
+    signals dump every thread's stack (faulthandler) and an unhandled error is logged before the exit."""
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,
                         format="[%(asctime)s] %(levelname)s %(name)s: %(message)s")
+    faulthandler.enable()
     config = BrokerConfig.from_file(config_path, overrides)
     install_state_change_file(config.log_dirs[0])
-    uvloop.run(serve(config))
+    try:
+        uvloop.run(serve(config))
+    except Exception as e:
+        if isinstance(e, OSError) and e.errno in (errno.EMFILE, errno.ENFILE):
+            log.critical("broker %d ran out of file descriptors (%s)", config.broker_id, _descriptors())
+        log.critical("broker %d is exiting after an unhandled error", config.broker_id, exc_info=True)
+        sys.exit(1)

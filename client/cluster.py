@@ -223,25 +223,47 @@ def _free_ports(count: int) -> list[int]:
 _EXEC_WAIT_S = 5.0
 
 
+# Starts the broker in the background with its output appended to server.log, prints its pid, and once it ends
+# writes its exit status (128+N when signal N killed it): a broker that dies leaves a record of how.
+_SUPERVISOR = '"$@" </dev/null >>"$MK_SERVER_LOG" 2>&1 & echo $!; exec >/dev/null; wait $!; echo $? >"$MK_EXIT_FILE"'
+EXIT_FILE = "exit-status"
+
+
 def _spawn_broker(config: Path) -> int:
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    env = dict(os.environ, PYTHONUNBUFFERED="1", MK_SERVER_LOG=str(config.parent / "server.log"),
+               MK_EXIT_FILE=str(config.parent / EXIT_FILE))
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(_PROJECT_ROOT), env.get("PYTHONPATH")]))
-    with (config.parent / "server.log").open("ab") as log:
-        process = subprocess.Popen(
-            broker_command(config),
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            env=env,
-            start_new_session=True,
-        )
-    # Until the child has exec'd, /proc/<pid>/cmdline is empty and the broker would look gone.
-    deadline = time.monotonic() + _EXEC_WAIT_S
-    while process.poll() is None and not process_running(process.pid, "client.cli", str(config)):
-        if time.monotonic() > deadline:
-            break
-        time.sleep(0.005)
-    return process.pid
+    (config.parent / EXIT_FILE).unlink(missing_ok=True)
+    supervisor = subprocess.Popen(
+        ["/bin/sh", "-c", _SUPERVISOR, "minikafka-broker", *broker_command(config)],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=env,
+        start_new_session=True,
+    )
+    assert supervisor.stdout is not None
+    with supervisor.stdout:
+        line = supervisor.stdout.readline()
+    if not line.strip().isdigit():
+        raise ClusterError(f"could not start a broker with {config}")
+    return int(line)
+
+
+def exit_status(broker: BrokerProcess) -> int | None:
+    """How the broker's last process ended (128+N: killed by signal N), or None if no end is recorded."""
+    try:
+        return int((Path(broker.config).parent / EXIT_FILE).read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def describe_exit(status: int) -> str:
+    """'exited with status 1', 'killed by SIGKILL'."""
+    if status > 128:
+        with contextlib.suppress(ValueError):
+            return f"killed by {signal.Signals(status - 128).name}"
+    return f"exited with status {status}"
 
 
 def _signal_broker(broker: BrokerProcess, sig: signal.Signals) -> bool:
@@ -286,8 +308,6 @@ async def _metadata(broker: BrokerProcess) -> MetadataResponse:
 async def _readiness_problem(broker: BrokerProcess, expected: set[int]) -> str:
     """Why the broker is not ready yet ('' if it is): it must answer Metadata listing the expected brokers
     and a controller."""
-    if not broker_running(broker):
-        return f"broker {broker.id} exited:\n{log_tail(broker.server_log)}"
     try:
         response = await _metadata(broker)
     except (KafkaConnectionError, KafkaError) as e:
@@ -304,12 +324,14 @@ async def wait_until_ready(brokers: list[BrokerProcess], expected: set[int], tim
     """Poll until every broker in `brokers` is ready; ClusterError at once if one exits, or at the deadline."""
     deadline = time.monotonic() + timeout_s
     while True:
+        for broker in brokers:
+            if not broker_running(broker):
+                status = exit_status(broker)
+                how = f" ({describe_exit(status)})" if status is not None else ""
+                raise ClusterError(f"broker {broker.id} exited{how}:\n{log_tail(broker.server_log)}")
         problems = [p for p in await asyncio.gather(*(_readiness_problem(b, expected) for b in brokers)) if p]
         if not problems:
             return
-        exited = [p for p in problems if " exited:" in p]
-        if exited:
-            raise ClusterError(exited[0])
         if time.monotonic() >= deadline:
             broker = next(b for b, p in zip(brokers, problems, strict=False) if p)
             raise ClusterError(
@@ -414,7 +436,8 @@ async def start_broker(directory: Path, broker_id: int, *, timeout_s: float = 60
 
 async def cluster_status(directory: Path) -> dict[str, Any]:
     """{"controller", "controller_epoch", "zookeeper", "brokers": [{"id", "pid", "host", "port", "log_dir",
-    "alive"}]}: alive means the pid runs the broker and the broker answers Metadata."""
+    "alive", "exit_status"}]}: alive means the pid runs the broker and the broker answers Metadata; exit_status is
+    how a broker that no longer runs ended (128+N: killed by signal N), null while it runs or if unknown."""
     state = load_cluster(directory)
     answers = await asyncio.gather(*(_probe(b) for b in state.brokers))
     controllers = [a.controller_id for a in answers if a is not None and a.controller_id != -1]
@@ -431,6 +454,7 @@ async def cluster_status(directory: Path) -> dict[str, Any]:
                 "port": b.port,
                 "log_dir": b.log_dir,
                 "alive": answer is not None,
+                "exit_status": None if broker_running(b) else exit_status(b),
             }
             for b, answer in zip(state.brokers, answers, strict=True)
         ],

@@ -8,7 +8,16 @@ from pathlib import Path
 import click
 
 from client.cli.common import dir_option, key_values, run
-from client.cluster import SIGNALS, ClusterError, cluster_down, cluster_status, cluster_up, kill_broker, start_broker
+from client.cluster import (
+    SIGNALS,
+    ClusterError,
+    cluster_down,
+    cluster_status,
+    cluster_up,
+    describe_exit,
+    kill_broker,
+    start_broker,
+)
 
 
 @click.group("cluster")
@@ -71,6 +80,8 @@ def cluster_status_command(directory: Path, as_json: bool) -> None:
     click.echo(f"controller: {status['controller']} (epoch {status['controller_epoch']})")
     for b in status["brokers"]:
         state = "alive" if b["alive"] else "down"
+        if b["exit_status"] is not None:
+            state += f" ({describe_exit(b['exit_status'])})"
         click.echo(f"broker {b['id']}: {b['host']}:{b['port']} pid {b['pid']} {state} log_dir {b['log_dir']}")
 
 

@@ -1,0 +1,74 @@
+"""A broker never ends silently: `cluster status` says how a broker's process ended, a fatal signal leaves every
+thread's stack in server.log, and an error that stops a broker is logged before it exits."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+from pathlib import Path
+
+from client.cluster import ClusterState, broker_running, load_cluster
+from tests.integration.clusterutil import cli, cluster_fixture, eventually
+
+cluster = cluster_fixture(brokers=2, configs={"zookeeper.session.timeout.ms": "3000",
+                                             "controlled.shutdown.enable": "false"})
+
+
+def _status(cluster: ClusterState, broker_id: int) -> dict:
+    status = json.loads(cli("cluster", "status", "--json", "--dir", str(cluster.directory)).stdout)
+    return next(b for b in status["brokers"] if b["id"] == broker_id)
+
+
+async def _ended(cluster: ClusterState, broker_id: int) -> dict:
+    async def probe() -> dict | None:
+        broker = load_cluster(cluster.directory).broker(broker_id)
+        entry = _status(cluster, broker_id)
+        return entry if not broker_running(broker) and entry["exit_status"] is not None else None
+
+    return await eventually(probe, f"broker {broker_id} to end with a recorded exit status")
+
+
+def _restart(cluster: ClusterState, broker_id: int) -> None:
+    cli("cluster", "start", str(broker_id), "--dir", str(cluster.directory))
+    assert _status(cluster, broker_id)["exit_status"] is None
+
+
+async def test_a_killed_broker_is_reported_with_its_signal(cluster):
+    cli("cluster", "kill", "2", "--signal", "KILL", "--dir", str(cluster.directory))
+    entry = await _ended(cluster, 2)
+    assert entry["exit_status"] == 128 + signal.SIGKILL and not entry["alive"]
+    text = cli("cluster", "status", "--dir", str(cluster.directory)).stdout
+    assert "broker 2:" in text and "down (killed by SIGKILL)" in text
+    _restart(cluster, 2)
+
+
+async def test_a_fatal_signal_leaves_the_stacks_in_the_server_log(cluster):
+    broker = load_cluster(cluster.directory).broker(2)
+    os.kill(broker.pid, signal.SIGSEGV)
+    entry = await _ended(cluster, 2)
+    assert entry["exit_status"] == 128 + signal.SIGSEGV
+    log = broker.server_log.read_text(errors="replace")
+    assert "Fatal Python error: Segmentation fault" in log
+    assert "Current thread" in log or "Thread 0x" in log
+    _restart(cluster, 2)
+
+
+async def test_a_broker_that_cannot_start_logs_why_and_exits_with_status_1(cluster):
+    broker = load_cluster(cluster.directory).broker(2)
+    cli("cluster", "kill", "2", "--signal", "TERM", "--dir", str(cluster.directory))
+    await _ended(cluster, 2)
+    meta = Path(broker.log_dir) / "meta.properties"
+    original = meta.read_text()
+    meta.write_text(original.replace("broker.id=2", "broker.id=99"))
+    try:
+        result = cli("cluster", "start", "2", "--dir", str(cluster.directory), check=False)
+        assert result.returncode != 0
+        assert "broker 2 exited (exited with status 1)" in result.stderr
+        log = broker.server_log.read_text(errors="replace")
+        assert "belongs to broker.id 99" in log
+        assert "is exiting after an unhandled error" in log
+        assert _status(cluster, 2)["exit_status"] == 1
+    finally:
+        meta.write_text(original)
+    _restart(cluster, 2)

@@ -36,8 +36,9 @@ from pathlib import Path
 
 import uvloop
 
-from client.admin import Admin, NewTopic
+from client.admin import Admin, AdminError, NewTopic
 from client.cluster import (
+    ClusterError,
     ClusterState,
     broker_running,
     cluster_down,
@@ -341,7 +342,7 @@ async def main(runs: int, total: int, big: int, size: int, keep: Path | None) ->
         base = Path(tempfile.mkdtemp(prefix="scale-bench-", dir=keep))
         try:
             figures = await one_run(base / "cluster", total, big, size)
-        except BenchError as e:
+        except (BenchError, AdminError, ClusterError, KafkaError, KafkaConnectionError) as e:
             print(f"run {run}: failed: {e}", file=sys.stderr)
             return 1
         finally:

@@ -247,7 +247,18 @@ def _spawn_broker(config: Path) -> int:
         line = supervisor.stdout.readline()
     if not line.strip().isdigit():
         raise ClusterError(f"could not start a broker with {config}")
-    return int(line)
+    pid = int(line)
+    # Until the broker has exec'd, /proc/<pid>/cmdline is the shell's, or empty during the exec itself.
+    deadline = time.monotonic() + _EXEC_WAIT_S
+    command = os.fsencode(sys.executable) + b"\0"
+    while time.monotonic() < deadline:
+        try:
+            if Path(f"/proc/{pid}/cmdline").read_bytes().startswith(command):
+                break
+        except OSError:
+            break  # gone already: the exit status will say how
+        time.sleep(0.005)
+    return pid
 
 
 def exit_status(broker: BrokerProcess) -> int | None:
@@ -327,6 +338,10 @@ async def wait_until_ready(brokers: list[BrokerProcess], expected: set[int], tim
         for broker in brokers:
             if not broker_running(broker):
                 status = exit_status(broker)
+                settle = time.monotonic() + 1.0  # the shell writes the status right after the broker ends
+                while status is None and time.monotonic() < settle:
+                    await asyncio.sleep(_POLL_S / 10)
+                    status = exit_status(broker)
                 how = f" ({describe_exit(status)})" if status is not None else ""
                 raise ClusterError(f"broker {broker.id} exited{how}:\n{log_tail(broker.server_log)}")
         problems = [p for p in await asyncio.gather(*(_readiness_problem(b, expected) for b in brokers)) if p]

@@ -59,6 +59,8 @@ class BrokerConfig:
     zookeeper_session_timeout_ms: int = 18000
     replica_lag_time_max_ms: int = 30000
     replica_fetch_wait_max_ms: int = 500
+    max_incremental_fetch_session_cache_slots: int = 1000
+    min_incremental_fetch_session_eviction_ms: int = 120000
     replica_fetch_min_bytes: int = 1
     replica_fetch_max_bytes: int = 1024 * 1024
     replica_fetch_response_max_bytes: int = 10 * 1024 * 1024
@@ -124,6 +126,10 @@ class BrokerConfig:
             replica_lag_time_max_ms=reader.integer("replica.lag.time.max.ms", 30000),
             replica_fetch_wait_max_ms=reader.integer("replica.fetch.wait.max.ms", 500),
             replica_fetch_min_bytes=reader.integer("replica.fetch.min.bytes", 1),
+            max_incremental_fetch_session_cache_slots=reader.integer(
+                "max.incremental.fetch.session.cache.slots", 1000),
+            min_incremental_fetch_session_eviction_ms=reader.integer(
+                "min.incremental.fetch.session.eviction.ms", 120000),
             replica_fetch_max_bytes=reader.integer("replica.fetch.max.bytes", 1024 * 1024),
             replica_fetch_response_max_bytes=reader.integer("replica.fetch.response.max.bytes", 10 * 1024 * 1024),
             replica_fetch_backoff_ms=reader.integer("replica.fetch.backoff.ms", 1000),

@@ -239,7 +239,10 @@ class FetchPartition:
 
 @message
 class FetchRequest:
-    """Read from partition logs; replica_id is -1 for a consumer, else the fetching follower's broker id."""
+    """Read from partition logs; replica_id is -1 for a consumer, else the fetching follower's broker id.
+
+    session_id/session_epoch/forgotten_topics make an incremental fetch session (Kafka's KIP-227): epoch -1
+    (the default) is a full fetch outside any session; see broker/replication/fetch_session.py."""
 
     replica_id: Int32
     replica_epoch: Int64 = -1
@@ -248,6 +251,9 @@ class FetchRequest:
     max_bytes: Int32
     isolation_level: Int8 = 0
     topics: list[Topic[FetchPartition]]
+    session_id: Int32 = 0
+    session_epoch: Int32 = -1
+    forgotten_topics: list[Topic[Int32]] = field(default_factory=list)
 
 
 @message
@@ -287,6 +293,7 @@ class FetchResponse:
 
     error_code: Int16
     topics: list[Topic[FetchPartitionResponse]]
+    session_id: Int32 = 0
 
 
 # ---------------------------------------------------------------------------------------------

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from broker.config import BrokerConfig
 from broker.log.checkpoint import TopicPartition
+from broker.replication.fetch_session import FetchSessionBuilder
 from broker.replication.partition import Partition, Role
 from broker.replication.replica_manager import ReplicaManager, error_code_of
 from broker.replication.truncation import HIGH_WATERMARK_MODE, decide_truncation, epoch_to_ask
@@ -64,6 +65,7 @@ class ReplicaFetcher:
         self.partitions: dict[TopicPartition, FetchState] = {}
         self._changed = asyncio.Event()
         self._connection: BrokerConnection | None = None
+        self._session = FetchSessionBuilder()
         self._task = asyncio.get_running_loop().create_task(self._run(), name=f"fetcher-{leader_id}")
 
     def add(self, tp: TopicPartition, partition: Partition) -> None:
@@ -107,6 +109,7 @@ class ReplicaFetcher:
 
     async def _connection_ready(self) -> BrokerConnection:
         if self._connection is None or self._connection.closed:
+            self._session.reset()
             self._connection = self._connect(*self.endpoint)
             await self._connection.connect()
         return self._connection
@@ -188,22 +191,42 @@ class ReplicaFetcher:
     # -- fetching ---------------------------------------------------------------------------
 
     async def _fetch(self, connection: BrokerConnection, ready: list[TopicPartition]) -> None:
+        """One fetch of every ready partition, in this fetcher's incremental fetch session."""
         config = self.config
-        topics: dict[str, list[FetchPartition]] = {}
+        wanted: dict[TopicPartition, FetchPartition] = {}
         asked: dict[TopicPartition, FetchState] = {}
         for tp in ready:
             state = self.partitions[tp]
             asked[tp] = state
             partition_log = state.partition.log
-            topics.setdefault(tp.topic, []).append(FetchPartition(
+            wanted[tp] = FetchPartition(
                 partition=tp.partition, current_leader_epoch=state.leader_epoch,
                 fetch_offset=partition_log.log_end_offset, log_start_offset=partition_log.log_start_offset,
-                partition_max_bytes=config.replica_fetch_max_bytes))
+                partition_max_bytes=config.replica_fetch_max_bytes)
+        send, forget = self._session.build(wanted)
+        topics: dict[str, list[FetchPartition]] = {}
+        for tp, fetch in send:
+            topics.setdefault(tp.topic, []).append(fetch)
+        forgotten: dict[str, list[int]] = {}
+        for tp in forget:
+            forgotten.setdefault(tp.topic, []).append(tp.partition)
         request = FetchRequest(replica_id=config.broker_id, max_wait_ms=config.replica_fetch_wait_max_ms,
                                min_bytes=config.replica_fetch_min_bytes,
                                max_bytes=config.replica_fetch_response_max_bytes,
-                               topics=[Topic(name=name, partitions=parts) for name, parts in topics.items()])
-        response: FetchResponse = await connection.request(request)
+                               topics=[Topic(name=name, partitions=parts) for name, parts in topics.items()],
+                               session_id=self._session.session_id, session_epoch=self._session.epoch,
+                               forgotten_topics=[Topic(name=name, partitions=parts)
+                                                 for name, parts in forgotten.items()])
+        try:
+            response: FetchResponse = await connection.request(request)
+        except BaseException:
+            self._session.reset()
+            raise
+        self._session.on_response(response.error_code, response.session_id)
+        if response.error_code != ErrorCode.NONE:
+            log.info("fetch from leader %d: %s; starting a new fetch session", self.leader_id,
+                     ErrorCode.from_code(response.error_code).name)
+            return
         for topic in response.topics:
             for data in topic.partitions:
                 tp = TopicPartition(topic.name, data.partition)

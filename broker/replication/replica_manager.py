@@ -20,6 +20,7 @@ from broker.log.config import LogConfig, LogConfigError
 from broker.log.log import Clock, Log, LogError, OffsetOutOfRangeError, RecordTooLargeError
 from broker.log.manager import LogManager
 from broker.replication.delayed import DelayedFetch, DelayedProduce, PendingProduce, build_produce_response
+from broker.replication.fetch_session import FetchSessionCache, SessionPartition
 from broker.replication.partition import Partition, PartitionState, Role
 from broker.replication.purgatory import Purgatory
 from broker.state_change import record_state_change
@@ -91,6 +92,8 @@ class ReplicaManager:
         self.controller_epoch = 0
         self.produce_purgatory = Purgatory("produce")
         self.fetch_purgatory = Purgatory("fetch")
+        self.fetch_sessions = FetchSessionCache(config.max_incremental_fetch_session_cache_slots,
+                                                config.min_incremental_fetch_session_eviction_ms, clock)
         #: Called with (partition, leader id) for partitions that became followers, and with the
         #: partitions that stopped following; set by the fetcher manager.
         self.on_follow: Callable[[dict[TopicPartition, int], dict[int, tuple[str, int]]], None] = lambda _p, _l: None
@@ -285,29 +288,38 @@ class ReplicaManager:
     def fetch(self, request: FetchRequest) -> FetchResponse | asyncio.Future[FetchResponse]:
         """Serve a fetch. A follower's fetch offset is its LEO on the leader (which may move the HW);
         followers read up to the LEO, consumers up to the HW. Without enough data it waits up to
-        max_wait_ms in the fetch purgatory."""
+        max_wait_ms in the fetch purgatory. In an incremental fetch session the request names only what
+        changed, and the response only partitions with news (fetch_session.py)."""
+        try:
+            context = self.fetch_sessions.context(request)
+        except KafkaError as e:
+            return FetchResponse(error_code=e.code, topics=[], session_id=request.session_id)
         from_follower = request.replica_id >= 0
-        offsets: dict[TopicPartition, tuple[int, int]] = {}
-        for topic in request.topics:
-            for wanted in topic.partitions:
-                tp = TopicPartition(topic.name, wanted.partition)
-                offsets[tp] = (wanted.fetch_offset, wanted.current_leader_epoch)
-                if from_follower:
-                    self._record_follower_fetch(tp, request.replica_id, wanted.fetch_offset,
-                                                wanted.log_start_offset, wanted.current_leader_epoch)
-        limits = {TopicPartition(t.name, p.partition): p.partition_max_bytes for t in request.topics
-                  for p in t.partitions}
+        wanted = context.partitions
+        offsets = {tp: (p.fetch_offset, p.current_leader_epoch) for tp, p in wanted.items()}
+        if from_follower:
+            for tp, p in wanted.items():
+                self._record_follower_fetch(tp, request.replica_id, p.fetch_offset, p.log_start_offset,
+                                            p.current_leader_epoch)
 
-        def respond() -> FetchResponse:
-            return self._read_for_fetch(request, offsets, limits, from_follower)
+        def read() -> list[tuple[TopicPartition, FetchPartitionResponse]]:
+            return self._read_for_fetch(request.max_bytes, wanted, from_follower)
 
-        immediate = respond()
-        read_bytes = sum(len(p.records) for t in immediate.topics for p in t.partitions)
-        has_error = any(p.error_code != ErrorCode.NONE for t in immediate.topics for p in t.partitions)
+        def respond(results: list[tuple[TopicPartition, FetchPartitionResponse]]) -> FetchResponse:
+            topics: dict[str, list[FetchPartitionResponse]] = {}
+            for tp, result in context.reported(results):
+                topics.setdefault(tp.topic, []).append(result)
+            return FetchResponse(error_code=ErrorCode.NONE, session_id=context.session_id,
+                                 topics=[Topic(name=name, partitions=parts) for name, parts in topics.items()])
+
+        immediate = read()
+        read_bytes = sum(len(result.records) for _tp, result in immediate)
+        has_error = any(result.error_code != ErrorCode.NONE for _tp, result in immediate)
         if request.max_wait_ms <= 0 or read_bytes >= request.min_bytes or has_error or not offsets:
-            return immediate
+            return respond(immediate)
         operation = DelayedFetch(request.max_wait_ms, offsets,
-                                 lambda wanted: self._fetch_ready(wanted, from_follower, request.min_bytes), respond)
+                                 lambda ready: self._fetch_ready(ready, from_follower, request.min_bytes),
+                                 lambda: respond(read()))
         return self.fetch_purgatory.try_complete_else_watch(operation, offsets)
 
     def _record_follower_fetch(self, tp: TopicPartition, follower: int, fetch_offset: int, log_start: int,
@@ -323,17 +335,17 @@ class ReplicaManager:
             self._change_isr(tp, partition, partition.isr | {follower},
                              f"expand: broker {follower} reached the HW and the epoch start offset")
 
-    def _read_for_fetch(self, request: FetchRequest, offsets: dict[TopicPartition, tuple[int, int]],
-                        limits: dict[TopicPartition, int], from_follower: bool) -> FetchResponse:
-        budget = request.max_bytes
-        topics: dict[str, list[FetchPartitionResponse]] = {}
-        for tp, (fetch_offset, epoch) in offsets.items():
+    def _read_for_fetch(self, max_bytes: int, wanted: dict[TopicPartition, SessionPartition],
+                        from_follower: bool) -> list[tuple[TopicPartition, FetchPartitionResponse]]:
+        budget = max_bytes
+        results = []
+        for tp, fetch in wanted.items():
             response = FetchPartitionResponse(partition=tp.partition, error_code=ErrorCode.NONE, high_watermark=-1,
                                               records=b"")
-            topics.setdefault(tp.topic, []).append(response)
+            results.append((tp, response))
             try:
-                partition = self._leader_partition(tp, epoch)
-                result = partition.read(fetch_offset, max(1, min(limits[tp], budget)),
+                partition = self._leader_partition(tp, fetch.current_leader_epoch)
+                result = partition.read(fetch.fetch_offset, max(1, min(fetch.max_bytes, budget)),
                                         up_to_high_watermark=not from_follower)
             except Exception as e:
                 response.error_code = error_code_of(e)
@@ -345,8 +357,7 @@ class ReplicaManager:
             response.last_stable_offset = result.high_watermark
             response.log_start_offset = result.log_start_offset
             budget = max(0, budget - len(result.records))
-        return FetchResponse(error_code=ErrorCode.NONE,
-                             topics=[Topic(name=name, partitions=parts) for name, parts in topics.items()])
+        return results
 
     def _fetch_ready(self, wanted: dict[TopicPartition, tuple[int, int]], from_follower: bool, min_bytes: int) -> bool:
         """Whether a parked fetch can be answered: new data past a fetch offset, or a leadership change."""

@@ -258,9 +258,11 @@ class Partition:
     def read(self, fetch_offset: int, max_bytes: int, *, up_to_high_watermark: bool) -> ReadResult:
         """Batches from ``fetch_offset``: up to the HW for consumers, up to the LEO for followers."""
         log = self.log
-        limit = log.high_watermark if up_to_high_watermark else None
-        records = log.read(fetch_offset, max_bytes, max_offset=limit)
-        return ReadResult(records, log.high_watermark, log.log_start_offset, log.log_end_offset)
+        high_watermark, log_end_offset = log.high_watermark, log.log_end_offset
+        limit = high_watermark if up_to_high_watermark else None
+        caught_up = fetch_offset == (high_watermark if up_to_high_watermark else log_end_offset)
+        records = b"" if caught_up else log.read(fetch_offset, max_bytes, max_offset=limit)
+        return ReadResult(records, high_watermark, log.log_start_offset, log_end_offset)
 
     # -- the follower's write path ----------------------------------------------------------
 

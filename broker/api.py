@@ -66,7 +66,6 @@ class KafkaApis:
         self.controller = controller
         self._handlers: dict[type, Callable[[Any], Awaitable[Handled]]] = {
             ApiVersionsRequest: self.handle_api_versions,
-            MetadataRequest: self.handle_metadata,
             CreateTopicsRequest: self.handle_create_topics,
             ProduceRequest: self.handle_produce,
             FetchRequest: self.handle_fetch,
@@ -80,6 +79,8 @@ class KafkaApis:
         }
 
     async def handle(self, request: Request) -> Handled:
+        if type(request.body) is MetadataRequest:  # the one answer that depends on the listener
+            return self.handle_metadata(request.body, request.listener_name)
         handler = self._handlers.get(type(request.body))
         if handler is None:
             return Response(None, ErrorCode.INVALID_REQUEST, f"{type(request.body).__name__} is not served here")
@@ -88,8 +89,9 @@ class KafkaApis:
     async def handle_api_versions(self, _body: ApiVersionsRequest) -> Handled:
         return Response(ApiVersionsResponse(error_code=ErrorCode.NONE, api_keys=supported_api_versions()))
 
-    async def handle_metadata(self, body: MetadataRequest) -> Handled:
-        return Response(self.metadata_cache.metadata(body.topics))
+    def handle_metadata(self, body: MetadataRequest, listener_name: str) -> Handled:
+        """Brokers are given with their endpoints on the listener the request came in on."""
+        return Response(self.metadata_cache.metadata(body.topics, listener_name))
 
     async def handle_create_topics(self, body: CreateTopicsRequest) -> Handled:
         if not self.controller.is_active:

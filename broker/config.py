@@ -7,12 +7,15 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from broker.listeners import ListenerConfig, ListenerConfigError
 from broker.log.config import LogConfig, LogConfigError
 from broker.network import NetworkConfig
 
 log = logging.getLogger(__name__)
 
 TRUNCATION_MODES = ("leader-epoch", "high-watermark")
+#: `MINIKAFKA_CFG_<NAME>=value` sets a property: NAME lower-cased, underscores as dots.
+ENVIRONMENT_PREFIX = "MINIKAFKA_CFG_"
 
 
 class ConfigError(ValueError):
@@ -34,6 +37,16 @@ def parse_properties(text: str) -> dict[str, str]:
     return props
 
 
+def environment_settings(environ: Mapping[str, str]) -> dict[str, str]:
+    """The properties given as environment variables: ``MINIKAFKA_CFG_MIN_INSYNC_REPLICAS=2`` ->
+    ``{"min.insync.replicas": "2"}``."""
+    return {
+        name[len(ENVIRONMENT_PREFIX):].lower().replace("_", "."): value.strip()
+        for name, value in environ.items()
+        if name.startswith(ENVIRONMENT_PREFIX) and len(name) > len(ENVIRONMENT_PREFIX)
+    }
+
+
 def parse_overrides(overrides: Iterable[str]) -> dict[str, str]:
     """``["key=value", ...]`` as given on a command line; ConfigError (a ValueError) for an item without
     ``=`` or with an empty key."""
@@ -51,12 +64,13 @@ class BrokerConfig:
     """Everything a broker reads from server.properties (Kafka's property names, minikafka's types)."""
 
     broker_id: int
-    host: str
-    port: int
+    listeners: ListenerConfig
     log_dirs: list[Path]
     zookeeper_connect: str
     zookeeper_chroot: str = "/minikafka"
     zookeeper_session_timeout_ms: int = 18000
+    #: how long start-up waits for ZooKeeper (Kafka's default: the session timeout)
+    zookeeper_connection_timeout_ms: int = 18000
     replica_lag_time_max_ms: int = 30000
     replica_fetch_wait_max_ms: int = 500
     max_incremental_fetch_session_cache_slots: int = 1000
@@ -81,22 +95,32 @@ class BrokerConfig:
     default_replication_factor: int = 1
     num_partitions: int = 1
     replication_truncation_mode: str = "leader-epoch"
-    network: NetworkConfig = field(default_factory=lambda: NetworkConfig(host="127.0.0.1", port=9092))
+    network: NetworkConfig = field(default_factory=NetworkConfig)
     log: LogConfig = field(default_factory=LogConfig)
 
     @classmethod
-    def from_file(cls, path: Path, overrides: Iterable[str] = ()) -> BrokerConfig:
+    def from_file(cls, path: Path, overrides: Iterable[str] = (), environ: Mapping[str, str] | None = None
+                  ) -> BrokerConfig:
+        """server.properties, then `MINIKAFKA_CFG_*` settings from `environ`, then the overrides: each replaces
+        the keys of the one before."""
         try:
             props = parse_properties(path.read_text())
         except ConfigError as e:
             raise ConfigError(f"{path}: {e}") from None
+        from_environment = environment_settings(environ or {})
+        if from_environment:
+            log.info("settings from the environment: %s", ", ".join(sorted(from_environment)))
+        props.update(from_environment)
         props.update(parse_overrides(overrides))
         return cls.from_properties(props)
 
     @classmethod
     def from_properties(cls, props: Mapping[str, str]) -> BrokerConfig:
         reader = _Reader(props)
-        host, port = _parse_listener(reader.text("listeners", "PLAINTEXT://127.0.0.1:9092"))
+        try:
+            listeners = ListenerConfig.from_properties(props)
+        except ListenerConfigError as e:
+            raise ConfigError(str(e)) from None
         connect = reader.required("zookeeper.connect")
         hosts, slash, chroot = connect.partition("/")
         log_dirs = reader.text("log.dirs", reader.text("log.dir", "/tmp/minikafka-logs"))
@@ -107,8 +131,9 @@ class BrokerConfig:
             log_config = LogConfig.from_broker_properties(props)
         except LogConfigError as e:
             raise ConfigError(str(e)) from None
+        session_timeout_ms = reader.integer("zookeeper.session.timeout.ms", 18000)
         network = NetworkConfig(
-            host=host, port=port,
+            listeners=listeners.listeners,
             num_network_threads=reader.integer("num.network.threads", 3),
             num_io_threads=reader.integer("num.io.threads", 8),
             queued_max_requests=reader.integer("queued.max.requests", 500),
@@ -117,12 +142,12 @@ class BrokerConfig:
         )
         config = cls(
             broker_id=reader.integer("broker.id", None),
-            host=host,
-            port=port,
+            listeners=listeners,
             log_dirs=[Path(d.strip()) for d in log_dirs.split(",") if d.strip()],
             zookeeper_connect=hosts,
             zookeeper_chroot="/" + chroot.strip("/") if slash and chroot.strip("/") else "/minikafka",
-            zookeeper_session_timeout_ms=reader.integer("zookeeper.session.timeout.ms", 18000),
+            zookeeper_session_timeout_ms=session_timeout_ms,
+            zookeeper_connection_timeout_ms=reader.integer("zookeeper.connection.timeout.ms", session_timeout_ms),
             replica_lag_time_max_ms=reader.integer("replica.lag.time.max.ms", 30000),
             replica_fetch_wait_max_ms=reader.integer("replica.fetch.wait.max.ms", 500),
             replica_fetch_min_bytes=reader.integer("replica.fetch.min.bytes", 1),
@@ -192,12 +217,3 @@ class _Reader:
             raise ConfigError(f"{key} must be true or false, got {raw!r}")
         return raw.lower() == "true"
 
-
-def _parse_listener(listeners: str) -> tuple[str, int]:
-    """``PLAINTEXT://127.0.0.1:9092`` -> (host, port). One listener is supported."""
-    first = listeners.split(",")[0].strip()
-    _scheme, sep, address = first.rpartition("://")
-    host, colon, port = (address if sep else first).rpartition(":")
-    if not colon or not port.isdigit():
-        raise ConfigError(f"listeners must look like PLAINTEXT://host:port, got {listeners!r}")
-    return host or "127.0.0.1", int(port)

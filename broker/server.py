@@ -10,6 +10,7 @@ import logging
 import os
 import resource
 import signal
+import socket
 import sys
 from pathlib import Path
 
@@ -17,6 +18,7 @@ import uvloop
 
 from broker.api import KafkaApis
 from broker.config import BrokerConfig
+from broker.listeners import EndPoint
 from broker.log.config import LogConfig
 from broker.log.log import wall_clock_ms
 from broker.log.manager import LogManager
@@ -53,11 +55,12 @@ class BrokerServer:
         self.controller = KafkaController(config.broker_id, self.zk, self.channel, _validate_topic_config,
                                           default_num_partitions=config.num_partitions,
                                           default_replication_factor=config.default_replication_factor,
-                                          unclean_leader_election_enable=config.log.unclean_leader_election_enable)
+                                          unclean_leader_election_enable=config.log.unclean_leader_election_enable,
+                                          inter_broker_listener_name=config.listeners.inter_broker_listener_name)
         self.apis = KafkaApis(config.broker_id, self.replica_manager, self.metadata_cache, self.controller)
         self.socket_server = SocketServer(config.network, self.apis.handle)
-        self.host = config.host
-        self.port = config.port
+        self.endpoints: tuple[EndPoint, ...] = ()  # what this broker registered, once started
+        self.host, self.port = "", -1  # its inter-broker endpoint, once started
         self.broker_epoch = -1
         self._reregistration: asyncio.Task | None = None
 
@@ -73,15 +76,19 @@ class BrokerServer:
         """Recover the logs, serve, register in ZooKeeper and start the controller."""
         config = self.config
         await asyncio.to_thread(self.log_manager.startup)
-        await self.zk.start()
-        self.host, self.port = await self.socket_server.start()
+        await self.zk.start(timeout_s=config.zookeeper_connection_timeout_ms / 1000)
+        bound = await self.socket_server.start()
+        self.endpoints = config.listeners.advertised_endpoints(bound, socket.getfqdn())
+        inter_broker = next(e for e in self.endpoints
+                            if e.listener_name == config.listeners.inter_broker_listener_name)
+        self.host, self.port = inter_broker.host, inter_broker.port
         # A broker restarted right after a crash finds its old registration until that session expires.
-        self.broker_epoch = await register_broker(self.zk, config.broker_id, self.host, self.port,
+        self.broker_epoch = await register_broker(self.zk, config.broker_id, self.endpoints,
                                                   wait_ms=2 * config.zookeeper_session_timeout_ms)
         self.zk.add_state_listener(self._on_zk_state)
         self.replica_manager.start()
         await self.controller.startup()
-        log.info("broker %d started on %s:%d (broker epoch %d)", config.broker_id, self.host, self.port,
+        log.info("broker %d started on %s (broker epoch %d)", config.broker_id, ",".join(map(str, self.endpoints)),
                  self.broker_epoch)
 
     def _on_zk_state(self, state: ZkState) -> None:
@@ -92,7 +99,7 @@ class BrokerServer:
 
     async def _register_again(self) -> None:
         try:
-            self.broker_epoch = await register_broker(self.zk, self.config.broker_id, self.host, self.port,
+            self.broker_epoch = await register_broker(self.zk, self.config.broker_id, self.endpoints,
                                                       wait_ms=2 * self.config.zookeeper_session_timeout_ms)
             log.info("broker %d registered again after a ZooKeeper session expiry (broker epoch %d)",
                      self.config.broker_id, self.broker_epoch)
@@ -117,7 +124,8 @@ class BrokerServer:
 
     async def _request_controlled_shutdown(self) -> int | None:
         """Partitions the controller says this broker still leads, or None if it could not be asked."""
-        endpoint = self.metadata_cache.brokers.get(self.controller.controller_id)
+        endpoint = self.metadata_cache.endpoint(self.controller.controller_id,
+                                                self.config.listeners.inter_broker_listener_name)
         if endpoint is None:
             return None
         connection = self._controller_connection(*endpoint)
@@ -195,7 +203,7 @@ def run_broker(config_path: Path, overrides: list[str]) -> None:
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,
                         format="[%(asctime)s] %(levelname)s %(name)s: %(message)s")
     faulthandler.enable()
-    config = BrokerConfig.from_file(config_path, overrides)
+    config = BrokerConfig.from_file(config_path, overrides, os.environ)
     install_state_change_file(config.log_dirs[0])
     try:
         uvloop.run(serve(config))

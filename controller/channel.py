@@ -21,6 +21,7 @@ from protocol.messages import (
     LeaderAndIsrRequest,
     LiveBroker,
     LiveLeader,
+    UpdateMetadataEndpoint,
     UpdateMetadataPartitionState,
     UpdateMetadataRequest,
     ValidationError,
@@ -240,7 +241,7 @@ class ControllerBrokerRequestBatch:
                 ],
             )
             acks[broker_id] = self.channel.send(broker_id, request)
-        live = [LiveBroker(id=b.id, host=b.host, port=b.port) for _, b in sorted(self.live_brokers.items())]
+        live = [LiveBroker(id=b.id, endpoints=_endpoints(b)) for _, b in sorted(self.live_brokers.items())]
         for broker_id in sorted(self._update_metadata_brokers):
             request = UpdateMetadataRequest(
                 controller_id=controller_id,
@@ -267,3 +268,11 @@ class ControllerBrokerRequestBatch:
             "zk_version": state.zk_version,
             "replicas": list(replicas),
         }
+
+
+def _endpoints(broker: BrokerInfo) -> list[UpdateMetadataEndpoint]:
+    """Every advertised endpoint of a broker; a registration without endpoints has the one it was read for."""
+    if not broker.endpoints:
+        return [UpdateMetadataEndpoint(listener="PLAINTEXT", host=broker.host, port=broker.port)]
+    return [UpdateMetadataEndpoint(listener=e.listener_name, host=e.host, port=e.port,
+                                   security_protocol=e.security_protocol) for e in broker.endpoints]

@@ -174,8 +174,10 @@ class KafkaController:
         default_num_partitions: int = 1,
         default_replication_factor: int = 1,
         unclean_leader_election_enable: bool = False,
+        inter_broker_listener_name: str = "PLAINTEXT",
     ) -> None:
         self.broker_id = broker_id
+        self.inter_broker_listener_name = inter_broker_listener_name  # the listener brokers are reached on
         self.zk = zk
         self.channel = channel
         self.validate_config = default_log_config_validator
@@ -1101,7 +1103,8 @@ class KafkaController:
             if got is None:
                 continue
             try:
-                brokers[broker_id] = zkdata.decode_broker(broker_id, got[0], got[1].czxid)
+                brokers[broker_id] = zkdata.decode_broker(broker_id, got[0], got[1].czxid,
+                                                          self.inter_broker_listener_name)
             except zkdata.ZkDataError as e:
                 log.error("Controller %d ignores broker %d: %s", self.broker_id, broker_id, e)
         return brokers

@@ -25,6 +25,7 @@ from kazoo.interfaces import IAsyncResult
 from kazoo.protocol.states import ZnodeStat as KazooStat
 from kazoo.recipe.watchers import ChildrenWatch, DataWatch
 
+from broker.listeners import EndPoint
 from controller import zkdata
 
 log = logging.getLogger("controller.zk")
@@ -429,10 +430,10 @@ async def ensure_top_level_paths(zk: ZkClient) -> None:
 
 
 async def register_broker(
-    zk: ZkClient, broker_id: int, host: str, port: int, *, rack: str | None = None, wait_ms: int = 0
+    zk: ZkClient, broker_id: int, endpoints: Sequence[EndPoint], *, rack: str | None = None, wait_ms: int = 0
 ) -> int:
-    """Register this broker: the ephemeral /brokers/ids/<id> of this session. Returns the broker epoch
-    (the registration's czxid).
+    """Register this broker and its advertised endpoints: the ephemeral /brokers/ids/<id> of this session.
+    Returns the broker epoch (the registration's czxid).
 
     A registration left by this same session counts as ours. One held by another live session is
     waited out for up to `wait_ms` (a killed broker's znode stays until its session times out), then
@@ -442,10 +443,11 @@ async def register_broker(
     deadline = time.monotonic() + wait_ms / 1000
     while True:
         with contextlib.suppress(NodeExistsError):
-            await zk.create(path, zkdata.encode_broker(host, port, int(time.time() * 1000), rack), ephemeral=True)
+            await zk.create(path, zkdata.encode_broker(endpoints, int(time.time() * 1000), rack), ephemeral=True)
         stat = await zk.exists(path)
         if stat is not None and stat.ephemeral_owner == zk.session_id:
-            log.info("Registered broker %d at %s:%d, broker epoch %d", broker_id, host, port, stat.czxid)
+            log.info("Registered broker %d at %s, broker epoch %d", broker_id, ",".join(map(str, endpoints)),
+                     stat.czxid)
             return stat.czxid
         if stat is not None and time.monotonic() >= deadline:
             raise BrokerIdInUseError(

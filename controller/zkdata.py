@@ -1,14 +1,17 @@
 """ZooKeeper paths and znode contents, in Apache Kafka's layout and JSON formats (ZooKeeper mode).
 
-Paths are relative to the client's chroot. JSON is written compactly, as Kafka's Jackson does. Pure: json only.
+Paths are relative to the client's chroot. JSON is written compactly, as Kafka's Jackson does. Pure: json and the
+listener model only.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from broker.listeners import EndPoint, ListenerConfigError, parse_endpoint
 
 CONTROLLER_PATH = "/controller"
 CONTROLLER_EPOCH_PATH = "/controller_epoch"
@@ -99,23 +102,27 @@ def _int_list(value: Any, what: str) -> list[int]:
 
 @dataclass(frozen=True, slots=True)
 class BrokerInfo:
-    """A registered broker: where to reach it, and its epoch (the czxid of its registration znode, KIP-380)."""
+    """A registered broker: where to reach it on the listener it was read for (the inter-broker one), every
+    endpoint it registered, and its epoch (the czxid of its registration znode, KIP-380)."""
 
     id: int
     host: str
     port: int
     epoch: int = -1
     rack: str | None = None
+    endpoints: tuple[EndPoint, ...] = ()
 
 
-def encode_broker(host: str, port: int, timestamp_ms: int, rack: str | None = None) -> bytes:
-    """Kafka's version 5 broker registration with one PLAINTEXT listener (rack only when set, as Kafka)."""
+def encode_broker(endpoints: Sequence[EndPoint], timestamp_ms: int, rack: str | None = None) -> bytes:
+    """Kafka's version 5 broker registration: every advertised endpoint and its security protocol; the top-level
+    host and port are the first PLAINTEXT endpoint's (rack only when set, as Kafka)."""
+    plaintext = next((e for e in endpoints if e.security_protocol == "PLAINTEXT"), None)
     value: dict[str, Any] = {
         "version": 5,
-        "host": host,
-        "port": port,
-        "endpoints": [f"PLAINTEXT://{host}:{port}"],
-        "listener_security_protocol_map": {"PLAINTEXT": "PLAINTEXT"},
+        "host": plaintext.host if plaintext else None,
+        "port": plaintext.port if plaintext else -1,
+        "endpoints": [str(e) for e in endpoints],
+        "listener_security_protocol_map": {e.listener_name: e.security_protocol for e in endpoints},
         "jmx_port": -1,
         "timestamp": str(timestamp_ms),
         "features": {},
@@ -125,21 +132,29 @@ def encode_broker(host: str, port: int, timestamp_ms: int, rack: str | None = No
     return _dump(value)
 
 
-def decode_broker(broker_id: int, data: bytes, epoch: int = -1) -> BrokerInfo:
-    """A broker registration; the address is the PLAINTEXT endpoint, else the top-level host and port."""
+def decode_broker(broker_id: int, data: bytes, epoch: int = -1, listener_name: str = "PLAINTEXT") -> BrokerInfo:
+    """A broker registration, with its address on `listener_name`; a registration without endpoints (version 1)
+    has only the top-level PLAINTEXT host and port."""
     what = f"broker {broker_id} registration"
     value = _load(data, what)
-    host, port = value.get("host"), value.get("port")
-    for endpoint in value.get("endpoints") or ():
-        listener, _, address = str(endpoint).partition("://")
-        if listener == "PLAINTEXT":
-            host, _, port_text = address.rpartition(":")
-            port = int(port_text) if port_text.isdigit() else None
-            break
+    protocol_map = value.get("listener_security_protocol_map") or {}
+    if not isinstance(protocol_map, dict):
+        raise ZkDataError(f"{what}: listener_security_protocol_map is not a map: {value!r}")
+    try:
+        endpoints = tuple(parse_endpoint(str(e), {str(k).upper(): str(v).upper() for k, v in protocol_map.items()})
+                          for e in value.get("endpoints") or ())
+    except ListenerConfigError as e:
+        raise ZkDataError(f"{what}: {e}") from None
+    if not endpoints and listener_name == "PLAINTEXT":
+        host, port = value.get("host"), value.get("port")
+    else:
+        found = next((e for e in endpoints if e.listener_name == listener_name), None)
+        host, port = (found.host, found.port) if found else (None, None)
     if not isinstance(host, str) or not host or not isinstance(port, int) or isinstance(port, bool):
-        raise ZkDataError(f"{what} has no PLAINTEXT endpoint: {value!r}")
+        raise ZkDataError(f"{what} has no {listener_name} endpoint: {value!r}")
     rack = value.get("rack")
-    return BrokerInfo(id=broker_id, host=host, port=port, epoch=epoch, rack=rack if isinstance(rack, str) else None)
+    return BrokerInfo(id=broker_id, host=host, port=port, epoch=epoch, rack=rack if isinstance(rack, str) else None,
+                      endpoints=endpoints)
 
 
 # ---------------------------------------------------------------------------------------------

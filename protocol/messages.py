@@ -471,12 +471,21 @@ class UpdateMetadataPartitionState(PartitionState):
 
 
 @message
-class LiveBroker:
-    """A live broker named in an UpdateMetadata request and where to reach it."""
+class UpdateMetadataEndpoint:
+    """One of a live broker's advertised listeners."""
 
-    id: Int32
+    listener: str
     host: str
     port: Int32
+    security_protocol: str = "PLAINTEXT"
+
+
+@message
+class LiveBroker:
+    """A live broker named in an UpdateMetadata request and where to reach it on each of its listeners."""
+
+    id: Int32
+    endpoints: list[UpdateMetadataEndpoint]
 
 
 @message

@@ -2,14 +2,15 @@
 
 from dataclasses import dataclass
 
+from broker.listeners import EndPoint
+
 
 @dataclass(frozen=True, slots=True)
 class NetworkConfig:
-    """listeners host/port, num.network.threads, num.io.threads, queued.max.requests,
+    """The listeners to bind, num.network.threads, num.io.threads, queued.max.requests,
     socket.request.max.bytes and connections.max.idle.ms, with Kafka's defaults."""
 
-    host: str = "127.0.0.1"
-    port: int = 9092  # 0 picks a free port
+    listeners: tuple[EndPoint, ...] = (EndPoint("PLAINTEXT", "127.0.0.1", 9092),)  # port 0 picks a free port
     num_network_threads: int = 3
     num_io_threads: int = 8
     queued_max_requests: int = 500
@@ -17,8 +18,11 @@ class NetworkConfig:
     connections_max_idle_ms: int = 600000
 
     def __post_init__(self) -> None:
-        if not 0 <= self.port <= 65535:
-            raise ValueError(f"port must be 0..65535, got {self.port}")
+        if not self.listeners:
+            raise ValueError("at least one listener is needed")
+        for listener in self.listeners:
+            if not 0 <= listener.port <= 65535:
+                raise ValueError(f"port must be 0..65535, got {listener.port}")
         for name in (
             "num_network_threads",
             "num_io_threads",

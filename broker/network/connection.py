@@ -44,8 +44,10 @@ class Connection:
         channel: RequestChannel,
         max_frame_bytes: int,
         stats: NetworkStats,
+        listener_name: str,
     ) -> None:
         self.id = connection_id
+        self.listener_name = listener_name
         self._reader = reader
         self._writer = writer
         self._channel = channel
@@ -133,7 +135,8 @@ class Connection:
                 continue
             self._stats.requests_received += 1
             slot = self._add_slot(header)
-            await self._channel.send_request(Request(header, body, self.id, LENGTH_PREFIX_SIZE + length), slot)
+            request = Request(header, body, self.id, LENGTH_PREFIX_SIZE + length, self.listener_name)
+            await self._channel.send_request(request, slot)
 
     def _add_slot(self, header: RequestHeader) -> ResponseSlot:
         slot: ResponseSlot = asyncio.get_running_loop().create_future()

@@ -35,9 +35,11 @@ class Processor:
         """Start closing idle connections."""
         self._idle_sweeper = asyncio.create_task(self._close_idle_connections(), name=f"network-processor-{self.index}")
 
-    def accept(self, connection_id: str, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        """Take over a newly accepted connection."""
-        connection = Connection(connection_id, reader, writer, self._channel, self._max_frame_bytes, self._stats)
+    def accept(self, connection_id: str, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+               listener_name: str) -> None:
+        """Take over a connection newly accepted on a listener."""
+        connection = Connection(connection_id, reader, writer, self._channel, self._max_frame_bytes, self._stats,
+                                listener_name)
         task = connection.start()
         self._connections[task] = connection
         self._stats.connections_open += 1

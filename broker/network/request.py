@@ -18,6 +18,7 @@ class Request:
     body: object  # the decoded request message
     connection_id: str  # "<peer host>:<peer port>-<N>", for logs
     size: int  # bytes of the frame, length prefix included
+    listener_name: str = "PLAINTEXT"  # the listener the connection came in on
 
 
 @dataclass(slots=True)

@@ -1,6 +1,7 @@
 """SocketServer: the broker's network front end."""
 
 import asyncio
+import functools
 import itertools
 import logging
 
@@ -16,7 +17,7 @@ logger = logging.getLogger(__name__)
 
 
 class SocketServer:
-    """Reactor-shaped, on one event loop: an acceptor listening on host:port hands each connection
+    """Reactor-shaped, on one event loop: an acceptor per listener hands each connection
     round-robin to one of num_network_threads processors; connections read requests into a bounded
     request channel (queued_max_requests, back-pressure when full); num_io_threads handler tasks serve
     them; each connection writes its responses in request order. Counters are in `stats`."""
@@ -32,39 +33,55 @@ class SocketServer:
         self._next_processor = itertools.cycle(self._processors)
         self._handler_pool = RequestHandlerPool(channel, handler, config.num_io_threads, self.stats)
         self._connection_ids = itertools.count()
-        self._listener: asyncio.Server | None = None
+        self._acceptors: list[asyncio.Server] = []
+        self.bound: dict[str, tuple[str, int]] = {}  # listener name -> bound (host, port), once started
         self._stopped = False
 
-    async def start(self) -> tuple[str, int]:
-        """Listen on the configured host and port (0: a free one); return the bound host and port."""
-        if self._listener is not None or self._stopped:
+    async def start(self) -> dict[str, tuple[str, int]]:
+        """Listen on every configured listener (port 0: a free one); return each listener's bound host and port."""
+        if self._acceptors or self._stopped:
             raise RuntimeError("a SocketServer starts once")
-        self._listener = await asyncio.start_server(
-            self._accept, self.config.host, self.config.port, limit=STREAM_BUFFER_LIMIT
-        )
+        bound: dict[str, tuple[str, int]] = {}
+        try:
+            for listener in self.config.listeners:
+                server = await asyncio.start_server(
+                    functools.partial(self._accept, listener.listener_name),
+                    listener.host or None,  # an empty host: every interface, as Kafka
+                    listener.port,
+                    limit=STREAM_BUFFER_LIMIT,
+                )
+                self._acceptors.append(server)
+                host, port = server.sockets[0].getsockname()[:2]
+                bound[listener.listener_name] = (host, port)
+                logger.info("listening on %s:%d (listener %s)", host, port, listener.listener_name)
+        except BaseException:
+            for server in self._acceptors:
+                server.close()
+            raise
         for processor in self._processors:
             processor.start()
         self._handler_pool.start()
-        host, port = self._listener.sockets[0].getsockname()[:2]
-        logger.info("listening on %s:%d", host, port)
-        return host, port
+        self.bound = bound
+        return bound
 
     async def stop(self) -> None:
         """Stop listening, close every connection, stop the handler tasks and wait for all of it."""
-        if self._listener is None or self._stopped:
+        if not self._acceptors or self._stopped:
             return
         self._stopped = True
-        self._listener.close()
+        for server in self._acceptors:
+            server.close()
         await self._handler_pool.stop()
         await asyncio.gather(*(processor.stop() for processor in self._processors))
-        await self._listener.wait_closed()
-        logger.info("stopped listening on %s:%d", self.config.host, self.config.port)
+        for server in self._acceptors:
+            await server.wait_closed()
+        logger.info("stopped listening on %s", ", ".join(f"{h}:{p}" for h, p in self.bound.values()))
 
-    def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    def _accept(self, listener_name: str, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         if self._stopped:
             writer.transport.abort()
             return
         peer = writer.get_extra_info("peername") or ("unknown", 0)
         connection_id = f"{peer[0]}:{peer[1]}-{next(self._connection_ids)}"
         self.stats.connections_accepted += 1
-        next(self._next_processor).accept(connection_id, reader, writer)
+        next(self._next_processor).accept(connection_id, reader, writer, listener_name)

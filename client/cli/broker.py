@@ -18,7 +18,10 @@ import click
 )
 @click.option("--override", "overrides", multiple=True, metavar="KEY=VALUE", help="Replace a property (repeatable).")
 def broker_command(config_path: Path, overrides: tuple[str, ...]) -> None:
-    """Run one broker in the foreground until SIGTERM or Ctrl-C."""
+    """Run one broker in the foreground until SIGTERM or Ctrl-C.
+
+    Settings come from --config, then from MINIKAFKA_CFG_<NAME> environment variables (NAME is the property
+    in upper case with dots as underscores: MINIKAFKA_CFG_MIN_INSYNC_REPLICAS=2), then from --override."""
     from broker.config import ConfigError
     from broker.server import run_broker
 

@@ -10,6 +10,7 @@ reading record batches.
 from __future__ import annotations
 
 import asyncio
+import os
 import subprocess
 import sys
 import time
@@ -150,6 +151,24 @@ async def paused(cluster: ClusterState, broker_id: int) -> AsyncIterator[BrokerP
         yield broker
     finally:
         await resume(cluster, broker_id)
+
+
+def established_ports(pid: int) -> list[int]:
+    """The remote ports of the established TCP connections of process `pid` (from /proc)."""
+    inodes = set()
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:  # closed meanwhile
+            continue
+        if target.startswith("socket:["):
+            inodes.add(int(target[len("socket:[") : -1]))
+    ports = []
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        fields = line.split()
+        if fields[3] == "01" and int(fields[9]) in inodes:  # 01: ESTABLISHED
+            ports.append(int(fields[2].rpartition(":")[2], 16))
+    return ports
 
 
 def server_log(broker: BrokerProcess, lines: int = 40) -> str:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from broker.listeners import EndPoint
 from broker.log.config import LogConfig
 from controller import zkdata
 from controller.channel import BrokerRemovedError, ControllerChannelManager
@@ -34,6 +35,11 @@ if TYPE_CHECKING:
 
 TIMEOUT = 10.0
 PORT_BASE = 9000  # broker N "listens" on PORT_BASE + N
+
+
+def endpoints(broker_id: int) -> list[EndPoint]:
+    """What broker N registers: its one PLAINTEXT listener."""
+    return [EndPoint("PLAINTEXT", "127.0.0.1", PORT_BASE + broker_id)]
 
 
 class FakeNetwork:
@@ -61,7 +67,8 @@ class FakeNetwork:
             received = self.requests(UpdateMetadataRequest, to=broker_id)
             if not received or received[-1].controller_epoch != epoch:
                 return False
-            if [(b.id, b.port) for b in received[-1].live_brokers] != [(b, PORT_BASE + b) for b in broker_ids]:
+            live = [(b.id, [e.port for e in b.endpoints]) for b in received[-1].live_brokers]
+            if live != [(b, [PORT_BASE + b]) for b in broker_ids]:
                 return False
         return True
 
@@ -128,7 +135,7 @@ class Cluster:
         for broker_id in broker_ids:
             zk = ZkClient(self.observer.connect, chroot=self.observer.chroot, session_timeout_ms=4000)
             await zk.start()
-            epoch = await register_broker(zk, broker_id, "127.0.0.1", PORT_BASE + broker_id)
+            epoch = await register_broker(zk, broker_id, endpoints(broker_id))
             channel = ControllerChannelManager(broker_id, self.network.connect, backoff_ms=10, max_backoff_ms=50)
             controller = KafkaController(broker_id, zk, channel, LogConfig().with_topic_overrides)
             await controller.startup()

@@ -35,7 +35,7 @@ from protocol.messages import (
     TopicPartition,
     UpdateMetadataRequest,
 )
-from tests.integration.test_controller import PORT_BASE, FakeNetwork
+from tests.integration.test_controller import FakeNetwork, endpoints
 
 if TYPE_CHECKING:
     from tests.integration.conftest import ZkSessionFactory
@@ -154,7 +154,7 @@ class Cluster:
             connect = await proxy.start() if proxy is not None else self.observer.connect
             zk = ZkClient(connect, chroot=self.observer.chroot, session_timeout_ms=session_timeout_ms)
             await zk.start()
-            epoch = await register_broker(zk, broker_id, "127.0.0.1", PORT_BASE + broker_id)
+            epoch = await register_broker(zk, broker_id, endpoints(broker_id))
             channel = ControllerChannelManager(broker_id, self.network.connect, backoff_ms=10, max_backoff_ms=50)
             controller = KafkaController(broker_id, zk, channel, LogConfig().with_topic_overrides)
             node = Node(broker_id, zk, controller, epoch, proxy)
@@ -167,7 +167,7 @@ class Cluster:
             self._tasks.append(asyncio.get_running_loop().create_task(self._register_again(node)))
 
     async def _register_again(self, node: Node) -> None:
-        node.epoch = await register_broker(node.zk, node.id, "127.0.0.1", PORT_BASE + node.id)
+        node.epoch = await register_broker(node.zk, node.id, endpoints(node.id))
 
     async def stop(self, broker_id: int) -> None:
         """The broker goes: its controller resigns, its session (and its ephemeral znodes) ends at once."""
@@ -483,7 +483,7 @@ async def test_a_bounced_broker_is_handled_as_a_failure_and_a_start_up(zk_sessio
         node = cluster.nodes[3]
         replacement = await cluster._stack.enter_async_context(cluster.zk_session())
         path = zkdata.broker_path(3)
-        await replacement.multi([DeleteOp(path), CreateOp(path, zkdata.encode_broker("127.0.0.1", PORT_BASE + 3, 0),
+        await replacement.multi([DeleteOp(path), CreateOp(path, zkdata.encode_broker(endpoints(3), 0),
                                                           ephemeral=True)])
         new_epoch = (await replacement.exists(path)).czxid
         assert new_epoch != node.epoch

@@ -11,7 +11,6 @@ paused follower stays in the ISR.
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
 import socket
 import subprocess
@@ -37,6 +36,7 @@ from tests.integration.clusterutil import (
     controller_of,
     create_topic,
     describe,
+    established_ports,
     eventually,
     fetch,
     list_offset,
@@ -163,24 +163,6 @@ async def test_checkpoints_are_written_while_brokers_run(cluster):
         return True if hw_ok and all(rp is not None and rp > 0 for _, rp in seen.values()) else None
 
     await eventually(checkpointed, lambda: f"(HW, recovery point) checkpointed per broker, saw {seen}")
-
-
-def established_ports(pid: int) -> list[int]:
-    """The remote ports of the established TCP connections of process `pid` (from /proc)."""
-    inodes = set()
-    for fd in os.listdir(f"/proc/{pid}/fd"):
-        try:
-            target = os.readlink(f"/proc/{pid}/fd/{fd}")
-        except OSError:  # closed meanwhile
-            continue
-        if target.startswith("socket:["):
-            inodes.add(int(target[len("socket:[") : -1]))
-    ports = []
-    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
-        fields = line.split()
-        if fields[3] == "01" and int(fields[9]) in inodes:  # 01: ESTABLISHED
-            ports.append(int(fields[2].rpartition(":")[2], 16))
-    return ports
 
 
 def write_syscalls(pid: int) -> int:

@@ -26,6 +26,7 @@ from protocol.messages import (
     StopReplicaPartition,
     StopReplicaRequest,
     StopReplicaResponse,
+    UpdateMetadataEndpoint,
     UpdateMetadataPartitionState,
     UpdateMetadataRequest,
     UpdateMetadataResponse,
@@ -111,8 +112,8 @@ async def test_requests_with_a_stale_controller_epoch_are_refused_and_change_not
             partition_states=[UpdateMetadataPartitionState(
                 topic=topic, partition=0, controller_epoch=STALE_EPOCH, leader=target, leader_epoch=7,
                 isr=[target], zk_version=99, replicas=[controller, target], offline_replicas=[controller])],
-            live_brokers=[LiveBroker(id=target, host=cluster.broker(target).host,
-                                     port=cluster.broker(target).port)]))
+            live_brokers=[LiveBroker(id=target, endpoints=[UpdateMetadataEndpoint(
+                listener="PLAINTEXT", host=cluster.broker(target).host, port=cluster.broker(target).port)])]))
         assert isinstance(response, UpdateMetadataResponse)
         assert ErrorCode.from_code(response.error_code) == ErrorCode.STALE_CONTROLLER_EPOCH
 

@@ -14,6 +14,7 @@ import msgpack
 import pytest
 import uvloop
 
+from broker.listeners import EndPoint
 from broker.network import NO_RESPONSE, NetworkConfig, Request, RequestHandler, Response, SocketServer
 from protocol.errors import ErrorCode
 from protocol.framing import encode_frame
@@ -92,8 +93,8 @@ Connect = Callable[[], Awaitable[WireClient]]
 @asynccontextmanager
 async def serving(handler: RequestHandler, **config: Any) -> AsyncIterator[tuple[SocketServer, Connect]]:
     """A started server, and a function opening clients to it; stops the server and closes them at the end."""
-    server = SocketServer(NetworkConfig(**{"host": "127.0.0.1", "port": 0, **config}), handler)
-    address = await server.start()
+    server = SocketServer(NetworkConfig(**{"listeners": (EndPoint("PLAINTEXT", "127.0.0.1", 0),), **config}), handler)
+    [address] = (await server.start()).values()
     clients: list[WireClient] = []
 
     async def connect() -> WireClient:
@@ -470,8 +471,8 @@ async def test_stop_closes_everything_and_frees_the_port() -> None:
     async def handler(request: Request) -> asyncio.Future[Response]:
         return never
 
-    server = SocketServer(NetworkConfig(host="127.0.0.1", port=0), handler)
-    host, port = await server.start()
+    server = SocketServer(NetworkConfig(listeners=(EndPoint("PLAINTEXT", "127.0.0.1", 0),)), handler)
+    [(host, port)] = (await server.start()).values()
     assert host == "127.0.0.1" and port > 0
     clients = [await WireClient.connect((host, port)) for _ in range(4)]
     clients[0].send(metadata("pending"), 1)
@@ -484,7 +485,8 @@ async def test_stop_closes_everything_and_frees_the_port() -> None:
     assert asyncio.all_tasks() == tasks_before
     with pytest.raises(ConnectionRefusedError):
         await asyncio.open_connection(host, port)
-    async with serving(echo, port=port) as (_, connect):  # a new server can listen on the port at once
+    listeners = (EndPoint("PLAINTEXT", "127.0.0.1", port),)
+    async with serving(echo, listeners=listeners) as (_, connect):  # a new server can listen on the port at once
         assert (await (await connect()).request(ApiVersionsRequest(), 1))[1] == ErrorCode.NONE
 
 

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from broker.listeners import EndPoint
 from controller import zkdata
 from controller.zk import (
     BadVersionError,
@@ -152,16 +153,18 @@ async def test_multi_applies_all_or_nothing(zk_session: ZkSessionFactory):
 async def test_register_broker_returns_the_czxid_and_refuses_a_live_duplicate(zk_session: ZkSessionFactory):
     async with zk_session() as observer:
         async with zk_session() as first, zk_session() as second:
-            epoch = await register_broker(first, 1, "127.0.0.1", 9092)
+            first_endpoints = [EndPoint("PLAINTEXT", "127.0.0.1", 9092)]
+            second_endpoints = [EndPoint("PLAINTEXT", "127.0.0.1", 9093)]
+            epoch = await register_broker(first, 1, first_endpoints)
             data, stat = await observer.get(zkdata.broker_path(1))
             assert epoch == stat.czxid and stat.ephemeral_owner == first.session_id
             assert zkdata.decode_broker(1, data, stat.czxid).port == 9092
-            assert await register_broker(first, 1, "127.0.0.1", 9092) == epoch  # same session: still ours
+            assert await register_broker(first, 1, first_endpoints) == epoch  # same session: still ours
             with pytest.raises(BrokerIdInUseError, match=r"broker\.id 1 is already registered"):
-                await register_broker(second, 1, "127.0.0.1", 9093)
+                await register_broker(second, 1, second_endpoints)
             for path in zkdata.TOP_LEVEL_PATHS:
                 assert await observer.exists(path) is not None
-            waiting = asyncio.create_task(register_broker(second, 1, "127.0.0.1", 9093, wait_ms=int(TIMEOUT * 1000)))
+            waiting = asyncio.create_task(register_broker(second, 1, second_endpoints, wait_ms=int(TIMEOUT * 1000)))
             await first.close()
             new_epoch = await asyncio.wait_for(waiting, TIMEOUT)
         assert new_epoch > epoch

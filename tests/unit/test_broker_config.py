@@ -6,17 +6,21 @@ from pathlib import Path
 
 import pytest
 
-from broker.config import BrokerConfig, ConfigError, parse_properties
+from broker.config import BrokerConfig, ConfigError, environment_settings, parse_properties
+from broker.listeners import EndPoint
 
 MINIMAL = "broker.id=2\nzookeeper.connect=127.0.0.1:2181/cluster-a\n"
 
 
 def test_kafka_defaults():
     config = BrokerConfig.from_properties(parse_properties(MINIMAL))
-    assert (config.broker_id, config.host, config.port) == (2, "127.0.0.1", 9092)
+    assert config.broker_id == 2
+    assert config.listeners.listeners == config.listeners.advertised_listeners == (
+        EndPoint("PLAINTEXT", "127.0.0.1", 9092),)
+    assert config.listeners.inter_broker_listener_name == "PLAINTEXT"
     assert (config.zookeeper_connect, config.zookeeper_chroot) == ("127.0.0.1:2181", "/cluster-a")
     assert config.replica_lag_time_max_ms == 30000
-    assert config.zookeeper_session_timeout_ms == 18000
+    assert config.zookeeper_session_timeout_ms == config.zookeeper_connection_timeout_ms == 18000
     assert config.replica_fetch_wait_max_ms == 500
     assert config.replica_high_watermark_checkpoint_interval_ms == 5000
     assert config.num_replica_fetchers == 1
@@ -32,7 +36,8 @@ def test_server_properties_file_and_overrides(tmp_path: Path):
     path.write_text("# a broker\n" + MINIMAL + "listeners=PLAINTEXT://127.0.0.1:0\nlog.dirs=/a,/b\n"
                     "log.segment.bytes=1048576\nmin.insync.replicas=2\n")
     config = BrokerConfig.from_file(path, ["replica.lag.time.max.ms=1500", "broker.id=7"])
-    assert (config.broker_id, config.port, config.replica_lag_time_max_ms) == (7, 0, 1500)
+    assert (config.broker_id, config.replica_lag_time_max_ms) == (7, 1500)
+    assert config.network.listeners == (EndPoint("PLAINTEXT", "127.0.0.1", 0),)
     assert config.log_dirs == [Path("/a"), Path("/b")]
     assert (config.log.segment_bytes, config.log.min_insync_replicas) == (1048576, 2)
     assert config.zookeeper_chroot == "/cluster-a"
@@ -42,7 +47,7 @@ def test_server_properties_file_and_overrides(tmp_path: Path):
     ("zookeeper.connect=x:1\n", "broker.id is required"),
     ("broker.id=1\n", "zookeeper.connect is required"),
     (MINIMAL + "replica.lag.time.max.ms=soon\n", "replica.lag.time.max.ms must be an integer"),
-    (MINIMAL + "listeners=nonsense\n", "listeners must look like"),
+    (MINIMAL + "listeners=nonsense\n", "listeners: expected NAME://host:port"),
     (MINIMAL + "replication.truncation.mode=hope\n", "replication.truncation.mode must be one of"),
     (MINIMAL + "unclean.leader.election.enable=maybe\n", "must be true or false"),
     (MINIMAL + "just some words\n", "expected key=value"),
@@ -52,3 +57,27 @@ def test_bad_configuration_is_refused_with_the_property_name(text, message, tmp_
     path.write_text(text)
     with pytest.raises(ConfigError, match=message):
         BrokerConfig.from_file(path)
+
+
+def test_minikafka_cfg_environment_variables_are_properties_with_dots_as_underscores():
+    environ = {"MINIKAFKA_CFG_MIN_INSYNC_REPLICAS": "2", "MINIKAFKA_CFG_ADVERTISED_LISTENERS": "PLAINTEXT://h:1",
+               "MINIKAFKA_CFG_": "ignored", "MINIKAFKA_BOOTSTRAP_SERVER": "ignored", "PATH": "/bin"}
+    assert environment_settings(environ) == {"min.insync.replicas": "2", "advertised.listeners": "PLAINTEXT://h:1"}
+
+
+def test_environment_settings_replace_the_file_and_overrides_replace_both(tmp_path: Path):
+    path = tmp_path / "server.properties"
+    path.write_text(MINIMAL + "min.insync.replicas=1\nlisteners=PLAINTEXT://127.0.0.1:9092\n")
+    environ = {"MINIKAFKA_CFG_MIN_INSYNC_REPLICAS": "2", "MINIKAFKA_CFG_BROKER_ID": "5",
+               "MINIKAFKA_CFG_LISTENERS": "INTERNAL://0.0.0.0:29092,EXTERNAL://0.0.0.0:9092",
+               "MINIKAFKA_CFG_ADVERTISED_LISTENERS": "INTERNAL://broker-5:29092,EXTERNAL://127.0.0.1:9096",
+               "MINIKAFKA_CFG_LISTENER_SECURITY_PROTOCOL_MAP": "INTERNAL:PLAINTEXT,EXTERNAL:PLAINTEXT",
+               "MINIKAFKA_CFG_INTER_BROKER_LISTENER_NAME": "INTERNAL"}
+    config = BrokerConfig.from_file(path, ["broker.id=6"], environ)
+    assert (config.broker_id, config.log.min_insync_replicas) == (6, 2)
+    assert config.listeners.inter_broker_listener_name == "INTERNAL"
+    assert [str(e) for e in config.listeners.advertised_listeners] == [
+        "INTERNAL://broker-5:29092", "EXTERNAL://127.0.0.1:9096"]
+    assert BrokerConfig.from_file(path).log.min_insync_replicas == 1  # no environment: the file alone
+    with pytest.raises(ConfigError, match=r"min\.insync\.replicas"):
+        BrokerConfig.from_file(path, environ={"MINIKAFKA_CFG_MIN_INSYNC_REPLICAS": "two"})

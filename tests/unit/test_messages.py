@@ -74,6 +74,7 @@ from protocol.messages import (
     TopicPartition,
     UnknownApiError,
     UnsupportedVersionError,
+    UpdateMetadataEndpoint,
     UpdateMetadataPartitionState,
     UpdateMetadataRequest,
     UpdateMetadataResponse,
@@ -274,7 +275,10 @@ SAMPLES: dict[int, tuple[Any, Any]] = {
                     offline_replicas=[3],
                 )
             ],
-            live_brokers=[LiveBroker(id=1, host="localhost", port=9093)],
+            live_brokers=[LiveBroker(id=1, endpoints=[
+                UpdateMetadataEndpoint(listener="INTERNAL", host="broker-1", port=29092),
+                UpdateMetadataEndpoint(listener="EXTERNAL", host="localhost", port=9093),
+            ])],
         ),
         UpdateMetadataResponse(error_code=ErrorCode.STALE_CONTROLLER_EPOCH),
     ),

@@ -11,6 +11,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 PURE_PACKAGES = ["protocol", "broker/log"]
 PURE_MODULES = [
+    "broker/listeners.py",
+    "controller/zkdata.py",
     "broker/replication/partition.py",
     "broker/replication/truncation.py",
     "controller/assignment.py",

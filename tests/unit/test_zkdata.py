@@ -4,6 +4,7 @@ import json
 
 import pytest
 
+from broker.listeners import EndPoint
 from controller import zkdata
 from controller.zkdata import BrokerInfo, LeaderIsrAndControllerEpoch, ZkDataError
 
@@ -19,8 +20,11 @@ def test_paths_follow_kafkas_layout():
     assert zkdata.CONTROLLER_EPOCH_PATH == "/controller_epoch"
 
 
+PLAINTEXT_9092 = EndPoint("PLAINTEXT", "127.0.0.1", 9092)
+
+
 def test_broker_registration_is_kafkas_version_5():
-    data = zkdata.encode_broker("127.0.0.1", 9092, 1707276552023)
+    data = zkdata.encode_broker([PLAINTEXT_9092], 1707276552023)
     assert json.loads(data) == {
         "version": 5,
         "host": "127.0.0.1",
@@ -32,8 +36,26 @@ def test_broker_registration_is_kafkas_version_5():
         "features": {},
     }
     assert b" " not in data  # compact, as Jackson writes it
-    assert zkdata.decode_broker(1, data, epoch=42) == BrokerInfo(1, "127.0.0.1", 9092, epoch=42)
-    assert json.loads(zkdata.encode_broker("h", 1, 0, rack="r1"))["rack"] == "r1"
+    assert zkdata.decode_broker(1, data, epoch=42) == BrokerInfo(1, "127.0.0.1", 9092, epoch=42,
+                                                                 endpoints=(PLAINTEXT_9092,))
+    assert json.loads(zkdata.encode_broker([EndPoint("PLAINTEXT", "h", 1)], 0, rack="r1"))["rack"] == "r1"
+
+
+def test_a_registration_holds_every_advertised_listener_and_is_read_for_the_inter_broker_one():
+    internal, external = EndPoint("INTERNAL", "broker-1", 29092), EndPoint("EXTERNAL", "127.0.0.1", 9092)
+    data = zkdata.encode_broker([internal, external], 0)
+    value = json.loads(data)
+    assert value["endpoints"] == ["INTERNAL://broker-1:29092", "EXTERNAL://127.0.0.1:9092"]
+    assert value["listener_security_protocol_map"] == {"INTERNAL": "PLAINTEXT", "EXTERNAL": "PLAINTEXT"}
+    assert (value["host"], value["port"]) == ("broker-1", 29092)  # the first PLAINTEXT endpoint, as Kafka
+    for name, endpoint in (("INTERNAL", internal), ("EXTERNAL", external)):
+        info = zkdata.decode_broker(1, data, listener_name=name)
+        assert (info.host, info.port, info.endpoints) == (endpoint.host, endpoint.port, (internal, external))
+    with pytest.raises(ZkDataError, match="has no REPLICATION endpoint"):
+        zkdata.decode_broker(1, data, listener_name="REPLICATION")
+    ipv6 = zkdata.encode_broker([EndPoint("PLAINTEXT", "::1", 9092)], 0)
+    assert json.loads(ipv6)["endpoints"] == ["PLAINTEXT://[::1]:9092"]
+    assert zkdata.decode_broker(1, ipv6).host == "::1"
 
 
 def test_broker_registration_written_by_kafka_decodes():
@@ -43,7 +65,8 @@ def test_broker_registration_written_by_kafka_decodes():
         b'"endpoints":["INTERNAL://kafka3:29092","PLAINTEXT://kafka3:9092"],"jmx_port":-1,"port":9092,'
         b'"host":"kafka3","version":5,"timestamp":"1731163180710","rack":"dc1"}'
     )
-    assert zkdata.decode_broker(3, kafka) == BrokerInfo(3, "kafka3", 9092, rack="dc1")
+    assert zkdata.decode_broker(3, kafka) == BrokerInfo(3, "kafka3", 9092, rack="dc1", endpoints=(
+        EndPoint("INTERNAL", "kafka3", 29092, "SSL"), EndPoint("PLAINTEXT", "kafka3", 9092)))
     seed_001_v1 = b'{"jmx_port":-1,"host":"node1","version":1,"port":9092}'
     assert zkdata.decode_broker(8, seed_001_v1) == BrokerInfo(8, "node1", 9092)
 

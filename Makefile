@@ -1,45 +1,38 @@
-# minikafka: `make setup` once, then `make test`.
+# minikafka: `make setup` once (a bare Debian/Ubuntu machine needs only git, make, python3 and python3-venv), then
+# `make test`. tools/setup.sh says what each step does; running it again changes nothing.
 PYTHON ?= python3
-VENV := .venv
-BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed
-ZOOKEEPER_JAR := /usr/share/java/zookeeper.jar
+BIN := .venv/bin
 
-.PHONY: setup test lint bench-log bench-produce bench-failover sim-long clean
+.PHONY: setup venv lock test lint bench-log bench-produce bench-failover sim-long clean
 
-setup: $(STAMP) $(ZOOKEEPER_JAR)
+setup:
+	@PYTHON=$(PYTHON) tools/setup.sh
 
-$(STAMP): pyproject.toml
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev,spark]'
-	touch $(STAMP)
+# just the .venv step of setup (what the targets below need)
+venv:
+	@PYTHON=$(PYTHON) tools/setup.sh python
 
-$(ZOOKEEPER_JAR):
-	@if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends zookeeper >/dev/null; \
-	else \
-		echo "ZooKeeper is missing: install Debian's 'zookeeper' package (it provides $(ZOOKEEPER_JAR)), e.g. 'sudo apt-get install zookeeper'." >&2; \
-		exit 1; \
-	fi
+# refresh requirements/*.lock from pyproject.toml's ranges (UPGRADE=1: every pin to the newest), then make setup
+lock: venv
+	@tools/lock.sh
 
-lint: $(STAMP)
+lint: venv
 	$(BIN)/ruff check .
 
 test: lint
 	$(BIN)/pytest -q
 
-sim-long: $(STAMP)
+sim-long: venv
 	SIM_SEEDS=$${SIM_SEEDS:-5000} $(BIN)/pytest -q tests/sim/test_simulation.py
 
-bench-log: $(STAMP)
+bench-log: venv
 	$(BIN)/python -m bench.log_bench
 
-bench-produce: $(STAMP)
+bench-produce: venv
 	$(BIN)/python -m bench.produce_bench --runs 3
 
-bench-failover: $(STAMP)
+bench-failover: venv
 	$(BIN)/python -m bench.failover_bench --runs 5
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis
+	rm -rf .venv .pytest_cache .ruff_cache .hypothesis

@@ -1,0 +1,133 @@
+"""docker-compose.yml for real: the images are built, ZooKeeper and three brokers run in containers, the host
+produces and consumes through the published ports with the bundled CLI while the leader's container is SIGKILLed
+and started again, and the verifier service checks the stopped brokers' volumes. Nothing of the project is left
+behind."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Callable
+from typing import TypeVar
+
+import pytest
+
+from client.connection import BrokerConnection, KafkaConnectionError
+from protocol.messages import MetadataRequest
+from tests.containers.podman import ComposeProject, compose_project, minikafka, podman, require_containers
+
+T = TypeVar("T")
+TOPIC = "events"
+FIRST, SECOND = 10_000, 2_000
+WAIT_S = 120.0
+
+# Stands in for `minikafka verify` inside the verifier service: the three volumes are there, read-only, hold the
+# topic's partitions, and the command's exit status (3) comes back through `compose run`.
+STAND_IN_VERIFIER = """
+import os, sys
+for broker in (1, 2, 3):
+    path = f"/data/broker-{broker}"
+    assert not os.access(path, os.W_OK), path + " is writable"
+    assert any(name.startswith("events-") for name in os.listdir(path)), os.listdir(path)
+sys.exit(3)
+"""
+
+
+def poll(probe: Callable[[], T | None], what: str, timeout_s: float = WAIT_S) -> T:
+    """Call `probe` until it returns something other than None; fail after timeout_s."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        result = probe()
+        if result is not None:
+            return result
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out after {timeout_s:.0f} s waiting for {what}")
+        time.sleep(0.5)
+
+
+def describe(project: ComposeProject) -> list[dict]:
+    return json.loads(minikafka("topic", "describe", TOPIC, "--json", "--bootstrap-server", project.bootstrap).stdout)
+
+
+def produce(project: ComposeProject, values: list[str]) -> list[tuple[int, int]]:
+    """Send with acks=all through the published ports; (partition, offset) of each value, all acknowledged."""
+    result = minikafka("produce", TOPIC, "--acks", "all", "--json", "--bootstrap-server", project.bootstrap,
+                       stdin="\n".join(values) + "\n")
+    acks = [json.loads(line) for line in result.stdout.splitlines()]
+    assert len(acks) == len(values)
+    return [(ack["partition"], ack["offset"]) for ack in acks]
+
+
+def all_healthy(project: ComposeProject) -> bool | None:
+    """podman runs no healthchecks by itself (no systemd here): run each service's check once."""
+    services = ("zookeeper", "broker-1", "broker-2", "broker-3")
+    checks = [podman("healthcheck", "run", project.container(s), check=False).returncode for s in services]
+    return True if checks == [0, 0, 0, 0] else None
+
+
+def cluster_ready(project: ComposeProject) -> bool | None:
+    """Every published port answers Metadata with the three brokers at their host addresses."""
+    expected = [(i, "127.0.0.1", port) for i, port in enumerate(project.broker_ports, start=1)]
+    for port in project.broker_ports:
+        result = _metadata_brokers(port)
+        if result != expected:
+            return None
+    return True
+
+
+def _metadata_brokers(port: int) -> list[tuple[int, str, int]] | None:
+    async def ask() -> list[tuple[int, str, int]] | None:
+        connection = BrokerConnection("127.0.0.1", port, request_timeout_ms=5000)
+        try:
+            await connection.connect()
+            response = await connection.request(MetadataRequest(topics=[]))
+        except (KafkaConnectionError, OSError):
+            return None
+        finally:
+            await connection.close()
+        return [(b.node_id, b.host, b.port) for b in response.brokers] if response.controller_id != -1 else None
+
+    return asyncio.run(ask())
+
+
+def test_a_cluster_in_containers_keeps_every_acknowledged_record_through_a_leader_kill():
+    require_containers()
+    with compose_project() as project:
+        # offline: make setup cached every dependency layer, so only the project's code is added
+        project.compose("--podman-build-args=--network=none", "--profile", "verify", "build", timeout=900)
+        project.compose("up", "-d")
+        poll(lambda: cluster_ready(project), "three brokers answering on 127.0.0.1 with their published ports")
+        poll(lambda: all_healthy(project), "every service's healthcheck to pass")
+
+        minikafka("topic", "create", TOPIC, "--partitions", "3", "--replication-factor", "3",
+                  "--config", "min.insync.replicas=2", "--bootstrap-server", project.bootstrap)
+        values = [f"record-{i}" for i in range(FIRST + SECOND)]
+        acknowledged = dict(zip(produce(project, values[:FIRST]), values[:FIRST], strict=True))
+
+        leader = next(p["leader"] for p in describe(project) if p["partition"] == 0)
+        project.compose("kill", "-s", "KILL", f"broker-{leader}")
+        acknowledged |= dict(zip(produce(project, values[FIRST:]), values[FIRST:], strict=True))
+        after_kill = describe(project)
+        assert all(p["leader"] != leader and leader not in p["isr"] for p in after_kill), after_kill
+
+        project.compose("start", f"broker-{leader}")
+        poll(lambda: True if all(sorted(p["isr"]) == [1, 2, 3] for p in describe(project)) else None,
+             f"broker {leader} back in every ISR")
+
+        consumed = minikafka("consume", TOPIC, "--from-beginning", "--timeout-ms", "5000", "--json",
+                             "--bootstrap-server", project.bootstrap).stdout.splitlines()
+        records = {(r["partition"], r["offset"]): r["value"] for r in map(json.loads, consumed)}
+        lost = {at: value for at, value in acknowledged.items() if records.get(at) != value}
+        assert not lost, f"{len(lost)} acknowledged records missing or changed, e.g. {next(iter(lost.items()))}"
+        assert set(records.values()) <= set(values)
+
+        project.compose("stop", timeout=180)
+        stand_in = project.compose("--profile", "verify", "run", "--rm", "verifier", "python3", "-c",
+                                   STAND_IN_VERIFIER, check=False)
+        assert stand_in.returncode == 3, stand_in.stderr[-2000:]
+
+        project.compose("--profile", "verify", "down", "-v", "-t", "5")
+        for image in project.images():
+            podman("rmi", image)
+        assert project.leftovers() == []

@@ -1,0 +1,134 @@
+#!/usr/bin/env bash
+# `make setup`: everything this checkout needs, on a fresh machine too, in one go. Each step first checks whether
+# its work is done by running what it provides (never by a file's presence alone) and works only if not; a second
+# run prints "ok" for every step and changes nothing. A failing tool's own last lines are shown.
+#   python      .venv with exactly requirements/dev.lock, and minikafka itself (editable)
+#   java        a headless JRE (default-jre-headless on Debian/Ubuntu)
+#   zookeeper   ZooKeeper's jar from Debian (libzookeeper-java), without the desktop JRE of the `zookeeper` package
+#   containers  podman, runc, netavark, aardvark-dns, catatonit, mmdebstrap; then tools/containers.sh prepares the
+#               base image, the images' dependency layers and the fresh-machine caches (as root on Debian/Ubuntu;
+#               elsewhere it says what is missing, and the container tests skip: with CI=true it fails instead)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PYTHON=${PYTHON:-python3}
+VENV=.venv
+LOCK=requirements/dev.lock
+STAMP=$VENV/.installed
+ZOOKEEPER_JAR=/usr/share/java/zookeeper.jar
+# shellcheck source=tools/common.sh
+. tools/common.sh
+
+can_apt() { [ "$(id -u)" = 0 ] && has apt-get && has dpkg-query; }
+installed() { [ "$(dpkg-query -W -f='${db:Status-Status}' "$1" 2>/dev/null)" = installed ]; }
+# dpkg knows the package but it is not fully installed (an earlier install broke in its postinst)
+half_installed() { has dpkg-query && dpkg-query -W "$1" >/dev/null 2>&1 && ! installed "$1" &&
+  [ "$(dpkg-query -W -f='${db:Status-Status}' "$1")" != not-installed ]; }
+# podman marks its containers so (a /.dockerenv proves nothing: some VM images carry one)
+in_container() { [ -e /run/.containerenv ]; }
+
+# apt_install [--with-recommends] PACKAGE...: package lists are fetched when there are none, or again when an
+# install from the existing ones fails
+apt_install() {
+  local options=(--no-install-recommends)
+  if [ "$1" = --with-recommends ]; then options=(); shift; fi
+  export DEBIAN_FRONTEND=noninteractive
+  if ! compgen -G '/var/lib/apt/lists/*_Packages*' >/dev/null; then logged apt-update apt-get update; fi
+  if ! logged apt-install apt-get install -y "${options[@]}" "$@"; then
+    say "retrying with fresh package lists"
+    logged apt-update apt-get update
+    logged apt-install apt-get install -y "${options[@]}" "$@"
+  fi
+}
+
+lock_digest() { cat "$LOCK" pyproject.toml | sha256sum | cut -d' ' -f1; }
+venv_works() {
+  "$VENV/bin/python" -m pip --version >/dev/null 2>&1 && [ "$(cat "$STAMP" 2>/dev/null)" = "$(lock_digest)" ] &&
+    "$VENV/bin/minikafka" --help >/dev/null 2>&1 && "$VENV/bin/python" -m pip check >/dev/null 2>&1
+}
+
+step_python() {
+  if venv_works; then say "python: ok ($VENV has $LOCK)"; return; fi
+  say "python: making $VENV from $LOCK"
+  rm -rf "$VENV"  # half-made, or made from another lock: start clean
+  if ! "$PYTHON" -m venv "$VENV" >/dev/null 2>&1; then
+    rm -rf "$VENV"
+    if can_apt; then
+      say "python: installing python3-venv"
+      apt_install python3-venv
+    fi
+    logged venv "$PYTHON" -m venv "$VENV" || {
+      rm -rf "$VENV"; fail "python: '$PYTHON -m venv' failed (on Debian/Ubuntu: apt-get install python3-venv)"; }
+  fi
+  if ! logged pip-install "$VENV/bin/python" -m pip install --disable-pip-version-check --require-hashes --no-deps \
+         -r "$LOCK" || ! logged pip-install-project "$VENV/bin/python" -m pip install --disable-pip-version-check \
+         --no-index --no-deps --no-build-isolation -e .; then
+    rm -rf "$VENV"
+    fail "python: installing into $VENV failed; it was removed, so the next make setup starts clean"
+  fi
+  lock_digest >"$STAMP"
+  venv_works || fail "python: $VENV was installed but does not work ('$VENV/bin/python -m pip check' says why)"
+}
+
+java_works() { java -version >/dev/null 2>&1 && ! half_installed "$JAVA_PACKAGE"; }
+
+step_java() {
+  if java_works; then say "java: ok ($(java -version 2>&1 | head -n 1))"; return; fi
+  can_apt || fail "java: no working 'java': install a Java 17 runtime (Debian/Ubuntu: $JAVA_PACKAGE), or run this as root"
+  say "java: installing $JAVA_PACKAGE"
+  mkdir -p /usr/share/man/man1  # slim images have no man directories; the JRE's postinst needs this one
+  logged dpkg-configure dpkg --configure -a  # finish a JRE whose postinst failed earlier
+  apt_install "$JAVA_PACKAGE"
+  java_works || fail "java: $JAVA_PACKAGE is installed but 'java -version' does not run"
+}
+
+zookeeper_works() {
+  java -cp "$ZOOKEEPER_JAR" org.apache.zookeeper.version.VersionInfoMain >/dev/null 2>&1 &&
+    { ! has dpkg-query || installed "$ZOOKEEPER_PACKAGE"; }
+}
+
+step_zookeeper() {
+  if zookeeper_works; then
+    say "zookeeper: ok ($(java -cp "$ZOOKEEPER_JAR" org.apache.zookeeper.version.VersionInfoMain | head -n 1))"
+    return
+  fi
+  can_apt || fail "zookeeper: $ZOOKEEPER_JAR is missing: install Debian's $ZOOKEEPER_PACKAGE (or Apache ZooKeeper's jar there)"
+  say "zookeeper: installing $ZOOKEEPER_PACKAGE"
+  apt_install "$ZOOKEEPER_PACKAGE"
+  zookeeper_works || fail "zookeeper: $ZOOKEEPER_PACKAGE is installed but ZooKeeper's jar does not run"
+}
+
+# Without the container tools the container tests skip, except on CI, where they must run.
+containers_missing() {
+  if [ "${CI:-}" = true ]; then fail "containers: $* (CI=true: the container tests must run)"; fi
+  say "containers: $*; the container tests will be skipped"
+}
+
+step_containers() {
+  if in_container; then
+    containers_missing "this is a podman container, where podman does not run nested"
+    return
+  fi
+  if can_apt; then
+    local missing=() package
+    for package in "${CONTAINER_PACKAGES[@]}"; do installed "$package" || missing+=("$package"); done
+    if [ ${#missing[@]} -gt 0 ]; then
+      say "containers: installing ${missing[*]}"
+      apt_install --with-recommends "${missing[@]}"  # as tested: with podman's recommended packages
+    fi
+  fi
+  if ! has podman; then
+    containers_missing "podman is missing (Debian/Ubuntu, as root: apt-get install ${CONTAINER_PACKAGES[*]})"
+    return
+  fi
+  tools/containers.sh prepare
+}
+
+steps=("$@")
+[ ${#steps[@]} -gt 0 ] || steps=(python java zookeeper containers)
+for step in "${steps[@]}"; do
+  case $step in
+    python | java | zookeeper | containers) "step_$step" ;;
+    *) fail "unknown step $step (python, java, zookeeper, containers)" ;;
+  esac
+done

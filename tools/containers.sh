@@ -72,13 +72,15 @@ prepare_base() {
 
 prepare_images() {
   # Done when they build offline: then every dependency layer is cached and a test's build downloads nothing.
-  if env MK_IMAGE_TAG=latest tools/compose --podman-build-args=--network=none --profile verify build \
+  # One build at a time: parallel builds would each make the shared base stage, and a later build's cache could
+  # then pick the other one.
+  if env MK_IMAGE_TAG=latest tools/compose --parallel 1 --podman-build-args=--network=none --profile verify build \
       >"$LOGS/images-offline.log" 2>&1; then
     say "images: ok (${IMAGES[*]} build offline)"
     return
   fi
   say "images: building ${IMAGES[*]}"
-  logged images-build env MK_IMAGE_TAG=latest tools/compose --profile verify build
+  logged images-build env MK_IMAGE_TAG=latest tools/compose --parallel 1 --profile verify build
 }
 
 prepare_fresh() {

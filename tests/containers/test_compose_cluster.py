@@ -94,8 +94,9 @@ def _metadata_brokers(port: int) -> list[tuple[int, str, int]] | None:
 def test_a_cluster_in_containers_keeps_every_acknowledged_record_through_a_leader_kill():
     require_containers()
     with compose_project() as project:
-        # offline: make setup cached every dependency layer, so only the project's code is added
-        project.compose("--podman-build-args=--network=none", "--profile", "verify", "build", timeout=900)
+        # offline and one at a time, as make setup built them: every dependency layer is cached
+        project.compose("--parallel", "1", "--podman-build-args=--network=none", "--profile", "verify", "build",
+                        timeout=900)
         project.compose("up", "-d")
         poll(lambda: cluster_ready(project), "three brokers answering on 127.0.0.1 with their published ports")
         poll(lambda: all_healthy(project), "every service's healthcheck to pass")

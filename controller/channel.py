@@ -21,6 +21,8 @@ from protocol.messages import (
     LeaderAndIsrRequest,
     LiveBroker,
     LiveLeader,
+    StopReplicaPartition,
+    StopReplicaRequest,
     UpdateMetadataEndpoint,
     UpdateMetadataPartitionState,
     UpdateMetadataRequest,
@@ -176,9 +178,19 @@ class ControllerChannelManager:
             await self.remove_broker(broker_id)
 
 
+@dataclass(slots=True)
+class SentRequests:
+    """The response futures of a sent batch, by broker id."""
+
+    leader_and_isr: dict[int, asyncio.Future[Any]]
+    stop_replica: dict[int, asyncio.Future[Any]]
+
+
 class ControllerBrokerRequestBatch:
-    """Collects partition states per broker, then sends one LeaderAndIsr per broker and one UpdateMetadata
-    per broker to update (Kafka's ControllerBrokerRequestBatch). Brokers not in `live_brokers` are skipped."""
+    """Collects partition states per broker, then sends one LeaderAndIsr per broker, one UpdateMetadata per
+    broker to update and one StopReplica per broker to stop replicas on (Kafka's ControllerBrokerRequestBatch):
+    every request the controller sends to brokers goes through a batch. Brokers not in `live_brokers` are
+    skipped."""
 
     def __init__(
         self,
@@ -192,6 +204,7 @@ class ControllerBrokerRequestBatch:
         self._leader_and_isr: dict[int, dict[tuple[str, int], LeaderAndIsrPartitionState]] = {}
         self._update_metadata_brokers: set[int] = set()
         self._update_metadata_partitions: dict[tuple[str, int], UpdateMetadataPartitionState] = {}
+        self._stop_replica: dict[int, dict[tuple[str, int], StopReplicaPartition]] = {}
 
     def add_leader_and_isr(
         self,
@@ -224,8 +237,15 @@ class ControllerBrokerRequestBatch:
                 offline_replicas=offline, **self._fields(topic, partition, state, replicas)
             )
 
-    def send(self) -> dict[int, asyncio.Future[Any]]:
-        """Queue the requests; returns the LeaderAndIsr response futures by broker id."""
+    def add_stop_replica(self, broker_id: int, topic: str, partition: int, leader_epoch: int, *, delete: bool) -> None:
+        """Tell a live broker to stop its replica of the partition (and delete it, with `delete`)."""
+        if broker_id in self.live_brokers:
+            self._stop_replica.setdefault(broker_id, {})[(topic, partition)] = StopReplicaPartition(
+                topic=topic, partition=partition, leader_epoch=leader_epoch, delete_partition=delete
+            )
+
+    def send(self) -> SentRequests:
+        """Queue the requests; returns the LeaderAndIsr and StopReplica response futures by broker id."""
         controller_id = self.channel.controller_id
         acks: dict[int, asyncio.Future[Any]] = {}
         for broker_id, states in sorted(self._leader_and_isr.items()):
@@ -251,10 +271,19 @@ class ControllerBrokerRequestBatch:
                 live_brokers=live,
             )
             self.channel.send(broker_id, request)
+        stops: dict[int, asyncio.Future[Any]] = {}
+        for broker_id, partitions in sorted(self._stop_replica.items()):
+            stops[broker_id] = self.channel.send(broker_id, StopReplicaRequest(
+                controller_id=controller_id,
+                controller_epoch=self.controller_epoch,
+                broker_epoch=self.live_brokers[broker_id].epoch,
+                partitions=list(partitions.values()),
+            ))
         self._leader_and_isr.clear()
         self._update_metadata_brokers.clear()
         self._update_metadata_partitions.clear()
-        return acks
+        self._stop_replica.clear()
+        return SentRequests(acks, stops)
 
     @staticmethod
     def _fields(topic: str, partition: int, state: LeaderIsrAndControllerEpoch, replicas: list[int]) -> dict[str, Any]:

@@ -443,7 +443,7 @@ async def test_a_concurrent_isr_write_by_the_leader_makes_the_controller_decide_
         await create(active, assigned("t", {0: [1, 2, 3]}))
         # The leader shrinks the ISR to [1, 3] right after the controller read the state for broker 3's death:
         # the controller's conditional write fails on the version, it re-reads and decides on the new ISR.
-        read = active.controller._read_partition_states
+        read = active.controller.partition_states.read_partition_states
         raced: list[bool] = []
 
         async def racing_read(partitions: list[tuple[str, int]]) -> dict[tuple[str, int], Any]:
@@ -453,7 +453,7 @@ async def test_a_concurrent_isr_write_by_the_leader_makes_the_controller_decide_
                 await cluster.leader_changes_isr("t", 0, [1, 3], notify=False)
             return states
 
-        monkeypatch.setattr(active.controller, "_read_partition_states", racing_read)
+        monkeypatch.setattr(active.controller.partition_states, "read_partition_states", racing_read)
         cluster.network.sent.clear()
         await cluster.stop(3)
         await until(lambda: cluster.leader_and_isr(1, "t", 0), "LeaderAndIsr for t-0")

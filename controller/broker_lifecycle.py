@@ -1,0 +1,180 @@
+"""`BrokerLifecycle`: brokers coming, going, bouncing and shutting down under control (Kafka's onBrokerStartup,
+onBrokerFailure and doControlledShutdown).
+
+- broker failure (/brokers/ids): partitions the dead broker led get an offline-partition election (first live
+  replica of the assignment in the ISR; unclean, if the topic allows it, else offline with the ISR keeping its
+  last member); it leaves the ISR of the others. LeaderAndIsr goes to the live replicas, UpdateMetadata to every
+  live broker.
+- broker start-up, or a bounce (a new registration czxid, the broker epoch): a bounce is a failure followed by a
+  start-up; a starting broker gets the metadata and LeaderAndIsr for its replicas, and offline partitions elect.
+- controlled shutdown of a broker: move its leaderships to other live ISR members, drop it from the ISRs it
+  follows in (StopReplica to it), answer the partitions it still leads.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from controller.context import TopicPartitionKey
+from controller.election import LeaderAndIsr, controlled_shutdown_election, isr_without
+from controller.partition_state_machine import Decide, PartitionChange
+from controller.zkdata import LeaderIsrAndControllerEpoch
+from protocol.errors import ErrorCode
+from protocol.messages import ControlledShutdownResponse, TopicPartition
+
+if TYPE_CHECKING:
+    from controller.controller import KafkaController
+
+log = logging.getLogger("controller")
+
+UNKNOWN_BROKER_EPOCH = -1  # ControlledShutdown from a broker that does not know its epoch: not checked (as Kafka)
+
+
+def shutdown_response(code: ErrorCode) -> ControlledShutdownResponse:
+    return ControlledShutdownResponse(error_code=code, remaining_partitions=[])
+
+
+class BrokerLifecycle:
+    """Reacts to broker registrations changing and to brokers asking to shut down."""
+
+    def __init__(self, host: KafkaController) -> None:
+        self._host = host
+
+    # -- /brokers/ids -----------------------------------------------------------------------
+
+    async def process_broker_change(self) -> None:
+        host = self._host
+        if not host.is_active:
+            return
+        current = await host.store.read_live_brokers()
+        known = host.context.live_brokers
+        dead = sorted(set(known) - set(current))
+        bounced = sorted(b for b in current if b in known and current[b].epoch != known[b].epoch)
+        new = sorted(b for b in current if b not in known)
+        if not (dead or bounced or new):
+            return
+        log.info("Controller %d: new brokers %s, bounced %s, dead %s", host.broker_id, new, bounced, dead)
+        for broker_id in dead + bounced:
+            await host.channel.remove_broker(broker_id)
+        # A bounced broker (a new registration: its session expired, or it restarted faster than we looked)
+        # is a failure followed by a start-up, as in Kafka (KIP-380): its leaderships move, then it follows.
+        host.context.live_brokers = {b: info for b, info in current.items() if b not in bounced}
+        host.context.shutting_down -= set(dead) | set(bounced)
+        if dead or bounced:
+            await self.on_broker_failure(sorted(dead + bounced))
+        host.context.live_brokers = current
+        for broker_id in new + bounced:
+            host.channel.add_broker(broker_id, current[broker_id].host, current[broker_id].port)
+        if new or bounced:
+            await self.on_broker_startup(sorted(new + bounced))
+
+    async def on_broker_failure(self, dead: list[int]) -> None:
+        """Elect new leaders for the partitions the dead brokers led and remove them from ISRs (Kafka's
+        onBrokerFailure / onReplicasBecomeOffline); tell the live replicas and every live broker."""
+        host = self._host
+        context = host.context
+        affected = [
+            tp for tp in context.partitions() if tp in context.states and set(context.replicas(*tp)) & set(dead)
+        ]
+        changed = await host.partition_states.update_partition_states(
+            affected, host.partition_states.recovery_decider(f"broker failure of {dead}", gone=dead)
+        )
+        host.replica_states.to_offline(None, host.replica_states.replicas_on(dead))
+        batch = host.new_batch()
+        host.partition_states.queue_changes(batch, changed)
+        batch.add_update_metadata(context.live_brokers, context.partition_infos(affected))
+        host.send(batch)
+
+    async def on_broker_startup(self, started: list[int]) -> None:
+        """Send the other brokers the new live set, the started ones the full metadata and their replicas'
+        states, elect leaders for offline partitions (Kafka's onBrokerStartup); then create the states of
+        partitions that had no live replica before."""
+        host = self._host
+        context = host.context
+        elected = await host.partition_states.elect_offline_partitions(
+            context.offline_partitions(), f"broker {started[0]} started" if len(started) == 1
+            else f"brokers {started} started"
+        )
+        partitions = [tp for tp in context.partitions() if tp in context.states]
+        batch = host.new_batch()
+        batch.add_update_metadata(set(context.live_brokers) - set(started))
+        host.send(batch)
+        batch.add_update_metadata(started, context.partition_infos(partitions))
+        host.replica_states.to_online(batch, host.replica_states.replicas_on(started, partitions))
+        host.partition_states.queue_changes(batch, elected)
+        host.send(batch)
+        await host.partition_states.initialize_partitions(
+            [tp for tp in context.partitions() if tp not in context.states]
+        )
+
+    # -- controlled shutdown ----------------------------------------------------------------
+
+    async def process_controlled_shutdown(self, broker_id: int, broker_epoch: int) -> ControlledShutdownResponse:
+        host = self._host
+        if not host.is_active:
+            return shutdown_response(ErrorCode.NOT_CONTROLLER)
+        context = host.context
+        registered = context.live_brokers.get(broker_id)
+        if registered is None:
+            log.info("Controller %d: controlled shutdown of broker %d, which is not registered",
+                     host.broker_id, broker_id)
+            return shutdown_response(ErrorCode.BROKER_NOT_AVAILABLE)
+        if broker_epoch != UNKNOWN_BROKER_EPOCH and broker_epoch < registered.epoch:
+            log.info("Controller %d: controlled shutdown of broker %d with stale broker epoch %d (registered %d)",
+                     host.broker_id, broker_id, broker_epoch, registered.epoch)
+            return shutdown_response(ErrorCode.STALE_BROKER_EPOCH)
+        log.info("Controller %d: controlled shutdown of broker %d (broker epoch %d)",
+                 host.broker_id, broker_id, broker_epoch)
+        context.shutting_down.add(broker_id)
+        # Replicated partitions with a state (Kafka's partitionsToActOn); the ones it does not lead now are
+        # those it follows in: they get StopReplica (no delete), so that it stops fetching and stays out of the ISR.
+        hosted = [
+            tp
+            for tp in context.partitions()
+            if tp in context.states and broker_id in context.replicas(*tp) and len(context.replicas(*tp)) > 1
+        ]
+        followed = [tp for tp in hosted if context.states[tp].leader != broker_id]
+        changed = await host.partition_states.update_partition_states(
+            hosted, self._controlled_shutdown_decider(broker_id)
+        )
+        batch = host.new_batch()
+        # Moved leaderships go to every live replica, the shutting-down broker included (it becomes a follower);
+        # an ISR shrink goes to the others only, as Kafka's OfflineReplica transition.
+        host.partition_states.queue_changes(batch, [tp for tp in changed if tp not in followed])
+        host.partition_states.queue_changes(batch, [tp for tp in changed if tp in followed], exclude=broker_id)
+        host.replica_states.to_offline(batch, [(t, p, broker_id) for t, p in followed])
+        host.send(batch)
+        remaining = [tp for tp in hosted if context.states[tp].leader == broker_id]
+        log.info("Controller %d: broker %d shutting down; moved %s, still leads %s", host.broker_id, broker_id,
+                 [tp for tp in changed if tp not in followed], remaining)
+        return ControlledShutdownResponse(
+            error_code=ErrorCode.NONE,
+            remaining_partitions=[TopicPartition(topic=t, partition=p) for t, p in remaining],
+        )
+
+    def _controlled_shutdown_decider(self, broker_id: int) -> Decide:
+        context = self._host.context
+
+        async def decide(tp: TopicPartitionKey, state: LeaderIsrAndControllerEpoch) -> PartitionChange | None:
+            replicas = context.replicas(*tp)
+            current = LeaderAndIsr(state.leader, state.leader_epoch, tuple(state.isr))
+            if state.leader == broker_id:
+                election = controlled_shutdown_election(replicas, current.isr, context.live_brokers,
+                                                        context.shutting_down)
+                if election is None:  # no other live ISR member: it keeps leading; the broker is told so
+                    return None
+                return PartitionChange(
+                    election.state_after(current),
+                    f"controlled shutdown of broker {broker_id}: leadership moved to broker {election.leader}",
+                    election,
+                )
+            if broker_id in current.isr and len(current.isr) > 1:
+                isr = isr_without(current.isr, broker_id)
+                return PartitionChange(
+                    LeaderAndIsr(current.leader, current.leader_epoch + 1, isr),
+                    f"controlled shutdown of broker {broker_id}: removed from the ISR",
+                )
+            return None
+
+        return decide

@@ -1,0 +1,128 @@
+"""`ReplicaStateMachine`: the state of every replica (a partition on a broker) as the controller sees it
+(Kafka's ReplicaStateMachine).
+
+States and the transitions Kafka allows into each:
+
+    NewReplica                  <- NonExistentReplica
+    OnlineReplica               <- NewReplica, OnlineReplica, OfflineReplica, ReplicaDeletionIneligible
+    OfflineReplica              <- NewReplica, OnlineReplica, OfflineReplica, ReplicaDeletionIneligible
+
+A transition that is not allowed is logged and skipped. Entering OnlineReplica sends the replica its partition's
+state (LeaderAndIsr); entering OfflineReplica on a live broker stops it (StopReplica without delete). Requests
+are queued on the caller's batch.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from controller.channel import ControllerBrokerRequestBatch
+
+if TYPE_CHECKING:
+    from controller.controller import KafkaController
+
+log = logging.getLogger("controller")
+
+Replica = tuple[str, int, int]  # (topic, partition, broker id)
+
+
+class ReplicaState(enum.Enum):
+    NEW = "NewReplica"
+    ONLINE = "OnlineReplica"
+    OFFLINE = "OfflineReplica"
+    DELETION_INELIGIBLE = "ReplicaDeletionIneligible"
+    NON_EXISTENT = "NonExistentReplica"
+
+
+_VALID_PREVIOUS: dict[ReplicaState, frozenset[ReplicaState]] = {
+    ReplicaState.NEW: frozenset({ReplicaState.NON_EXISTENT}),
+    ReplicaState.ONLINE: frozenset({ReplicaState.NEW, ReplicaState.ONLINE, ReplicaState.OFFLINE,
+                                    ReplicaState.DELETION_INELIGIBLE}),
+    ReplicaState.OFFLINE: frozenset({ReplicaState.NEW, ReplicaState.ONLINE, ReplicaState.OFFLINE,
+                                     ReplicaState.DELETION_INELIGIBLE}),
+}
+
+
+class ReplicaStateMachine:
+    """Tracks each replica's state and queues the requests its transitions need."""
+
+    def __init__(self, host: KafkaController) -> None:
+        self._host = host
+        self.states: dict[Replica, ReplicaState] = {}
+
+    def reset(self) -> None:
+        self.states = {}
+
+    def state(self, replica: Replica) -> ReplicaState:
+        return self.states.get(replica, ReplicaState.NON_EXISTENT)
+
+    def initialize(self, partitions: Iterable[tuple[str, int]]) -> None:
+        """Replicas of partitions that exist already (read from ZooKeeper) are Online if their broker is live,
+        else Offline (Kafka's initializeReplicaState)."""
+        live = self._host.context.live_brokers
+        for replica in self.replicas_on_any(partitions):
+            self.states.setdefault(replica, ReplicaState.ONLINE if replica[2] in live else ReplicaState.OFFLINE)
+
+    def start_new(self, partitions: Iterable[tuple[str, int]]) -> None:
+        """The replicas of new partitions: NonExistent -> New -> Online (Offline on a broker that is down).
+        The partition's first LeaderAndIsr (is_new) is what starts them."""
+        live = self._host.context.live_brokers
+        for replica in self._enter(self.replicas_on_any(partitions), ReplicaState.NEW):
+            self._enter([replica], ReplicaState.ONLINE if replica[2] in live else ReplicaState.OFFLINE)
+
+    def forget(self, partitions: Iterable[tuple[str, int]]) -> None:
+        """The partitions are gone: their replicas are NonExistent."""
+        for replica in self.replicas_on_any(partitions):
+            self.states.pop(replica, None)
+
+    def replicas_on_any(self, partitions: Iterable[tuple[str, int]]) -> list[Replica]:
+        """Every replica of the partitions."""
+        context = self._host.context
+        return [(t, p, b) for t, p in partitions for b in context.replicas(t, p)]
+
+    def replicas_on(self, brokers: Iterable[int], partitions: Iterable[tuple[str, int]] | None = None) -> list[Replica]:
+        """The replicas the brokers host (of `partitions`, or of every partition)."""
+        wanted = set(brokers)
+        chosen = self._host.context.partitions() if partitions is None else partitions
+        return [replica for replica in self.replicas_on_any(chosen) if replica[2] in wanted]
+
+    def _enter(self, replicas: Iterable[Replica], target: ReplicaState) -> list[Replica]:
+        """Move replicas into `target` where allowed; returns those moved."""
+        moved = []
+        for replica in replicas:
+            current = self.state(replica)
+            if current not in _VALID_PREVIOUS[target]:
+                log.error("Controller %d: replica %s-%d on broker %d cannot go from %s to %s",
+                          self._host.broker_id, *replica, current.value, target.value)
+                continue
+            self.states[replica] = target
+            moved.append(replica)
+        return moved
+
+    def to_new(self, replicas: Iterable[Replica]) -> list[Replica]:
+        return self._enter(replicas, ReplicaState.NEW)
+
+    def to_online(self, batch: ControllerBrokerRequestBatch, replicas: Iterable[Replica]) -> list[Replica]:
+        """Online: each replica gets its partition's current state (LeaderAndIsr), if the partition has one."""
+        context = self._host.context
+        moved = self._enter(replicas, ReplicaState.ONLINE)
+        for topic, partition, broker in moved:
+            state = context.states.get((topic, partition))
+            if state is not None:
+                batch.add_leader_and_isr([broker], topic, partition, state, context.replicas(topic, partition))
+        return moved
+
+    def to_offline(self, batch: ControllerBrokerRequestBatch | None, replicas: Iterable[Replica]) -> list[Replica]:
+        """Offline: a replica on a live broker is stopped (StopReplica without delete) when a batch is given.
+        Leaving the ISR is the partition state machine's part (it decides all changes of a partition at once)."""
+        context = self._host.context
+        moved = self._enter(replicas, ReplicaState.OFFLINE)
+        if batch is not None:
+            for topic, partition, broker in moved:
+                state = context.states.get((topic, partition))
+                epoch = state.leader_epoch if state is not None else -1
+                batch.add_stop_replica(broker, topic, partition, epoch, delete=False)
+        return moved

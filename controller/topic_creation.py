@@ -1,0 +1,188 @@
+"""`TopicCreation`: CreateTopics requests, and topics that appear or go in /brokers/topics.
+
+A topic is validated against the controller's view (name, collisions, live brokers, seed 001's assignment or an
+explicit one, its configs), then its config, assignment and first partition states are written in one fenced
+transaction and sent to the replicas. Topics written by other tools are picked up from the /brokers/topics watch.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import Counter
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from controller import zkdata
+from controller.assignment import assign_replicas, topics_collide, validate_assignment, validate_topic_name
+from controller.event_manager import ControllerMovedError
+from controller.zk import CreateOp, NodeExistsError, Op, SetOp
+from controller.zkdata import LeaderIsrAndControllerEpoch
+from protocol.errors import ErrorCode, KafkaError
+from protocol.messages import CreatableTopic, CreatableTopicResult, CreateTopicsRequest
+
+if TYPE_CHECKING:
+    from controller.controller import KafkaController
+
+log = logging.getLogger("controller")
+
+NO_NUM_PARTITIONS = -1  # CreateTopics: use the default partition count (or the explicit assignment)
+NO_REPLICATION_FACTOR = -1
+
+TopicConfigValidator = Callable[[dict[str, str]], object]  # raises ValueError (LogConfigError) for a bad config
+TopicAcks = dict[str, list[asyncio.Future[Any]]]
+
+
+def topic_result(name: str, code: ErrorCode, message: str | None) -> CreatableTopicResult:
+    return CreatableTopicResult(name=name, error_code=code, error_message=message)
+
+
+def not_controller(name: str, broker_id: int) -> CreatableTopicResult:
+    return topic_result(name, ErrorCode.NOT_CONTROLLER, f"broker {broker_id} is not the controller")
+
+
+class TopicCreation:
+    """Creates topics, and follows the topics in ZooKeeper."""
+
+    def __init__(self, host: KafkaController, validate_config: TopicConfigValidator, *,
+                 default_num_partitions: int, default_replication_factor: int) -> None:
+        self._host = host
+        self.validate_config = validate_config
+        self.default_num_partitions = default_num_partitions
+        self.default_replication_factor = default_replication_factor
+
+    # -- CreateTopics -----------------------------------------------------------------------
+
+    async def process_create_topics(self, request: CreateTopicsRequest) -> tuple[list[CreatableTopicResult], TopicAcks]:
+        host = self._host
+        if not host.is_active:
+            return [not_controller(t.name, host.broker_id) for t in request.topics], {}
+        counts = Counter(t.name for t in request.topics)
+        results: list[CreatableTopicResult] = []
+        created: dict[str, dict[int, LeaderIsrAndControllerEpoch]] = {}
+        batch = host.new_batch()
+        for index, topic in enumerate(request.topics):
+            if counts[topic.name] > 1:
+                results.append(topic_result(
+                    topic.name,
+                    ErrorCode.INVALID_REQUEST,
+                    f"Create topics request contains multiple entries for the topic {topic.name!r}",
+                ))
+                continue
+            try:
+                assignment = self._validate_new_topic(topic)
+                if not request.validate_only:
+                    created[topic.name] = await self._write_new_topic(topic.name, assignment, topic.configs)
+            except KafkaError as e:
+                results.append(topic_result(topic.name, e.code, e.message))
+                continue
+            except ControllerMovedError as e:
+                log.info("Controller %d: %s", host.broker_id, e)
+                results.extend(not_controller(t.name, host.broker_id) for t in request.topics[index:])
+                await host.step_down()
+                return results, {}
+            results.append(CreatableTopicResult(
+                name=topic.name,
+                error_code=ErrorCode.NONE,
+                num_partitions=len(assignment),
+                replication_factor=len(assignment[0]),
+            ))
+            if topic.name in created:
+                host.partition_states.record_new_states(batch, topic.name, created[topic.name], "topic created")
+        acks = host.send(batch).leader_and_isr
+        topic_acks: TopicAcks = {}
+        for name, states in created.items():
+            hosts = {r for p in states for r in host.context.replicas(name, p)}
+            topic_acks[name] = [acks[b] for b in sorted(hosts) if b in acks]
+        return results, topic_acks
+
+    def _validate_new_topic(self, topic: CreatableTopic) -> dict[int, list[int]]:
+        """The topic's replica assignment; raises KafkaError with the CreateTopics error code."""
+        context = self._host.context
+        validate_topic_name(topic.name)
+        if topic.name in context.assignments:
+            raise KafkaError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{topic.name}' already exists.")
+        for existing in context.assignments:
+            if topics_collide(topic.name, existing):
+                raise KafkaError(
+                    ErrorCode.INVALID_TOPIC_EXCEPTION, f"Topic '{topic.name}' collides with existing topic: {existing}"
+                )
+        live = sorted(context.live_brokers)
+        if topic.assignments:
+            if topic.num_partitions != NO_NUM_PARTITIONS or topic.replication_factor != NO_REPLICATION_FACTOR:
+                raise KafkaError(
+                    ErrorCode.INVALID_REQUEST,
+                    "Both numPartitions or replicationFactor and replicasAssignments were set. "
+                    "Both cannot be used at the same time.",
+                )
+            assignment = validate_assignment(((a.partition, a.broker_ids) for a in topic.assignments), live)
+        else:
+            num_partitions = topic.num_partitions
+            replication_factor = topic.replication_factor
+            if num_partitions == NO_NUM_PARTITIONS:
+                num_partitions = self.default_num_partitions
+            if replication_factor == NO_REPLICATION_FACTOR:
+                replication_factor = self.default_replication_factor
+            assignment = assign_replicas(live, num_partitions, replication_factor)
+        try:
+            self.validate_config(dict(topic.configs))
+        except ValueError as e:
+            raise KafkaError(ErrorCode.INVALID_CONFIG, f"Invalid config for topic '{topic.name}': {e}") from None
+        return assignment
+
+    async def _write_new_topic(
+        self, topic: str, assignment: dict[int, list[int]], configs: Mapping[str, str]
+    ) -> dict[int, LeaderIsrAndControllerEpoch]:
+        """Write the topic's config, assignment and partition states in one fenced transaction."""
+        host = self._host
+        states = {p: host.partition_states.first_state(replicas) for p, replicas in assignment.items()}
+        config_path = zkdata.topic_config_path(topic)
+        config = zkdata.encode_topic_config(configs)
+        config_op: Op = (
+            SetOp(config_path, config) if await host.zk.exists(config_path) else CreateOp(config_path, config)
+        )
+        topic_op = CreateOp(zkdata.topic_path(topic), zkdata.encode_topic_assignment(assignment))
+        try:
+            await host.store.create_partition_states(topic, states, None, extra=[config_op, topic_op])
+        except NodeExistsError as e:
+            if e.op_index == 1:  # created meanwhile by another tool; the TopicChange event will follow
+                raise KafkaError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{topic}' already exists.") from None
+            raise
+        host.context.assignments[topic] = assignment
+        return states
+
+    # -- /brokers/topics --------------------------------------------------------------------
+
+    async def read_topics(self, topics: list[str]) -> None:
+        """Read the assignments and partition states of topics into the context; the replicas of partitions
+        with a state are initialized in the replica state machine."""
+        host = self._host
+        context = host.context
+        for topic in topics:
+            assignment = await host.store.read_assignment(topic)
+            if assignment is None:
+                continue
+            context.assignments[topic] = assignment
+            partitions = [(topic, p) for p in assignment]
+            states = await host.store.read_partition_states(partitions)
+            context.states.update(states)
+            host.replica_states.initialize(states)
+
+    async def process_topic_change(self) -> None:
+        host = self._host
+        if not host.is_active:
+            return
+        context = host.context
+        topics = set(await host.zk.get_children(zkdata.TOPICS_PATH))
+        for topic in sorted(set(context.assignments) - topics):
+            log.info("Controller %d: topic %s is gone", host.broker_id, topic)
+            host.replica_states.forget(context.partitions([topic]))
+            for partition in context.assignments.pop(topic):
+                context.states.pop((topic, partition), None)
+        new = sorted(topics - set(context.assignments))
+        if new:
+            log.info("Controller %d: new topics %s", host.broker_id, new)
+            await self.read_topics(new)
+            await host.partition_states.initialize_partitions(
+                [tp for tp in context.partitions(new) if tp not in context.states]
+            )

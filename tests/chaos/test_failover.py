@@ -1,4 +1,4 @@
-"""Failures on real processes (issue 4, "Tests with real processes"): a real ZooKeeper (tickTime 500) and three
+"""Failures on real processes: a real ZooKeeper (tickTime 500) and three
 real brokers on 127.0.0.1 (`minikafka cluster up`), broken with kill -9, SIGSTOP/SIGCONT and SIGTERM (`minikafka
 cluster kill`, or the function behind it) and brought back with `minikafka cluster start`.
 

@@ -1,4 +1,4 @@
-"""Helpers shared by the issue 3 integration tests (tests/integration/test_issue3_*.py).
+"""Helpers shared by the integration tests that run real clusters.
 
 Each test module runs one real cluster (ZooKeeper and broker processes on 127.0.0.1) started with
 `minikafka cluster up` and stopped with `minikafka cluster down`; `cluster_fixture(...)` makes the module-scoped
@@ -181,7 +181,7 @@ def server_log(broker: BrokerProcess, lines: int = 40) -> str:
 @asynccontextmanager
 async def connect(broker: BrokerProcess, timeout_ms: int = REQUEST_TIMEOUT_MS) -> AsyncIterator[BrokerConnection]:
     """A BrokerConnection to exactly this broker."""
-    connection = BrokerConnection(broker.host, broker.port, client_id="issue3-test", request_timeout_ms=timeout_ms)
+    connection = BrokerConnection(broker.host, broker.port, client_id="integration-test", request_timeout_ms=timeout_ms)
     await connection.connect()
     try:
         yield connection

@@ -1,4 +1,4 @@
-"""Malformed frames do not hurt a real broker (issue 3): an oversized length prefix or a body that is not a request
+"""Malformed frames do not hurt a real broker: an oversized length prefix or a body that is not a request
 closes the connection; an unknown api key, an unsupported version or a body that fails validation gets an error
 response with the request's correlation id on a connection that stays usable; a few hundred random byte strings
 on fresh connections change nothing. After each, the same broker process (pid from cluster.json) still answers

@@ -1,4 +1,4 @@
-"""Controller epoch fencing on a real broker (issue 3, seed 001): LeaderAndIsr, UpdateMetadata and StopReplica
+"""Controller epoch fencing on a real broker (seed 001): LeaderAndIsr, UpdateMetadata and StopReplica
 sent over a plain connection with controller epoch 0, older than the elected controller's (>= 1, from
 /controller_epoch), are refused with STALE_CONTROLLER_EPOCH and change nothing; a LeaderAndIsr with the current
 controller epoch but a leader epoch that is not newer than the partition's is refused for that partition

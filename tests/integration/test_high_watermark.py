@@ -1,9 +1,10 @@
-"""The high watermark on real broker processes (issue 3): the seeds' two-replica table walked through with a
+"""The high watermark on real broker processes: the seeds' two-replica table walked through with a
 follower paused by SIGSTOP, and consumers never reading at or above the HW.
 
 Seeds 000/003/004: the leader's LEO moves on PRODUCE; the leader records a follower's fetch offset as its
 remote LEO and sets HW = max(HW, min LEO over the ISR); a follower sets HW = min(leader HW, own LEO). A paused
-follower stays in the ISR here (steady state, no ISR shrink in this issue), so the HW waits for it.
+follower stays in the ISR here (replica.lag.time.max.ms is long enough that the ISR does not shrink), so the HW
+waits for it.
 
 The paused broker is never the controller, and clients talk to the leader only (a client asking the stopped
 broker would wait for its request timeout).

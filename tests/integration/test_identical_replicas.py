@@ -1,4 +1,4 @@
-"""Replicas identical on disk (issue 3): after a few thousand acks=all records to a topic with 3 partitions and
+"""Replicas identical on disk: after a few thousand acks=all records to a topic with 3 partitions and
 replication factor 3, with small segments (topic config segment.bytes) so every partition rolls several times,
 all replicas report the same LEO and HW, and every replica holds the same segment files, byte for byte, and
 the same leader-epoch-checkpoint. The segments hold exactly the acknowledged records, in offset order.

@@ -1,4 +1,4 @@
-"""The produce and fetch paths of issue 3 on real broker processes: acks values, the delayed produce timing out,
+"""The produce and fetch paths on real broker processes: acks values, the delayed produce timing out,
 long-polls woken by appends and high-watermark moves, one fetcher per source broker, an idle cluster that does not
 spin, checkpoints written while brokers run, topic retention honoured, a broker started in the foreground with
 `--override`, and a new leader stamping its epoch at its log end.

@@ -17,10 +17,16 @@ from protocol.messages import (
     ControlledShutdownRequest,
     ControlledShutdownResponse,
     CreatableTopicResult,
+    CreatePartitionsRequest,
+    CreatePartitionsResponse,
     CreateTopicsRequest,
     CreateTopicsResponse,
+    DeleteTopicsRequest,
+    DeleteTopicsResponse,
     DescribeReplicasRequest,
     DescribeReplicasResponse,
+    ElectLeadersRequest,
+    ElectLeadersResponse,
     FetchRequest,
     FollowerState,
     LeaderAndIsrRequest,
@@ -54,6 +60,12 @@ class ControllerApi(Protocol):
 
     async def controlled_shutdown(self, broker_id: int, broker_epoch: int) -> ControlledShutdownResponse: ...
 
+    async def delete_topics(self, request: DeleteTopicsRequest) -> DeleteTopicsResponse: ...
+
+    async def create_partitions(self, request: CreatePartitionsRequest) -> CreatePartitionsResponse: ...
+
+    async def elect_leaders(self, request: ElectLeadersRequest) -> ElectLeadersResponse: ...
+
 
 class KafkaApis:
     """Dispatches each decoded request to its handler; every handler answers, none raises."""
@@ -75,6 +87,9 @@ class KafkaApis:
             UpdateMetadataRequest: self.handle_update_metadata,
             StopReplicaRequest: self.handle_stop_replica,
             ControlledShutdownRequest: self.handle_controlled_shutdown,
+            DeleteTopicsRequest: self.handle_delete_topics,
+            CreatePartitionsRequest: self.handle_create_partitions,
+            ElectLeadersRequest: self.handle_elect_leaders,
             DescribeReplicasRequest: self.handle_describe_replicas,
         }
 
@@ -140,6 +155,17 @@ class KafkaApis:
     async def handle_controlled_shutdown(self, body: ControlledShutdownRequest) -> Handled:
         return Response(await self.controller.controlled_shutdown(body.broker_id, body.broker_epoch))
 
+    async def handle_delete_topics(self, body: DeleteTopicsRequest) -> Handled:
+        """Answered by the controller (TOPIC_DELETION_DISABLED without delete.topic.enable, else NOT_CONTROLLER
+        on other brokers)."""
+        return Response(await self.controller.delete_topics(body))
+
+    async def handle_create_partitions(self, body: CreatePartitionsRequest) -> Handled:
+        return Response(await self.controller.create_partitions(body))
+
+    async def handle_elect_leaders(self, body: ElectLeadersRequest) -> Handled:
+        return Response(await self.controller.elect_leaders(body))
+
     async def handle_describe_replicas(self, body: DescribeReplicasRequest) -> Handled:
         partitions = []
         for partition in self.replica_manager.describe(body.topics):
@@ -152,7 +178,8 @@ class KafkaApis:
                 followers=[FollowerState(broker_id=r.broker_id, log_end_offset=r.log_end_offset,
                                          last_caught_up_time_ms=r.last_caught_up_time_ms,
                                          last_fetch_time_ms=r.last_fetch_time_ms)
-                           for r in partition.remote_replicas.values()]))
+                           for r in partition.remote_replicas.values()],
+                min_insync_replicas=partition.min_insync_replicas))
         return Response(DescribeReplicasResponse(broker_id=self.broker_id, partitions=partitions))
 
 

@@ -92,6 +92,8 @@ class BrokerConfig:
     controlled_shutdown_retry_backoff_ms: int = 5000
     auto_leader_rebalance_enable: bool = True
     leader_imbalance_check_interval_seconds: int = 300
+    leader_imbalance_per_broker_percentage: int = 10
+    delete_topic_enable: bool = True
     default_replication_factor: int = 1
     num_partitions: int = 1
     replication_truncation_mode: str = "leader-epoch"
@@ -173,12 +175,20 @@ class BrokerConfig:
             controlled_shutdown_retry_backoff_ms=reader.integer("controlled.shutdown.retry.backoff.ms", 5000),
             auto_leader_rebalance_enable=reader.boolean("auto.leader.rebalance.enable", True),
             leader_imbalance_check_interval_seconds=reader.integer("leader.imbalance.check.interval.seconds", 300),
+            leader_imbalance_per_broker_percentage=reader.integer("leader.imbalance.per.broker.percentage", 10),
+            delete_topic_enable=reader.boolean("delete.topic.enable", True),
             default_replication_factor=reader.integer("default.replication.factor", 1),
             num_partitions=reader.integer("num.partitions", 1),
             replication_truncation_mode=mode,
             network=network,
             log=log_config,
         )
+        if config.leader_imbalance_check_interval_seconds < 1:
+            raise ConfigError("leader.imbalance.check.interval.seconds must be at least 1, got "
+                              f"{config.leader_imbalance_check_interval_seconds}")
+        if not 0 <= config.leader_imbalance_per_broker_percentage <= 100:
+            raise ConfigError("leader.imbalance.per.broker.percentage must be between 0 and 100, got "
+                              f"{config.leader_imbalance_per_broker_percentage}")
         if config.replica_fetch_wait_max_ms >= config.replica_lag_time_max_ms:
             log.warning("replica.fetch.wait.max.ms (%d) should be less than replica.lag.time.max.ms (%d)",
                         config.replica_fetch_wait_max_ms, config.replica_lag_time_max_ms)

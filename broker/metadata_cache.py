@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from broker.log.checkpoint import TopicPartition
 from protocol.errors import ErrorCode
 from protocol.messages import (
+    LEADER_DURING_DELETE,
     MetadataBroker,
     MetadataPartition,
     MetadataResponse,
@@ -30,11 +31,16 @@ class MetadataCache:
     partitions: dict[TopicPartition, UpdateMetadataPartitionState] = field(default_factory=dict)
 
     def update(self, request: UpdateMetadataRequest) -> None:
-        """Apply an UpdateMetadata (the caller has checked its controller epoch)."""
+        """Apply an UpdateMetadata (the caller has checked its controller epoch). A partition whose leader is
+        LEADER_DURING_DELETE belongs to a topic being deleted: it is forgotten, as in Kafka."""
         self.controller_id = request.controller_id
         self.brokers = {b.id: {e.listener: (e.host, e.port) for e in b.endpoints} for b in request.live_brokers}
         for state in request.partition_states:
-            self.partitions[TopicPartition(state.topic, state.partition)] = state
+            tp = TopicPartition(state.topic, state.partition)
+            if state.leader == LEADER_DURING_DELETE:
+                self.partitions.pop(tp, None)
+            else:
+                self.partitions[tp] = state
 
     def endpoint(self, broker_id: int, listener_name: str) -> tuple[str, int] | None:
         """Where a live broker is reached on a listener; None if it is not alive or has no such listener."""

@@ -20,11 +20,19 @@ def record_state_change(*, source: str, broker_id: int, topic: str, partition: i
                         leader_epoch: int, leader: int, isr: Iterable[int], reason: str, **details: object) -> None:
     """Log one change: who (``source`` "controller" or "broker", and ``broker_id``), which partition,
     the state (controller epoch, leader epoch, leader, ISR) and why."""
-    logger.info(json.dumps({
-        "time_ms": time.time_ns() // 1_000_000, "source": source, "broker": broker_id, "topic": topic,
-        "partition": partition, "controller_epoch": controller_epoch, "leader_epoch": leader_epoch,
-        "leader": leader, "isr": list(isr), "reason": reason, **details,
-    }))
+    _record(source=source, broker=broker_id, topic=topic, partition=partition, controller_epoch=controller_epoch,
+            leader_epoch=leader_epoch, leader=leader, isr=list(isr), reason=reason, **details)
+
+
+def record_replica_state_change(*, source: str, broker_id: int, topic: str, partition: int, replica: int,
+                                state: str, reason: str, **details: object) -> None:
+    """Log one change of a replica (a partition on broker ``replica``): started, stopped, deleted, ..."""
+    _record(source=source, broker=broker_id, topic=topic, partition=partition, replica=replica, replica_state=state,
+            reason=reason, **details)
+
+
+def _record(**fields: object) -> None:
+    logger.info(json.dumps({"time_ms": time.time_ns() // 1_000_000, **fields}))
 
 
 def install_state_change_file(log_dir: Path) -> logging.Handler:

@@ -46,6 +46,8 @@ Int64 = Annotated[int, IntWidth("int64", -(2**63), 2**63 - 1)]
 
 # Sentinel values with Kafka's meanings.
 CONSUMER_REPLICA_ID = -1  # Fetch/ListOffsets replica_id of a consumer (not a follower)
+DEBUGGING_CONSUMER_ID = -2  # Fetch replica_id of a tool reading any replica (leader or follower) up to its HW
+LEADER_DURING_DELETE = -2  # UpdateMetadata leader of a partition whose topic is being deleted
 LATEST_TIMESTAMP = -1  # ListOffsets: the offset after the last consumable record (the high watermark)
 EARLIEST_TIMESTAMP = -2  # ListOffsets: the log start offset
 
@@ -394,9 +396,11 @@ class MetadataResponse:
 
 @message
 class LeaderAndIsrPartitionState(PartitionState):
-    """A partition the receiving broker must lead or follow; is_new when the partition was just created."""
+    """A partition the receiving broker must lead or follow; is_new when the partition was just created.
+    topic_id names the topic's incarnation (KIP-516; empty if unknown): a local log of another one is stale."""
 
     is_new: bool = False
+    topic_id: str = ""
 
 
 @message
@@ -433,12 +437,14 @@ class LeaderAndIsrResponse:
 
 @message
 class StopReplicaPartition:
-    """A replica to stop (and delete if delete_partition)."""
+    """A replica to stop (and delete if delete_partition). With a topic_id, only a replica of that incarnation
+    of the topic is stopped."""
 
     topic: str
     partition: Int32
     leader_epoch: Int32 = -1
     delete_partition: bool
+    topic_id: str = ""
 
 
 @message
@@ -603,6 +609,35 @@ class CreateTopicsResponse:
 
 
 # ---------------------------------------------------------------------------------------------
+# DeleteTopics (20)
+
+
+@message
+class DeleteTopicsRequest:
+    """Delete topics (served by the controller); answered once they are gone, or after timeout_ms."""
+
+    topic_names: list[str]
+    timeout_ms: Int32
+
+
+@message
+class DeletableTopicResult:
+    """The outcome for one topic."""
+
+    name: str
+    error_code: Int16
+    error_message: str | None = None
+
+
+@message
+class DeleteTopicsResponse:
+    """Per-topic results."""
+
+    responses: list[DeletableTopicResult]
+    throttle_time_ms: Int32 = 0
+
+
+# ---------------------------------------------------------------------------------------------
 # OffsetsForLeaderEpoch (23)
 
 
@@ -649,6 +684,108 @@ class OffsetsForLeaderEpochResponse:
 
 
 # ---------------------------------------------------------------------------------------------
+# CreatePartitions (37)
+
+
+@message
+class CreatePartitionsAssignment:
+    """The replicas of one new partition."""
+
+    broker_ids: list[Int32]
+
+
+@message
+class CreatePartitionsTopic:
+    """Grow a topic to `count` partitions; assignments, if given, place each new partition."""
+
+    name: str
+    count: Int32
+    assignments: list[CreatePartitionsAssignment] | None = None
+
+
+@message
+class CreatePartitionsRequest:
+    """Add partitions to topics (served by the controller)."""
+
+    topics: list[CreatePartitionsTopic]
+    timeout_ms: Int32
+    validate_only: bool = False
+
+
+@message
+class CreatePartitionsTopicResult:
+    """The outcome for one topic."""
+
+    name: str
+    error_code: Int16
+    error_message: str | None = None
+
+
+@message
+class CreatePartitionsResponse:
+    """Per-topic results."""
+
+    results: list[CreatePartitionsTopicResult]
+    throttle_time_ms: Int32 = 0
+
+
+# ---------------------------------------------------------------------------------------------
+# ElectLeaders (43)
+
+
+@unique
+class ElectionType(IntEnum):
+    """ElectLeaders election_type, Kafka's numbers."""
+
+    PREFERRED = 0
+    UNCLEAN = 1
+
+
+@message
+class TopicPartitions:
+    """Some partitions of one topic."""
+
+    topic: str
+    partitions: list[Int32]
+
+
+@message
+class ElectLeadersRequest:
+    """Elect leaders (served by the controller): the preferred replica, or for partitions without a live leader
+    any live replica (unclean). topic_partitions None means every partition."""
+
+    election_type: Int8
+    topic_partitions: list[TopicPartitions] | None
+    timeout_ms: Int32
+
+
+@message
+class PartitionResult:
+    """The outcome for one partition: NONE (elected), ELECTION_NOT_NEEDED, or why not, in error_message."""
+
+    partition_id: Int32
+    error_code: Int16
+    error_message: str | None = None
+
+
+@message
+class ReplicaElectionResult:
+    """The outcomes for the partitions of one topic."""
+
+    topic: str
+    partition_result: list[PartitionResult]
+
+
+@message
+class ElectLeadersResponse:
+    """Request-level error and per-partition results."""
+
+    error_code: Int16
+    replica_election_results: list[ReplicaElectionResult]
+    throttle_time_ms: Int32 = 0
+
+
+# ---------------------------------------------------------------------------------------------
 # DescribeReplicas (1000, minikafka's own)
 
 
@@ -683,6 +820,7 @@ class ReplicaState:
     log_start_offset: Int64
     isr: list[Int32]
     followers: list[FollowerState]
+    min_insync_replicas: Int32 = -1
 
 
 @message
@@ -711,7 +849,10 @@ class ApiKey(IntEnum):
     CONTROLLED_SHUTDOWN = 7
     API_VERSIONS = 18
     CREATE_TOPICS = 19
+    DELETE_TOPICS = 20
     OFFSET_FOR_LEADER_EPOCH = 23
+    CREATE_PARTITIONS = 37
+    ELECT_LEADERS = 43
     DESCRIBE_REPLICAS = 1000
 
 
@@ -746,6 +887,7 @@ APIS: dict[int, Api] = {
         ),
         Api(ApiKey.API_VERSIONS, "ApiVersions", 0, 0, ApiVersionsRequest, ApiVersionsResponse),
         Api(ApiKey.CREATE_TOPICS, "CreateTopics", 0, 0, CreateTopicsRequest, CreateTopicsResponse),
+        Api(ApiKey.DELETE_TOPICS, "DeleteTopics", 0, 0, DeleteTopicsRequest, DeleteTopicsResponse),
         Api(
             ApiKey.OFFSET_FOR_LEADER_EPOCH,
             "OffsetsForLeaderEpoch",
@@ -754,6 +896,15 @@ APIS: dict[int, Api] = {
             OffsetsForLeaderEpochRequest,
             OffsetsForLeaderEpochResponse,
         ),
+        Api(
+            ApiKey.CREATE_PARTITIONS,
+            "CreatePartitions",
+            0,
+            0,
+            CreatePartitionsRequest,
+            CreatePartitionsResponse,
+        ),
+        Api(ApiKey.ELECT_LEADERS, "ElectLeaders", 0, 0, ElectLeadersRequest, ElectLeadersResponse),
         Api(
             ApiKey.DESCRIBE_REPLICAS,
             "DescribeReplicas",

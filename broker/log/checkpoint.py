@@ -26,6 +26,7 @@ RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
 LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
 LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
 META_PROPERTIES = "meta.properties"
+PARTITION_METADATA = "partition.metadata"
 CLEAN_SHUTDOWN_MARKER = ".kafka_cleanshutdown"
 
 _INT = re.compile(r"[+-]?[0-9]+")
@@ -251,3 +252,26 @@ def write_meta_properties(log_dir: Path, broker_id: int) -> None:
     """Atomically write ``log_dir/meta.properties`` identifying the broker that owns the directory."""
     text = f"#minikafka broker metadata\nversion=0\nbroker.id={broker_id}\n"
     atomic_write_text(Path(log_dir) / META_PROPERTIES, text)
+
+
+def read_partition_metadata(partition_dir: Path) -> str | None:
+    """The topic id in ``partition_dir/partition.metadata`` (Kafka's ``version: 0`` / ``topic_id: <id>``
+    lines, KIP-516); None if the file does not exist."""
+    path = Path(partition_dir) / PARTITION_METADATA
+    lines = _read_text_lines(path)
+    if lines is None:
+        return None
+    fields = {}
+    for line_number, raw in enumerate(lines, start=1):
+        key, sep, value = raw.partition(":")
+        if not sep:
+            raise _error(path, line_number, f"malformed line {raw!r} (expected key: value)")
+        fields[key.strip()] = value.strip()
+    if fields.get("version") != "0" or not fields.get("topic_id"):
+        raise _error(path, len(lines), f"expected version 0 and a topic_id, got {fields}")
+    return fields["topic_id"]
+
+
+def write_partition_metadata(partition_dir: Path, topic_id: str) -> None:
+    """Atomically write ``partition_dir/partition.metadata`` naming the topic id of the partition's log."""
+    atomic_write_text(Path(partition_dir) / PARTITION_METADATA, f"version: 0\ntopic_id: {topic_id}\n")

@@ -8,6 +8,7 @@ allowed; :meth:`flush` may run on another thread while appends continue.
 from __future__ import annotations
 
 import bisect
+import logging
 import threading
 import time
 from collections.abc import Callable
@@ -16,9 +17,12 @@ from typing import NamedTuple
 
 from broker.log.checkpoint import (
     LEADER_EPOCH_CHECKPOINT,
+    CheckpointError,
     LeaderEpochCheckpointFile,
     TopicPartition,
     fsync_dir,
+    read_partition_metadata,
+    write_partition_metadata,
 )
 from broker.log.config import LogConfig
 from broker.log.epoch_cache import LeaderEpochCache
@@ -34,6 +38,7 @@ from protocol.records import (
 )
 
 Clock = Callable[[], int]
+_log = logging.getLogger(__name__)
 
 
 def wall_clock_ms() -> int:
@@ -100,6 +105,12 @@ class Log:
         self._flush_lock = threading.Lock()
         self._truncations = 0
         directory.mkdir(parents=True, exist_ok=True)
+        try:
+            #: The id of the topic incarnation this log belongs to (partition.metadata, KIP-516); None if unknown.
+            self.topic_id: str | None = read_partition_metadata(directory)
+        except CheckpointError as e:
+            _log.warning("%s: ignoring its partition.metadata: %s", tp, e)
+            self.topic_id = None
         checkpoint = LeaderEpochCheckpointFile(directory / LEADER_EPOCH_CHECKPOINT)
         rebuild_epochs = not checkpoint.exists()
         self.epoch_cache = LeaderEpochCache(checkpoint, entries=[] if rebuild_epochs else None)
@@ -433,13 +444,11 @@ class Log:
         for segment in self._segments:
             segment.close()
 
-    def delete(self) -> None:
-        """Remove the partition's directory and everything in it."""
-        for segment in self._segments:
-            segment.delete()
-        for path in self.dir.iterdir():
-            path.unlink()
-        self.dir.rmdir()
+    def assign_topic_id(self, topic_id: str) -> None:
+        """Record the topic id of this log's incarnation in partition.metadata (blocking: a durable write)."""
+        if topic_id != self.topic_id:
+            write_partition_metadata(self.dir, topic_id)
+            self.topic_id = topic_id
 
     def __repr__(self) -> str:
         return (f"Log({self.tp}, start={self.log_start_offset}, hw={self.high_watermark}, "

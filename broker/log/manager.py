@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+import shutil
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
@@ -21,6 +23,10 @@ from broker.log.config import LogConfig
 from broker.log.log import Clock, Log, log_dir_name, parse_log_dir_name, wall_clock_ms
 
 log = logging.getLogger(__name__)
+
+#: A deleted log's directory is renamed to <topic>-<partition>.<unique id>-delete, then removed (as Kafka does):
+#: a crash in between leaves a directory the next start-up removes, never a half-deleted log to load.
+DELETE_DIR_SUFFIX = "-delete"
 
 
 class LogDirError(Exception):
@@ -81,6 +87,10 @@ class LogManager:
         high_watermarks = OffsetCheckpointFile(log_dir / REPLICATION_OFFSET_CHECKPOINT).read()
         for child in sorted(log_dir.iterdir()):
             if not child.is_dir():
+                continue
+            if child.name.endswith(DELETE_DIR_SUFFIX):
+                log.info("removing %s, a log deleted before the last shutdown", child)
+                remove_deleted_dir(child)
                 continue
             try:
                 tp = parse_log_dir_name(child.name)
@@ -154,11 +164,18 @@ class LogManager:
         self._logs[added.tp] = added
         self._logs_per_dir[added.dir.parent] += 1
 
-    def delete_log(self, tp: TopicPartition) -> None:
+    def delete_log(self, tp: TopicPartition) -> Path | None:
+        """Take the partition's log out of this manager: close it and rename its directory to
+        ``<name>.<unique id>-delete`` at once. Returns that directory, for :func:`remove_deleted_dir` (blocking,
+        on any thread); None if there was no log."""
         removed = self._logs.pop(tp, None)
-        if removed is not None:
-            self._logs_per_dir[removed.dir.parent] -= 1
-            removed.delete()
+        if removed is None:
+            return None
+        self._logs_per_dir[removed.dir.parent] -= 1
+        removed.close()
+        renamed = removed.dir.with_name(f"{removed.dir.name}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}")
+        removed.dir.rename(renamed)
+        return renamed
 
     # -- periodic work ----------------------------------------------------------------------
 
@@ -211,3 +228,8 @@ _CHECKPOINTED_OFFSETS: dict[str, Callable[[Log], int]] = {
     RECOVERY_POINT_CHECKPOINT: lambda each: each.recovery_point,
     REPLICATION_OFFSET_CHECKPOINT: lambda each: each.high_watermark,
 }
+
+
+def remove_deleted_dir(path: Path) -> None:
+    """Remove a directory renamed by :meth:`LogManager.delete_log` and everything in it."""
+    shutil.rmtree(path, ignore_errors=True)

@@ -12,6 +12,7 @@ from protocol.errors import ErrorCode
 from protocol.messages import FetchResponse, ProducePartitionResponse, ProduceResponse, Topic
 
 PartitionLookup = Callable[[TopicPartition], Partition | None]
+MissingPartitionError = Callable[[TopicPartition], ErrorCode]
 
 
 @dataclass(slots=True)
@@ -24,14 +25,15 @@ class PendingProduce:
 
 
 class DelayedProduce(DelayedOperation[ProduceResponse]):
-    """Completes when every partition's HW passed its batch, or leadership was lost, or at the timeout
-    (REQUEST_TIMED_OUT for what is still waiting)."""
+    """Completes when every partition's HW passed its batch, or leadership was lost (or the partition is no longer
+    hosted: `missing` says with which error), or at the timeout (REQUEST_TIMED_OUT for what is still waiting)."""
 
     def __init__(self, timeout_ms: int, pending: dict[TopicPartition, PendingProduce], partition: PartitionLookup,
-                 order: list[TopicPartition]) -> None:
+                 missing: MissingPartitionError, order: list[TopicPartition]) -> None:
         super().__init__(timeout_ms)
         self._pending = pending
         self._partition = partition
+        self._missing = missing
         self._order = order
 
     def try_complete(self) -> bool:
@@ -39,8 +41,7 @@ class DelayedProduce(DelayedOperation[ProduceResponse]):
             if waiting.decided:
                 continue
             partition = self._partition(tp)
-            code = ErrorCode.NOT_LEADER_OR_FOLLOWER if partition is None else partition.produce_completion(
-                waiting.required_offset)
+            code = self._missing(tp) if partition is None else partition.produce_completion(waiting.required_offset)
             if code is not None:
                 waiting.decided = True
                 waiting.response.error_code = code

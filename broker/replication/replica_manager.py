@@ -18,16 +18,17 @@ from broker.log.checkpoint import (
 )
 from broker.log.config import LogConfig, LogConfigError
 from broker.log.log import Clock, Log, LogError, OffsetOutOfRangeError, RecordTooLargeError
-from broker.log.manager import LogManager
+from broker.log.manager import LogManager, remove_deleted_dir
 from broker.replication.delayed import DelayedFetch, DelayedProduce, PendingProduce, build_produce_response
 from broker.replication.fetch_session import FetchSessionCache, SessionPartition
 from broker.replication.partition import Partition, PartitionState, Role
 from broker.replication.purgatory import Purgatory
-from broker.state_change import record_state_change
+from broker.state_change import record_replica_state_change, record_state_change
 from controller.zkdata import LeaderIsrAndControllerEpoch
 from protocol.errors import ErrorCode, KafkaError
 from protocol.messages import (
     CONSUMER_REPLICA_ID,
+    DEBUGGING_CONSUMER_ID,
     EARLIEST_TIMESTAMP,
     LATEST_TIMESTAMP,
     FetchPartitionResponse,
@@ -99,6 +100,10 @@ class ReplicaManager:
         self.on_follow: Callable[[dict[TopicPartition, int], dict[int, tuple[str, int]]], None] = lambda _p, _l: None
         self.on_stop_following: Callable[[Iterable[TopicPartition]], None] = lambda _tps: None
         self._flushing: dict[TopicPartition, asyncio.Task] = {}
+        #: Partitions whose log a StopReplica deleted (until they are created again): requests for them are
+        #: answered UNKNOWN_TOPIC_OR_PARTITION rather than NOT_LEADER_OR_FOLLOWER.
+        self._deleted: set[TopicPartition] = set()
+        self._removals: set[asyncio.Task] = set()
         #: LeaderAndIsr requests are applied one at a time, in arrival order.
         self._state_change_lock = asyncio.Lock()
         self._tasks: list[asyncio.Task] = []
@@ -108,11 +113,17 @@ class ReplicaManager:
     def partition(self, tp: TopicPartition) -> Partition | None:
         return self.partitions.get(tp)
 
-    def _leader_partition(self, tp: TopicPartition, current_leader_epoch: int) -> Partition:
+    def missing_partition_error(self, tp: TopicPartition) -> ErrorCode:
+        """What a request for a partition that is no longer hosted here gets: UNKNOWN_TOPIC_OR_PARTITION if its
+        log was deleted (its topic is being deleted, or it moved away), else NOT_LEADER_OR_FOLLOWER."""
+        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if tp in self._deleted else ErrorCode.NOT_LEADER_OR_FOLLOWER
+
+    def _leader_partition(self, tp: TopicPartition, current_leader_epoch: int, *, require_leader: bool = True
+                          ) -> Partition:
         partition = self.partitions.get(tp)
         if partition is None:
             raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"{tp} is not hosted on broker {self.broker_id}")
-        partition.check_leader_epoch(current_leader_epoch)
+        partition.check_leader_epoch(current_leader_epoch, require_leader=require_leader)
         return partition
 
     # -- LeaderAndIsr and StopReplica -------------------------------------------------------
@@ -129,7 +140,9 @@ class ReplicaManager:
                         request.controller_id, request.controller_epoch, self.controller_epoch)
             return LeaderAndIsrResponse(error_code=ErrorCode.STALE_CONTROLLER_EPOCH, partition_errors=[])
         self.controller_epoch = request.controller_epoch
+        self._drop_stale_incarnations(request)
         creation_errors = await self._create_partitions(request)
+        await self._adopt_topic_ids(request)
         errors: list[PartitionError] = []
         followed: dict[TopicPartition, int] = {}
         changed: list[TopicPartition] = []
@@ -147,6 +160,19 @@ class ReplicaManager:
         for tp in changed:
             self._wake(tp)
         return LeaderAndIsrResponse(error_code=ErrorCode.NONE, partition_errors=errors)
+
+    def _drop_stale_incarnations(self, request: LeaderAndIsrRequest) -> None:
+        """A local log of another incarnation of a topic (deleted and created again under the same name while this
+        broker did not hear of it) is stale: it is deleted, and the partition starts afresh (KIP-516)."""
+        stale = []
+        for state in request.partition_states:
+            tp = TopicPartition(state.topic, state.partition)
+            local = self.log_manager.get_log(tp)
+            if state.topic_id and local is not None and local.topic_id not in (None, state.topic_id):
+                log.warning("%s: the local log belongs to topic id %s, the controller names %s: deleting it",
+                            tp, local.topic_id, state.topic_id)
+                stale.append(tp)
+        self._remove_replicas(stale, delete=True)
 
     async def _create_partitions(self, request: LeaderAndIsrRequest) -> dict[TopicPartition, ErrorCode]:
         """Create the partitions the request names that this broker hosts and does not have yet: each topic's
@@ -173,6 +199,8 @@ class ReplicaManager:
             for tp, directory in placed.items():
                 try:
                     opened[tp] = created = self.log_manager.open_log(directory, tp, configs[tp.topic])
+                    if new[tp].topic_id:
+                        created.assign_topic_id(new[tp].topic_id)
                     if new[tp].leader == self.broker_id:
                         created.assign_epoch_start_offset(new[tp].leader_epoch)
                 except (OSError, LogError) as e:
@@ -194,7 +222,24 @@ class ReplicaManager:
                 self.partitions[tp] = Partition(tp, self.broker_id, partition_log, self._clock,
                                                 replica_lag_time_max_ms=self.config.replica_lag_time_max_ms,
                                                 min_insync_replicas=configs[tp.topic].min_insync_replicas)
+                self._deleted.discard(tp)
         return failed
+
+    async def _adopt_topic_ids(self, request: LeaderAndIsrRequest) -> None:
+        """Logs that do not know their topic id yet (written before the topic had one) take the controller's."""
+        adopted = [(found, state.topic_id) for state in request.partition_states if state.topic_id
+                   and (found := self.log_manager.get_log(TopicPartition(state.topic, state.partition))) is not None
+                   and found.topic_id is None]
+
+        def write() -> None:
+            for found, topic_id in adopted:
+                try:
+                    found.assign_topic_id(topic_id)
+                except OSError as e:
+                    log.error("%s: cannot record topic id %s: %s", found.tp, topic_id, e)
+
+        if adopted:
+            await asyncio.to_thread(write)
 
     def _apply_partition_state(self, tp: TopicPartition, state: LeaderAndIsrPartitionState,
                                request: LeaderAndIsrRequest, followed: dict[TopicPartition, int]) -> ErrorCode:
@@ -224,23 +269,48 @@ class ReplicaManager:
                             leader=state.leader, isr=state.isr, reason=reason)
 
     def stop_replicas(self, request: StopReplicaRequest) -> StopReplicaResponse:
-        """Stop replicating partitions (and delete their logs when asked)."""
+        """Stop replicating partitions, and delete their logs when asked. A partition named with a topic id
+        other than its local log's is of another incarnation of the topic: it is left alone."""
         if request.controller_epoch < self.controller_epoch:
             return StopReplicaResponse(error_code=ErrorCode.STALE_CONTROLLER_EPOCH, partition_errors=[])
         self.controller_epoch = request.controller_epoch
-        tps = [TopicPartition(p.topic, p.partition) for p in request.partitions]
-        self.on_stop_following(tps)
         errors = []
+        stopped: dict[bool, list[TopicPartition]] = {True: [], False: []}
         for stop in request.partitions:
             tp = TopicPartition(stop.topic, stop.partition)
+            local = self.log_manager.get_log(tp)
+            if stop.topic_id and local is not None and local.topic_id not in (None, stop.topic_id):
+                log.info("%s: StopReplica for topic id %s left alone: the local log is of topic id %s", tp,
+                         stop.topic_id, local.topic_id)
+            else:
+                stopped[stop.delete_partition].append(tp)
+                record_replica_state_change(
+                    source="broker", broker_id=self.broker_id, topic=tp.topic, partition=tp.partition,
+                    replica=self.broker_id, state="deleted" if stop.delete_partition else "stopped",
+                    reason=f"StopReplica from controller {request.controller_id}")
+            errors.append(PartitionError(topic=stop.topic, partition=stop.partition, error_code=ErrorCode.NONE))
+        for delete, tps in stopped.items():
+            self._remove_replicas(tps, delete=delete)
+        return StopReplicaResponse(error_code=ErrorCode.NONE, partition_errors=errors)
+
+    def _remove_replicas(self, tps: list[TopicPartition], *, delete: bool) -> None:
+        """Stop following the partitions and forget them; with `delete`, their logs go too (renamed at once,
+        removed from disk on a worker thread). Parked requests on them are answered."""
+        if not tps:
+            return
+        self.on_stop_following(tps)
+        for tp in tps:
             partition = self.partitions.pop(tp, None)
+            if delete:
+                self._deleted.add(tp)
+                renamed = self.log_manager.delete_log(tp)
+                if renamed is not None:
+                    task = asyncio.get_running_loop().create_task(asyncio.to_thread(remove_deleted_dir, renamed))
+                    self._removals.add(task)
+                    task.add_done_callback(self._removals.discard)
             if partition is not None:
                 partition.role = Role.NONE
                 self._wake(tp)
-            if stop.delete_partition:
-                self.log_manager.delete_log(tp)
-            errors.append(PartitionError(topic=stop.topic, partition=stop.partition, error_code=ErrorCode.NONE))
-        return StopReplicaResponse(error_code=ErrorCode.NONE, partition_errors=errors)
 
     # -- produce ----------------------------------------------------------------------------
 
@@ -279,7 +349,8 @@ class ReplicaManager:
         for tp, response in responses.items():
             if tp not in pending:
                 pending[tp] = PendingProduce(response, 0, decided=True)
-        operation = DelayedProduce(request.timeout_ms, pending, self.partition, order)
+        operation = DelayedProduce(request.timeout_ms, pending, self.partition, self.missing_partition_error,
+                                   order)
         return self.produce_purgatory.try_complete_else_watch(operation, [tp for tp, p in pending.items()
                                                                           if not p.decided])
 
@@ -287,7 +358,8 @@ class ReplicaManager:
 
     def fetch(self, request: FetchRequest) -> FetchResponse | asyncio.Future[FetchResponse]:
         """Serve a fetch. A follower's fetch offset is its LEO on the leader (which may move the HW);
-        followers read up to the LEO, consumers up to the HW. Without enough data it waits up to
+        followers read up to the LEO, consumers up to the HW. A debugging consumer (the replica verification
+        tool) reads any replica, leader or follower, up to that replica's HW. Without enough data it waits up to
         max_wait_ms in the fetch purgatory. In an incremental fetch session the request names only what
         changed, and the response only partitions with news (fetch_session.py)."""
         try:
@@ -303,7 +375,8 @@ class ReplicaManager:
                                             p.current_leader_epoch)
 
         def read() -> list[tuple[TopicPartition, FetchPartitionResponse]]:
-            return self._read_for_fetch(request.max_bytes, wanted, from_follower)
+            return self._read_for_fetch(request.max_bytes, wanted, from_follower,
+                                        request.replica_id == DEBUGGING_CONSUMER_ID)
 
         def respond(results: list[tuple[TopicPartition, FetchPartitionResponse]]) -> FetchResponse:
             topics: dict[str, list[FetchPartitionResponse]] = {}
@@ -336,7 +409,7 @@ class ReplicaManager:
                              f"expand: broker {follower} reached the HW and the epoch start offset")
 
     def _read_for_fetch(self, max_bytes: int, wanted: dict[TopicPartition, SessionPartition],
-                        from_follower: bool) -> list[tuple[TopicPartition, FetchPartitionResponse]]:
+                        from_follower: bool, debugging: bool) -> list[tuple[TopicPartition, FetchPartitionResponse]]:
         budget = max_bytes
         results = []
         for tp, fetch in wanted.items():
@@ -344,7 +417,7 @@ class ReplicaManager:
                                               records=b"")
             results.append((tp, response))
             try:
-                partition = self._leader_partition(tp, fetch.current_leader_epoch)
+                partition = self._leader_partition(tp, fetch.current_leader_epoch, require_leader=not debugging)
                 result = partition.read(fetch.fetch_offset, max(1, min(fetch.max_bytes, budget)),
                                         up_to_high_watermark=not from_follower)
             except Exception as e:
@@ -546,7 +619,7 @@ class ReplicaManager:
         self.fetch_purgatory.complete_all()
         for task in self._tasks:
             task.cancel()
-        await asyncio.gather(*self._tasks, *self._flushing.values(), *self._isr_updates.values(),
+        await asyncio.gather(*self._tasks, *self._flushing.values(), *self._isr_updates.values(), *self._removals,
                              return_exceptions=True)
         self._tasks.clear()
 

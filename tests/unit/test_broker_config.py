@@ -29,6 +29,8 @@ def test_kafka_defaults():
     assert config.log.unclean_leader_election_enable is False
     assert (config.network.num_network_threads, config.network.num_io_threads) == (3, 8)
     assert config.network.queued_max_requests == 500
+    assert (config.delete_topic_enable, config.auto_leader_rebalance_enable) == (True, True)
+    assert (config.leader_imbalance_check_interval_seconds, config.leader_imbalance_per_broker_percentage) == (300, 10)
 
 
 def test_server_properties_file_and_overrides(tmp_path: Path):
@@ -51,6 +53,9 @@ def test_server_properties_file_and_overrides(tmp_path: Path):
     (MINIMAL + "replication.truncation.mode=hope\n", "replication.truncation.mode must be one of"),
     (MINIMAL + "unclean.leader.election.enable=maybe\n", "must be true or false"),
     (MINIMAL + "just some words\n", "expected key=value"),
+    (MINIMAL + "delete.topic.enable=yes\n", "delete.topic.enable must be true or false"),
+    (MINIMAL + "leader.imbalance.check.interval.seconds=0\n", "leader.imbalance.check.interval.seconds must be at"),
+    (MINIMAL + "leader.imbalance.per.broker.percentage=101\n", "leader.imbalance.per.broker.percentage must be"),
 ])
 def test_bad_configuration_is_refused_with_the_property_name(text, message, tmp_path: Path):
     path = tmp_path / "server.properties"

@@ -13,7 +13,7 @@ from broker.log.checkpoint import (
     read_meta_properties,
 )
 from broker.log.config import LogConfig
-from broker.log.manager import LogDirError, LogManager
+from broker.log.manager import LogDirError, LogManager, remove_deleted_dir
 from tests.unit.logutil import ManualClock, batch, values_of
 
 
@@ -106,8 +106,26 @@ def test_flush_and_retention_run_over_every_log(tmp_path):
     log.update_high_watermark(10)
     assert logs.cleanup_logs() > 0
     assert log.log_start_offset > 0
-    logs.delete_log(tp)
+    renamed = logs.delete_log(tp)
     assert not log.dir.exists() and logs.get_log(tp) is None
+    assert renamed is not None and renamed.name.startswith("events-0.") and renamed.name.endswith("-delete")
+    remove_deleted_dir(renamed)
+    assert not renamed.exists() and logs.delete_log(tp) is None
+
+
+def test_a_log_deleted_before_a_crash_is_removed_at_start_up_and_a_topic_id_is_kept(tmp_path):
+    logs = manager(tmp_path)
+    kept, deleted = TopicPartition("events", 0), TopicPartition("events", 1)
+    logs.get_or_create_log(kept).assign_topic_id("ZOLr9CLNQjSW70hyIHx6BQ")
+    logs.get_or_create_log(deleted).append_as_leader(batch(b"a"), leader_epoch=0)
+    renamed = logs.delete_log(deleted)  # and the broker dies before removing the directory
+    assert renamed is not None and renamed.exists()
+    restarted = manager(tmp_path)
+    assert not renamed.exists()
+    assert sorted(restarted.logs) == [kept]
+    assert restarted.get_log(kept).topic_id == "ZOLr9CLNQjSW70hyIHx6BQ"
+    metadata = (tmp_path / "events-0" / "partition.metadata").read_text()
+    assert metadata == "version: 0\ntopic_id: ZOLr9CLNQjSW70hyIHx6BQ\n"  # Kafka's format
 
 
 def test_a_checkpoint_snapshot_is_written_only_when_its_offsets_changed(tmp_path):

@@ -14,8 +14,10 @@ from protocol.messages import (
     API_BY_REQUEST_TYPE,
     APIS,
     CONSUMER_REPLICA_ID,
+    DEBUGGING_CONSUMER_ID,
     EARLIEST_TIMESTAMP,
     LATEST_TIMESTAMP,
+    LEADER_DURING_DELETE,
     ApiKey,
     ApiVersionRange,
     ApiVersionsRequest,
@@ -25,10 +27,21 @@ from protocol.messages import (
     CreatableReplicaAssignment,
     CreatableTopic,
     CreatableTopicResult,
+    CreatePartitionsAssignment,
+    CreatePartitionsRequest,
+    CreatePartitionsResponse,
+    CreatePartitionsTopic,
+    CreatePartitionsTopicResult,
     CreateTopicsRequest,
     CreateTopicsResponse,
+    DeletableTopicResult,
+    DeleteTopicsRequest,
+    DeleteTopicsResponse,
     DescribeReplicasRequest,
     DescribeReplicasResponse,
+    ElectionType,
+    ElectLeadersRequest,
+    ElectLeadersResponse,
     EpochEndOffset,
     FetchPartition,
     FetchPartitionResponse,
@@ -59,11 +72,13 @@ from protocol.messages import (
     OffsetsForLeaderEpochRequest,
     OffsetsForLeaderEpochResponse,
     PartitionError,
+    PartitionResult,
     ProducePartition,
     ProducePartitionResponse,
     ProduceRequest,
     ProduceResponse,
     ProtocolError,
+    ReplicaElectionResult,
     ReplicaState,
     RequestHeader,
     RequestRejectedError,
@@ -72,6 +87,7 @@ from protocol.messages import (
     StopReplicaResponse,
     Topic,
     TopicPartition,
+    TopicPartitions,
     UnknownApiError,
     UnsupportedVersionError,
     UpdateMetadataEndpoint,
@@ -235,6 +251,7 @@ SAMPLES: dict[int, tuple[Any, Any]] = {
                     zk_version=9,
                     replicas=[1, 2, 3],
                     is_new=True,
+                    topic_id="ZOLr9CLNQjSW70hyIHx6BQ",
                 )
             ],
             live_leaders=[LiveLeader(broker_id=1, host="127.0.0.1", port=9092)],
@@ -251,7 +268,8 @@ SAMPLES: dict[int, tuple[Any, Any]] = {
             controller_id=1,
             controller_epoch=3,
             broker_epoch=5,
-            partitions=[StopReplicaPartition(topic="orders", partition=2, delete_partition=True)],
+            partitions=[StopReplicaPartition(topic="orders", partition=2, delete_partition=True,
+                                             topic_id="ZOLr9CLNQjSW70hyIHx6BQ")],
         ),
         StopReplicaResponse(
             error_code=0, partition_errors=[PartitionError(topic="orders", partition=2, error_code=0)]
@@ -347,6 +365,41 @@ SAMPLES: dict[int, tuple[Any, Any]] = {
             ]
         ),
     ),
+    ApiKey.DELETE_TOPICS: (
+        DeleteTopicsRequest(topic_names=["orders", "gone"], timeout_ms=30_000),
+        DeleteTopicsResponse(responses=[
+            DeletableTopicResult(name="orders", error_code=0),
+            DeletableTopicResult(name="gone", error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                                 error_message="Topic 'gone' does not exist."),
+        ]),
+    ),
+    ApiKey.CREATE_PARTITIONS: (
+        CreatePartitionsRequest(
+            topics=[
+                CreatePartitionsTopic(name="orders", count=6),
+                CreatePartitionsTopic(name="pinned", count=2,
+                                      assignments=[CreatePartitionsAssignment(broker_ids=[3, 1])]),
+            ],
+            timeout_ms=10_000,
+            validate_only=True,
+        ),
+        CreatePartitionsResponse(results=[
+            CreatePartitionsTopicResult(name="orders", error_code=0),
+            CreatePartitionsTopicResult(name="pinned", error_code=ErrorCode.INVALID_PARTITIONS,
+                                        error_message="Topic currently has 3 partitions, which is higher than the "
+                                                      "requested 2."),
+        ]),
+    ),
+    ApiKey.ELECT_LEADERS: (
+        ElectLeadersRequest(election_type=ElectionType.PREFERRED,
+                            topic_partitions=[TopicPartitions(topic="orders", partitions=[0, 2])], timeout_ms=5000),
+        ElectLeadersResponse(error_code=0, replica_election_results=[ReplicaElectionResult(
+            topic="orders", partition_result=[
+                PartitionResult(partition_id=0, error_code=0),
+                PartitionResult(partition_id=2, error_code=ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE,
+                                error_message="preferred replica 3 is not live"),
+            ])]),
+    ),
     ApiKey.DESCRIBE_REPLICAS: (
         DescribeReplicasRequest(topics=None),
         DescribeReplicasResponse(
@@ -370,6 +423,7 @@ SAMPLES: dict[int, tuple[Any, Any]] = {
                             last_fetch_time_ms=1_700_000_000_100,
                         )
                     ],
+                    min_insync_replicas=2,
                 )
             ],
         ),
@@ -406,7 +460,10 @@ def test_api_table() -> None:
         7: "ControlledShutdown",
         18: "ApiVersions",
         19: "CreateTopics",
+        20: "DeleteTopics",
         23: "OffsetsForLeaderEpoch",
+        37: "CreatePartitions",
+        43: "ElectLeaders",
         1000: "DescribeReplicas",
     }
     for key, api in APIS.items():
@@ -417,6 +474,8 @@ def test_api_table() -> None:
 
 def test_sentinels_have_kafkas_values() -> None:
     assert (CONSUMER_REPLICA_ID, LATEST_TIMESTAMP, EARLIEST_TIMESTAMP) == (-1, -1, -2)
+    assert (DEBUGGING_CONSUMER_ID, LEADER_DURING_DELETE) == (-2, -2)
+    assert (ElectionType.PREFERRED, ElectionType.UNCLEAN) == (0, 1)
 
 
 def test_supported_api_versions_derive_from_the_table() -> None:

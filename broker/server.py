@@ -56,7 +56,13 @@ class BrokerServer:
                                           default_num_partitions=config.num_partitions,
                                           default_replication_factor=config.default_replication_factor,
                                           unclean_leader_election_enable=config.log.unclean_leader_election_enable,
-                                          inter_broker_listener_name=config.listeners.inter_broker_listener_name)
+                                          inter_broker_listener_name=config.listeners.inter_broker_listener_name,
+                                          delete_topic_enable=config.delete_topic_enable,
+                                          auto_leader_rebalance_enable=config.auto_leader_rebalance_enable,
+                                          leader_imbalance_check_interval_seconds=(
+                                              config.leader_imbalance_check_interval_seconds),
+                                          leader_imbalance_per_broker_percentage=(
+                                              config.leader_imbalance_per_broker_percentage))
         self.apis = KafkaApis(config.broker_id, self.replica_manager, self.metadata_cache, self.controller)
         self.socket_server = SocketServer(config.network, self.apis.handle)
         self.endpoints: tuple[EndPoint, ...] = ()  # what this broker registered, once started

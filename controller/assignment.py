@@ -64,8 +64,10 @@ def topics_collide(a: str, b: str) -> bool:
     return a != b and a.replace(".", "_") == b.replace(".", "_")
 
 
-def assign_replicas(broker_ids: Iterable[int], num_partitions: int, replication_factor: int) -> dict[int, list[int]]:
-    """partition -> replicas (the first is the preferred leader) over the given live brokers."""
+def assign_replicas(broker_ids: Iterable[int], num_partitions: int, replication_factor: int, *,
+                    first_partition: int = 0) -> dict[int, list[int]]:
+    """partition -> replicas (the first is the preferred leader) over the given live brokers, for partitions
+    first_partition .. first_partition + num_partitions - 1 (added partitions follow the same rule)."""
     brokers = sorted(set(broker_ids))
     if num_partitions < 1:
         raise InvalidPartitionsError("Number of partitions must be larger than 0.")
@@ -76,7 +78,24 @@ def assign_replicas(broker_ids: Iterable[int], num_partitions: int, replication_
         raise InvalidReplicationFactorError(
             f"Replication factor: {replication_factor} larger than available brokers: {n}."
         )
-    return {i: [brokers[(i + j) % n] for j in range(replication_factor)] for i in range(num_partitions)}
+    return {
+        i: [brokers[(i + j) % n] for j in range(replication_factor)]
+        for i in range(first_partition, first_partition + num_partitions)
+    }
+
+
+def validate_replicas(partition: int, replicas: Sequence[int], live_broker_ids: Collection[int]) -> list[int]:
+    """One partition's replica list checked as Kafka does, and on live brokers only."""
+    if not replicas:
+        raise InvalidReplicaAssignmentError(f"Partition {partition} has no replicas")
+    if len(set(replicas)) != len(replicas):
+        raise InvalidReplicaAssignmentError(f"Duplicate replica assignment found: {partition}: {list(replicas)}")
+    unknown = sorted(set(replicas) - set(live_broker_ids))
+    if unknown:
+        raise InvalidReplicaAssignmentError(
+            f"Partition {partition} is assigned to brokers that are not live: {unknown}"
+        )
+    return list(replicas)
 
 
 def validate_assignment(
@@ -87,16 +106,7 @@ def validate_assignment(
     for partition, replicas in assignments:
         if partition in result:
             raise InvalidReplicaAssignmentError(f"Partition {partition} is assigned more than once")
-        if not replicas:
-            raise InvalidReplicaAssignmentError(f"Partition {partition} has no replicas")
-        if len(set(replicas)) != len(replicas):
-            raise InvalidReplicaAssignmentError(f"Duplicate replica assignment found: {partition}: {list(replicas)}")
-        unknown = sorted(set(replicas) - set(live_broker_ids))
-        if unknown:
-            raise InvalidReplicaAssignmentError(
-                f"Partition {partition} is assigned to brokers that are not live: {unknown}"
-            )
-        result[partition] = list(replicas)
+        result[partition] = validate_replicas(partition, replicas, live_broker_ids)
     if not result:
         raise InvalidReplicaAssignmentError("The replica assignment is empty")
     if sorted(result) != list(range(len(result))):

@@ -6,7 +6,8 @@ onBrokerFailure and doControlledShutdown).
   last member); it leaves the ISR of the others. LeaderAndIsr goes to the live replicas, UpdateMetadata to every
   live broker.
 - broker start-up, or a bounce (a new registration czxid, the broker epoch): a bounce is a failure followed by a
-  start-up; a starting broker gets the metadata and LeaderAndIsr for its replicas, and offline partitions elect.
+  start-up; a starting broker first deletes the replicas left to it (pending deletions), then gets the metadata
+  and LeaderAndIsr for its replicas; offline partitions elect; deletions and reassignments waiting for it go on.
 - controlled shutdown of a broker: move its leaderships to other live ISR members, drop it from the ISRs it
   follows in (StopReplica to it), answer the partitions it still leads.
 """
@@ -74,13 +75,13 @@ class BrokerLifecycle:
         onBrokerFailure / onReplicasBecomeOffline); tell the live replicas and every live broker."""
         host = self._host
         context = host.context
-        affected = [
-            tp for tp in context.partitions() if tp in context.states and set(context.replicas(*tp)) & set(dead)
-        ]
+        serving = context.serving_partitions()
+        affected = [tp for tp in serving if tp in context.states and set(context.replicas(*tp)) & set(dead)]
         changed = await host.partition_states.update_partition_states(
             affected, host.partition_states.recovery_decider(f"broker failure of {dead}", gone=dead)
         )
-        host.replica_states.to_offline(None, host.replica_states.replicas_on(dead))
+        host.replica_states.to_offline(None, host.replica_states.replicas_on(dead, serving))
+        await host.deletion.on_brokers_failed(dead)
         batch = host.new_batch()
         host.partition_states.queue_changes(batch, changed)
         batch.add_update_metadata(context.live_brokers, context.partition_infos(affected))
@@ -92,11 +93,12 @@ class BrokerLifecycle:
         partitions that had no live replica before."""
         host = self._host
         context = host.context
+        host.deletion.send_pending_deletions(started)  # before anything else reaches them
         elected = await host.partition_states.elect_offline_partitions(
             context.offline_partitions(), f"broker {started[0]} started" if len(started) == 1
             else f"brokers {started} started"
         )
-        partitions = [tp for tp in context.partitions() if tp in context.states]
+        partitions = [tp for tp in context.serving_partitions() if tp in context.states]
         batch = host.new_batch()
         batch.add_update_metadata(set(context.live_brokers) - set(started))
         host.send(batch)
@@ -105,8 +107,10 @@ class BrokerLifecycle:
         host.partition_states.queue_changes(batch, elected)
         host.send(batch)
         await host.partition_states.initialize_partitions(
-            [tp for tp in context.partitions() if tp not in context.states]
+            [tp for tp in context.serving_partitions() if tp not in context.states]
         )
+        await host.deletion.resume()
+        await host.reassignments.on_brokers_started(started)
 
     # -- controlled shutdown ----------------------------------------------------------------
 
@@ -131,7 +135,7 @@ class BrokerLifecycle:
         # those it follows in: they get StopReplica (no delete), so that it stops fetching and stays out of the ISR.
         hosted = [
             tp
-            for tp in context.partitions()
+            for tp in context.serving_partitions()
             if tp in context.states and broker_id in context.replicas(*tp) and len(context.replicas(*tp)) > 1
         ]
         followed = [tp for tp in hosted if context.states[tp].leader != broker_id]

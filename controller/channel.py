@@ -197,10 +197,12 @@ class ControllerBrokerRequestBatch:
         channel: ControllerChannelManager,
         controller_epoch: int,
         live_brokers: Mapping[int, BrokerInfo],
+        topic_ids: Mapping[str, str] | None = None,
     ) -> None:
         self.channel = channel
         self.controller_epoch = controller_epoch
         self.live_brokers = live_brokers
+        self.topic_ids = topic_ids if topic_ids is not None else {}
         self._leader_and_isr: dict[int, dict[tuple[str, int], LeaderAndIsrPartitionState]] = {}
         self._update_metadata_brokers: set[int] = set()
         self._update_metadata_partitions: dict[tuple[str, int], UpdateMetadataPartitionState] = {}
@@ -217,7 +219,8 @@ class ControllerBrokerRequestBatch:
     ) -> None:
         """Tell these brokers (the partition's live replicas) to lead or follow; every live broker also
         gets the partition in its UpdateMetadata, as in Kafka."""
-        wire = LeaderAndIsrPartitionState(is_new=is_new, **self._fields(topic, partition, state, replicas))
+        wire = LeaderAndIsrPartitionState(is_new=is_new, topic_id=self.topic_ids.get(topic, ""),
+                                          **self._fields(topic, partition, state, replicas))
         for broker_id in broker_ids:
             if broker_id in self.live_brokers:
                 self._leader_and_isr.setdefault(broker_id, {})[(topic, partition)] = wire
@@ -237,11 +240,14 @@ class ControllerBrokerRequestBatch:
                 offline_replicas=offline, **self._fields(topic, partition, state, replicas)
             )
 
-    def add_stop_replica(self, broker_id: int, topic: str, partition: int, leader_epoch: int, *, delete: bool) -> None:
-        """Tell a live broker to stop its replica of the partition (and delete it, with `delete`)."""
+    def add_stop_replica(self, broker_id: int, topic: str, partition: int, leader_epoch: int, *, delete: bool,
+                         topic_id: str | None = None) -> None:
+        """Tell a live broker to stop its replica of the partition (and delete it, with `delete`); only a replica
+        of the topic's incarnation `topic_id` (by default the topic's current one, if it has an id)."""
         if broker_id in self.live_brokers:
             self._stop_replica.setdefault(broker_id, {})[(topic, partition)] = StopReplicaPartition(
-                topic=topic, partition=partition, leader_epoch=leader_epoch, delete_partition=delete
+                topic=topic, partition=partition, leader_epoch=leader_epoch, delete_partition=delete,
+                topic_id=topic_id if topic_id is not None else self.topic_ids.get(topic, ""),
             )
 
     def send(self) -> SentRequests:

@@ -9,9 +9,30 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from controller.zkdata import BrokerInfo, LeaderIsrAndControllerEpoch
+from controller.zkdata import BrokerInfo, LeaderIsrAndControllerEpoch, PendingDeletion
 
 TopicPartitionKey = tuple[str, int]
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionReassignment:
+    """A reassignment in progress: the original replicas (ORS) and the target ones (TRS). While it runs the
+    partition is assigned RS = TRS + ORS (target first, so the target's head is the preferred replica)."""
+
+    original: tuple[int, ...]
+    target: tuple[int, ...]
+
+    @property
+    def replicas(self) -> list[int]:
+        return list(dict.fromkeys(self.target + self.original))
+
+    @property
+    def adding(self) -> list[int]:
+        return [r for r in self.target if r not in self.original]
+
+    @property
+    def removing(self) -> list[int]:
+        return [r for r in self.original if r not in self.target]
 
 
 @dataclass
@@ -24,6 +45,11 @@ class ControllerContext:
     assignments: dict[str, dict[int, list[int]]] = field(default_factory=dict)
     states: dict[TopicPartitionKey, LeaderIsrAndControllerEpoch] = field(default_factory=dict)
     shutting_down: set[int] = field(default_factory=set)  # brokers in controlled shutdown
+    topic_ids: dict[str, str] = field(default_factory=dict)
+    reassignments: dict[TopicPartitionKey, PartitionReassignment] = field(default_factory=dict)
+    topics_to_delete: set[str] = field(default_factory=set)  # queued for deletion, not yet gone
+    #: Replicas that brokers which were down must delete when they come back, by broker id.
+    pending_deletions: dict[int, set[PendingDeletion]] = field(default_factory=dict)
 
     def partitions(self, topics: Iterable[str] | None = None) -> list[TopicPartitionKey]:
         names = sorted(self.assignments) if topics is None else topics
@@ -39,10 +65,15 @@ class ControllerContext:
         """Brokers that may become leader: live and not shutting down (Kafka's liveBrokerIds)."""
         return set(self.live_brokers) - self.shutting_down
 
+    def serving_partitions(self) -> list[TopicPartitionKey]:
+        """The partitions of topics that are not being deleted: the ones leaders are elected and kept for."""
+        return self.partitions(t for t in sorted(self.assignments) if t not in self.topics_to_delete)
+
     def offline_partitions(self, topics: Iterable[str] | None = None) -> list[TopicPartitionKey]:
-        """Partitions without a live leader (NO_LEADER, or a leader that is not registered)."""
+        """Partitions without a live leader (NO_LEADER, or a leader that is not registered), but those of topics
+        being deleted."""
         return [tp for tp in self.partitions(topics) if tp in self.states and self.states[tp].leader not in
-                self.live_brokers]
+                self.live_brokers and tp[0] not in self.topics_to_delete]
 
     def partition_infos(
         self, partitions: Iterable[TopicPartitionKey]

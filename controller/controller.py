@@ -12,6 +12,10 @@ The rooms, each over the pure election and assignment rules (controller.election
     replica_state_machine.py    replica states
     broker_lifecycle.py         brokers starting, failing, bouncing and shutting down under control
     topic_creation.py           CreateTopics and the topics in /brokers/topics
+    partition_addition.py       CreatePartitions
+    topic_deletion.py           DeleteTopics, /admin/delete_topics, and the deletions left to brokers that were down
+    reassignment.py             /admin/reassign_partitions: moving replicas, changing the replication factor
+    preferred_election.py       ElectLeaders, /admin/preferred_replica_election and the auto leader rebalance
     notifications.py            ISR change and config change notifications
 
 Session events: SUSPENDED stops acting at once; CONNECTED with the same session and nothing changed resumes the
@@ -24,7 +28,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from controller import zkdata
 from controller.broker_lifecycle import BrokerLifecycle, shutdown_response
@@ -32,9 +36,13 @@ from controller.channel import ControllerBrokerRequestBatch, ControllerChannelMa
 from controller.context import ControllerContext
 from controller.event_manager import ControllerEvent, ControllerEventManager, ControllerMovedError
 from controller.notifications import Notifications
+from controller.partition_addition import PartitionAddition
 from controller.partition_state_machine import PartitionStateMachine
+from controller.preferred_election import PreferredElection
+from controller.reassignment import ReassignmentManager
 from controller.replica_state_machine import ReplicaStateMachine
 from controller.topic_creation import TopicConfigValidator, TopicCreation, not_controller
+from controller.topic_deletion import TopicDeletionManager
 from controller.zk import (
     BadVersionError,
     CreateOp,
@@ -48,11 +56,23 @@ from controller.zk import (
 )
 from controller.zk_store import ControllerZkStore, stat_version
 from protocol.errors import ErrorCode
-from protocol.messages import ControlledShutdownResponse, CreateTopicsRequest, CreateTopicsResponse
+from protocol.messages import (
+    ControlledShutdownResponse,
+    CreatePartitionsRequest,
+    CreatePartitionsResponse,
+    CreateTopicsRequest,
+    CreateTopicsResponse,
+    DeleteTopicsRequest,
+    DeleteTopicsResponse,
+    ElectLeadersRequest,
+    ElectLeadersResponse,
+)
 
 log = logging.getLogger("controller")
 
 __all__ = ["ControllerMovedError", "KafkaController"]
+
+T = TypeVar("T")
 
 
 class KafkaController:
@@ -69,6 +89,10 @@ class KafkaController:
         default_replication_factor: int = 1,
         unclean_leader_election_enable: bool = False,
         inter_broker_listener_name: str = "PLAINTEXT",
+        delete_topic_enable: bool = True,
+        auto_leader_rebalance_enable: bool = False,
+        leader_imbalance_check_interval_seconds: float = 300,
+        leader_imbalance_per_broker_percentage: int = 10,
     ) -> None:
         self.broker_id = broker_id
         self.inter_broker_listener_name = inter_broker_listener_name  # the listener brokers are reached on
@@ -83,6 +107,12 @@ class KafkaController:
         self.brokers = BrokerLifecycle(self)
         self.topics = TopicCreation(self, default_log_config_validator, default_num_partitions=default_num_partitions,
                                     default_replication_factor=default_replication_factor)
+        self.partitions = PartitionAddition(self)
+        self.deletion = TopicDeletionManager(self, enabled=delete_topic_enable)
+        self.reassignments = ReassignmentManager(self)
+        self.elections = PreferredElection(self, auto_rebalance=auto_leader_rebalance_enable,
+                                           check_interval_s=leader_imbalance_check_interval_seconds,
+                                           imbalance_percentage=leader_imbalance_per_broker_percentage)
         self.notifications = Notifications(self)
         self._active = False
         self._epoch = 0
@@ -163,21 +193,38 @@ class KafkaController:
         live ISR member): empty means it may go. NOT_CONTROLLER if this broker is not (or stops being) the
         controller, BROKER_NOT_AVAILABLE for an unregistered broker, STALE_BROKER_EPOCH for an epoch older than
         the broker's registration (a request from before a session expiry)."""
-        if not self.events.running or not self._active:
-            return shutdown_response(ErrorCode.NOT_CONTROLLER)
-        future = self.events.request(
-            "ControlledShutdown", lambda: self.brokers.process_controlled_shutdown(broker_id, broker_epoch)
-        )
-        try:
-            return await future
-        except Exception as e:  # fenced, or failed and stepped down: the broker retries with the next controller
-            log.info("Controller %d: controlled shutdown of broker %d failed: %s", self.broker_id, broker_id, e)
-            return shutdown_response(ErrorCode.NOT_CONTROLLER)
+        return await self.answer(f"ControlledShutdown of broker {broker_id}",
+                                 lambda: self.brokers.process_controlled_shutdown(broker_id, broker_epoch),
+                                 lambda _why: shutdown_response(ErrorCode.NOT_CONTROLLER))
+
+    async def delete_topics(self, request: DeleteTopicsRequest) -> DeleteTopicsResponse:
+        """Queue topics for deletion and answer once they are gone (see controller.topic_deletion)."""
+        return await self.deletion.handle_delete_topics(request)
+
+    async def create_partitions(self, request: CreatePartitionsRequest) -> CreatePartitionsResponse:
+        """Add partitions to topics (see controller.partition_addition)."""
+        return await self.partitions.handle_create_partitions(request)
+
+    async def elect_leaders(self, request: ElectLeadersRequest) -> ElectLeadersResponse:
+        """Preferred or unclean leader elections by hand (see controller.preferred_election)."""
+        return await self.elections.handle_elect_leaders(request)
 
     # -- what the rooms share -------------------------------------------------------------------
 
+    async def answer(self, name: str, run: Callable[[], Awaitable[T]], refuse: Callable[[str], T]) -> T:
+        """Run a request as a controller event and return its answer; `refuse(why)` answers instead when this
+        broker is not the controller, or stops being it before the event is done (the client retries elsewhere)."""
+        if not self.events.running or not self._active:
+            return refuse(f"broker {self.broker_id} is not the controller")
+        try:
+            return await self.events.request(name, run)
+        except Exception as e:  # fenced, or failed and stepped down
+            log.info("Controller %d: %s not done: %s", self.broker_id, name, e)
+            return refuse(f"broker {self.broker_id} is no longer the controller")
+
     def new_batch(self) -> ControllerBrokerRequestBatch:
-        return ControllerBrokerRequestBatch(self.channel, self.context.epoch, self.context.live_brokers)
+        return ControllerBrokerRequestBatch(self.channel, self.context.epoch, self.context.live_brokers,
+                                            self.context.topic_ids)
 
     def send(self, batch: ControllerBrokerRequestBatch) -> SentRequests:
         """Send a batch, unless this broker stopped acting as the controller meanwhile (a suspended session):
@@ -240,17 +287,31 @@ class KafkaController:
             self._enqueue("Reconnected", self._process_reconnected)
 
     def _watch_handlers(self) -> dict[str, tuple[str, Callable[[], Awaitable[Any]]]]:
-        """The children watches of an active controller: path -> (event name, handler)."""
+        """The watches of an active controller: path -> (event name, handler)."""
         return {
             zkdata.BROKER_IDS_PATH: ("BrokerChange", self.brokers.process_broker_change),
             zkdata.TOPICS_PATH: ("TopicChange", self.topics.process_topic_change),
-            zkdata.ISR_CHANGE_NOTIFICATION_PATH: ("IsrChangeNotification", self.notifications.process_isr_changes),
+            zkdata.ISR_CHANGE_NOTIFICATION_PATH: ("IsrChangeNotification", self._process_isr_changes),
             zkdata.CONFIG_CHANGES_PATH: ("ConfigChangeNotification", self.notifications.process_config_changes),
+            zkdata.DELETE_TOPICS_PATH: ("TopicDeletion", self.deletion.process_delete_topics_znode),
+            zkdata.REASSIGN_PARTITIONS_PATH: ("PartitionReassignment",
+                                              self.reassignments.process_reassign_partitions_znode),
+            zkdata.PREFERRED_REPLICA_ELECTION_PATH: ("PreferredReplicaLeaderElection",
+                                                     self.elections.process_preferred_election_znode),
         }
 
     async def _watch_children(self, path: str) -> None:
         name, handler = self._watch_handlers()[path]
         self._active_watches.append(await self.zk.watch_children(path, lambda _children: self._enqueue(name, handler)))
+
+    async def _watch_data(self, path: str) -> None:
+        name, handler = self._watch_handlers()[path]
+        self._active_watches.append(
+            await self.zk.watch_exists(path, lambda stat: stat is not None and self._enqueue(name, handler)))
+
+    async def _process_isr_changes(self) -> None:
+        """ISR change notifications; reassignments whose target replicas joined the ISR complete."""
+        await self.reassignments.on_isr_changes(await self.notifications.process_isr_changes())
 
     # -- election -------------------------------------------------------------------------------
 
@@ -360,15 +421,20 @@ class KafkaController:
         for broker in context.live_brokers.values():
             self.channel.add_broker(broker.id, broker.host, broker.port)
         await self.topics.read_topics(await self.zk.get_children(zkdata.TOPICS_PATH))
+        await self.deletion.read_queued_topics()
         await self.notifications.skip_config_changes_before_now()
-        # Their first call comes at once: pending ISR change notifications are processed after this.
-        await self._watch_children(zkdata.ISR_CHANGE_NOTIFICATION_PATH)
-        await self._watch_children(zkdata.CONFIG_CHANGES_PATH)
+        # Their first call comes at once: pending ISR change notifications (and deletions, reassignments and
+        # preferred elections asked for) are processed after this.
+        for path in (zkdata.ISR_CHANGE_NOTIFICATION_PATH, zkdata.CONFIG_CHANGES_PATH, zkdata.DELETE_TOPICS_PATH):
+            await self._watch_children(path)
+        for path in (zkdata.REASSIGN_PARTITIONS_PATH, zkdata.PREFERRED_REPLICA_ELECTION_PATH):
+            await self._watch_data(path)
 
+        self.deletion.send_pending_deletions(context.live_brokers)
         elected = await self.partition_states.elect_offline_partitions(
             context.offline_partitions(), "controller failover"
         )
-        partitions = context.partitions()
+        partitions = context.serving_partitions()
         batch = self.new_batch()
         batch.add_update_metadata(context.live_brokers, context.partition_infos(partitions))
         for topic, partition in partitions:
@@ -380,12 +446,16 @@ class KafkaController:
         if elected:
             log.info("Controller %d elected leaders of %s at failover", self.broker_id, elected)
         await self.partition_states.initialize_partitions([tp for tp in partitions if tp not in context.states])
+        await self.reassignments.resume()
+        self.elections.start()
 
     async def _resign(self) -> None:
         """Stop acting as controller (Kafka's onControllerResignation)."""
         for watch in self._active_watches:
             watch.cancel()
         self._active_watches = []
+        self.elections.stop()
+        self.deletion.fail_waiters()
         await self.channel.shutdown()
         if self._active:
             log.info("Broker %d resigned as the controller (epoch %d)", self.broker_id, self._epoch)

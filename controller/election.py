@@ -10,6 +10,7 @@ The rules follow Apache Kafka 3.8's ``PartitionLeaderElectionAlgorithms`` and ``
 - controlled shutdown: the first replica in assignment order that is live, in the ISR and not
   shutting down; the shutting-down brokers leave the ISR.
 - preferred replica: the first replica of the assignment, if it is live and in the ISR; the ISR stays.
+- reassignment: the first replica of the target replicas that is live and in the ISR; the ISR stays.
 - a dead broker leaves the ISR unless it is its last member: the ISR is never empty, so that the
   partition can come back (cleanly) when that member returns (``ReplicaStateMachine``).
 
@@ -82,9 +83,27 @@ def controlled_shutdown_election(assignment: Sequence[int], isr: Sequence[int], 
 
 def preferred_replica_election(assignment: Sequence[int], isr: Sequence[int], live: Collection[int]) -> Election | None:
     """Kafka's preferredReplicaPartitionLeaderElection: the assignment's head if it is live and in the ISR."""
-    if assignment and assignment[0] in live and assignment[0] in isr:
-        return Election(assignment[0], tuple(isr))
-    return None
+    if preferred_replica_ineligibility(assignment, isr, live):
+        return None
+    return Election(assignment[0], tuple(isr))
+
+
+def preferred_replica_ineligibility(assignment: Sequence[int], isr: Sequence[int], live: Collection[int]) -> str:
+    """Why the preferred replica may not lead now ('' if it may): it is not live, or not in the ISR."""
+    if not assignment:
+        return "the partition has no replicas"
+    preferred = assignment[0]
+    if preferred not in live:
+        return f"preferred replica {preferred} is not live"
+    if preferred not in isr:
+        return f"preferred replica {preferred} is not in the ISR {list(isr)}"
+    return ""
+
+
+def reassign_partition_election(target: Sequence[int], isr: Sequence[int], live: Collection[int]) -> Election | None:
+    """Kafka's reassignPartitionLeaderElection: the first target replica that is live and in the ISR."""
+    leader = _first(target, [replica for replica in isr if replica in live])
+    return Election(leader, tuple(isr)) if leader is not None else None
 
 
 def isr_without(isr: Sequence[int], broker_id: int) -> tuple[int, ...]:

@@ -97,6 +97,8 @@ class PartitionStateMachine:
         batch = host.new_batch()
         by_topic: dict[str, dict[int, LeaderIsrAndControllerEpoch]] = {}
         for topic, partition in partitions:
+            if self.state((topic, partition)) is not PartitionState.NEW:
+                continue
             live = host.context.live_replicas(topic, partition)
             if not live:
                 log.error("Controller %d: no live replica of %s-%d to lead it", host.broker_id, topic, partition)

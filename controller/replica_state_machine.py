@@ -6,10 +6,17 @@ States and the transitions Kafka allows into each:
     NewReplica                  <- NonExistentReplica
     OnlineReplica               <- NewReplica, OnlineReplica, OfflineReplica, ReplicaDeletionIneligible
     OfflineReplica              <- NewReplica, OnlineReplica, OfflineReplica, ReplicaDeletionIneligible
+    ReplicaDeletionStarted      <- OfflineReplica
+    ReplicaDeletionSuccessful   <- ReplicaDeletionStarted
+    ReplicaDeletionIneligible   <- OfflineReplica, ReplicaDeletionStarted
+    NonExistentReplica          <- ReplicaDeletionSuccessful, ReplicaDeletionIneligible
 
 A transition that is not allowed is logged and skipped. Entering OnlineReplica sends the replica its partition's
-state (LeaderAndIsr); entering OfflineReplica on a live broker stops it (StopReplica without delete). Requests
-are queued on the caller's batch.
+state (LeaderAndIsr); entering OfflineReplica on a live broker may stop it (StopReplica without delete);
+entering ReplicaDeletionStarted deletes it (StopReplica with delete). Requests are queued on the caller's batch.
+Unlike Kafka, a replica whose deletion cannot start because its broker is down goes from
+ReplicaDeletionIneligible to NonExistentReplica once recorded as a pending deletion: its broker deletes it when it
+comes back (controller.topic_deletion).
 """
 
 from __future__ import annotations
@@ -33,6 +40,8 @@ class ReplicaState(enum.Enum):
     NEW = "NewReplica"
     ONLINE = "OnlineReplica"
     OFFLINE = "OfflineReplica"
+    DELETION_STARTED = "ReplicaDeletionStarted"
+    DELETION_SUCCESSFUL = "ReplicaDeletionSuccessful"
     DELETION_INELIGIBLE = "ReplicaDeletionIneligible"
     NON_EXISTENT = "NonExistentReplica"
 
@@ -43,6 +52,10 @@ _VALID_PREVIOUS: dict[ReplicaState, frozenset[ReplicaState]] = {
                                     ReplicaState.DELETION_INELIGIBLE}),
     ReplicaState.OFFLINE: frozenset({ReplicaState.NEW, ReplicaState.ONLINE, ReplicaState.OFFLINE,
                                      ReplicaState.DELETION_INELIGIBLE}),
+    ReplicaState.DELETION_STARTED: frozenset({ReplicaState.OFFLINE}),
+    ReplicaState.DELETION_SUCCESSFUL: frozenset({ReplicaState.DELETION_STARTED}),
+    ReplicaState.DELETION_INELIGIBLE: frozenset({ReplicaState.OFFLINE, ReplicaState.DELETION_STARTED}),
+    ReplicaState.NON_EXISTENT: frozenset({ReplicaState.DELETION_SUCCESSFUL, ReplicaState.DELETION_INELIGIBLE}),
 }
 
 
@@ -105,14 +118,37 @@ class ReplicaStateMachine:
     def to_new(self, replicas: Iterable[Replica]) -> list[Replica]:
         return self._enter(replicas, ReplicaState.NEW)
 
-    def to_online(self, batch: ControllerBrokerRequestBatch, replicas: Iterable[Replica]) -> list[Replica]:
-        """Online: each replica gets its partition's current state (LeaderAndIsr), if the partition has one."""
+    def to_online(self, batch: ControllerBrokerRequestBatch | None, replicas: Iterable[Replica]) -> list[Replica]:
+        """Online: each replica gets its partition's current state (LeaderAndIsr), if the partition has one, when
+        a batch is given."""
         context = self._host.context
         moved = self._enter(replicas, ReplicaState.ONLINE)
-        for topic, partition, broker in moved:
+        for topic, partition, broker in moved if batch is not None else ():
             state = context.states.get((topic, partition))
             if state is not None:
                 batch.add_leader_and_isr([broker], topic, partition, state, context.replicas(topic, partition))
+        return moved
+
+    def in_state(self, replicas: Iterable[Replica], state: ReplicaState) -> list[Replica]:
+        return [replica for replica in replicas if self.state(replica) is state]
+
+    def to_deletion_started(self, batch: ControllerBrokerRequestBatch, replicas: Iterable[Replica]) -> list[Replica]:
+        """ReplicaDeletionStarted: each replica's broker is told to stop and delete it (StopReplica, delete)."""
+        moved = self._enter(replicas, ReplicaState.DELETION_STARTED)
+        for topic, partition, broker in moved:
+            batch.add_stop_replica(broker, topic, partition, -1, delete=True)
+        return moved
+
+    def to_deletion_successful(self, replicas: Iterable[Replica]) -> list[Replica]:
+        return self._enter(replicas, ReplicaState.DELETION_SUCCESSFUL)
+
+    def to_deletion_ineligible(self, replicas: Iterable[Replica]) -> list[Replica]:
+        return self._enter(replicas, ReplicaState.DELETION_INELIGIBLE)
+
+    def to_non_existent(self, replicas: Iterable[Replica]) -> list[Replica]:
+        moved = self._enter(replicas, ReplicaState.NON_EXISTENT)
+        for replica in moved:
+            del self.states[replica]
         return moved
 
     def to_offline(self, batch: ControllerBrokerRequestBatch | None, replicas: Iterable[Replica]) -> list[Replica]:

@@ -11,13 +11,14 @@ import asyncio
 import logging
 from collections import Counter
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from controller import zkdata
 from controller.assignment import assign_replicas, topics_collide, validate_assignment, validate_topic_name
 from controller.event_manager import ControllerMovedError
 from controller.zk import CreateOp, NodeExistsError, Op, SetOp
-from controller.zkdata import LeaderIsrAndControllerEpoch
+from controller.zkdata import LeaderIsrAndControllerEpoch, TopicAssignment
 from protocol.errors import ErrorCode, KafkaError
 from protocol.messages import CreatableTopic, CreatableTopicResult, CreateTopicsRequest
 
@@ -100,6 +101,8 @@ class TopicCreation:
         """The topic's replica assignment; raises KafkaError with the CreateTopics error code."""
         context = self._host.context
         validate_topic_name(topic.name)
+        if topic.name in context.topics_to_delete:
+            raise KafkaError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{topic.name}' is marked for deletion.")
         if topic.name in context.assignments:
             raise KafkaError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{topic.name}' already exists.")
         for existing in context.assignments:
@@ -141,7 +144,9 @@ class TopicCreation:
         config_op: Op = (
             SetOp(config_path, config) if await host.zk.exists(config_path) else CreateOp(config_path, config)
         )
-        topic_op = CreateOp(zkdata.topic_path(topic), zkdata.encode_topic_assignment(assignment))
+        topic_id = zkdata.new_topic_id()
+        topic_op = CreateOp(zkdata.topic_path(topic), zkdata.encode_topic_znode(TopicAssignment(assignment,
+                                                                                                topic_id=topic_id)))
         try:
             await host.store.create_partition_states(topic, states, None, extra=[config_op, topic_op])
         except NodeExistsError as e:
@@ -149,21 +154,29 @@ class TopicCreation:
                 raise KafkaError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{topic}' already exists.") from None
             raise
         host.context.assignments[topic] = assignment
+        host.context.topic_ids[topic] = topic_id
         return states
 
     # -- /brokers/topics --------------------------------------------------------------------
 
     async def read_topics(self, topics: list[str]) -> None:
-        """Read the assignments and partition states of topics into the context; the replicas of partitions
-        with a state are initialized in the replica state machine."""
+        """Read the assignments, topic ids, reassignments in progress and partition states of topics into the
+        context; the replicas of partitions with a state are initialized in the replica state machine. A topic
+        without a topic id (written before topics had one, or by another tool) gets one, as in Kafka 2.8+."""
         host = self._host
         context = host.context
         for topic in topics:
-            assignment = await host.store.read_assignment(topic)
-            if assignment is None:
+            znode = await host.store.read_assignment(topic)
+            if znode is None:
                 continue
-            context.assignments[topic] = assignment
-            partitions = [(topic, p) for p in assignment]
+            if znode.topic_id is None:
+                znode = replace(znode, topic_id=zkdata.new_topic_id())
+                await host.store.write_topic(topic, znode)
+                log.info("Controller %d: topic %s gets topic id %s", host.broker_id, topic, znode.topic_id)
+            context.assignments[topic] = znode.partitions
+            context.topic_ids[topic] = znode.topic_id
+            host.reassignments.load(topic, znode)
+            partitions = [(topic, p) for p in znode.partitions]
             states = await host.store.read_partition_states(partitions)
             context.states.update(states)
             host.replica_states.initialize(states)
@@ -179,6 +192,9 @@ class TopicCreation:
             host.replica_states.forget(context.partitions([topic]))
             for partition in context.assignments.pop(topic):
                 context.states.pop((topic, partition), None)
+                context.reassignments.pop((topic, partition), None)
+            context.topic_ids.pop(topic, None)
+            context.topics_to_delete.discard(topic)
         new = sorted(topics - set(context.assignments))
         if new:
             log.info("Controller %d: new topics %s", host.broker_id, new)

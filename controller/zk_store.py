@@ -9,6 +9,7 @@ here, conditionally on the version they were read at: the one place to change fo
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
@@ -18,8 +19,19 @@ from controller import zkdata
 from controller.context import ControllerContext, TopicPartitionKey
 from controller.election import LeaderAndIsr
 from controller.event_manager import ControllerMovedError
-from controller.zk import BadVersionError, CheckOp, CreateOp, NoNodeError, Op, OpResult, SetOp, ZkClient, ZkError
-from controller.zkdata import BrokerInfo, LeaderIsrAndControllerEpoch
+from controller.zk import (
+    BadVersionError,
+    CheckOp,
+    CreateOp,
+    DeleteOp,
+    NoNodeError,
+    Op,
+    OpResult,
+    SetOp,
+    ZkClient,
+    ZkError,
+)
+from controller.zkdata import BrokerInfo, LeaderIsrAndControllerEpoch, PendingDeletion, TopicAssignment
 
 log = logging.getLogger("controller")
 
@@ -85,6 +97,59 @@ class ControllerZkStore:
         `existing` are the children of the topic's partitions znode (None if that does not exist either)."""
         await self.fenced_multi([*extra, *partition_state_ops(topic, states, existing)])
 
+    async def write_topic(self, topic: str, assignment: TopicAssignment) -> None:
+        """Rewrite a topic's znode: its replicas, a reassignment's adding and removing replicas, its topic id."""
+        await self.fenced_multi([SetOp(zkdata.topic_path(topic), zkdata.encode_topic_znode(assignment))])
+
+    async def delete_topic(self, topic: str, pending: Mapping[int, set[PendingDeletion]]) -> None:
+        """Remove a deleted topic's znodes (its assignment and partition states, its config, its
+        /admin/delete_topics entry) and write the pending replica deletions of brokers that were down, in one
+        transaction."""
+        zk = self.zk
+        ops: list[Op] = []
+        try:
+            partitions = await zk.get_children(zkdata.topic_partitions_path(topic))
+        except NoNodeError:
+            partitions = None
+        for partition in partitions or ():
+            path = zkdata.topic_partition_path(topic, int(partition))
+            ops.extend(DeleteOp(f"{path}/{child}") for child in await zk.get_children(path))
+            ops.append(DeleteOp(path))
+        if partitions is not None:
+            ops.append(DeleteOp(zkdata.topic_partitions_path(topic)))
+        ops.append(DeleteOp(zkdata.topic_path(topic)))
+        for path in (zkdata.topic_config_path(topic), zkdata.delete_topic_path(topic)):
+            if await zk.exists(path) is not None:
+                ops.append(DeleteOp(path))
+        ops.extend([op for broker, records in sorted(pending.items())
+                    for op in await self._pending_deletion_ops(broker, records)])
+        await self.fenced_multi(ops)
+
+    async def write_pending_deletions(self, broker_id: int, records: set[PendingDeletion]) -> None:
+        """Replace a broker's pending replica deletions (removing its znode when there are none)."""
+        await self.fenced_multi(await self._pending_deletion_ops(broker_id, records))
+
+    async def _pending_deletion_ops(self, broker_id: int, records: set[PendingDeletion]) -> list[Op]:
+        path = zkdata.pending_replica_deletions_path(broker_id)
+        exists = await self.zk.exists(path) is not None
+        if not records:
+            return [DeleteOp(path)] if exists else []
+        data = zkdata.encode_pending_deletions(records)
+        return [SetOp(path, data) if exists else CreateOp(path, data)]
+
+    async def delete_if_exists(self, path: str) -> None:
+        """Remove an admin znode the controller is done with."""
+        with contextlib.suppress(NoNodeError):
+            await self.fenced_multi([DeleteOp(path)])
+
+    async def set_or_delete(self, path: str, data: bytes | None) -> None:
+        """Rewrite an admin znode the controller works through, or remove it (data None) once done."""
+        if data is None:
+            await self.delete_if_exists(path)
+            return
+        exists = await self.zk.exists(path) is not None
+        await self.fenced_multi([SetOp(path, data) if exists else CreateOp(path, data)])
+
     # -- reads ------------------------------------------------------------------------------
 
     async def read_partition_states(
@@ -116,16 +181,30 @@ class ControllerZkStore:
                 log.error("Controller %d ignores broker %d: %s", self._host.broker_id, broker_id, e)
         return brokers
 
-    async def read_assignment(self, topic: str) -> dict[int, list[int]] | None:
-        """The topic's replica assignment, None if the topic does not exist (or its znode does not parse)."""
+    async def read_assignment(self, topic: str) -> TopicAssignment | None:
+        """The topic's znode, None if the topic does not exist (or its znode does not parse)."""
         got = await self.zk.get_or_none(zkdata.topic_path(topic))
         if got is None:
             return None
         try:
-            return zkdata.decode_topic_assignment(got[0])
+            return zkdata.decode_topic_znode(got[0])
         except zkdata.ZkDataError as e:
             log.error("Controller %d ignores topic %s: %s", self._host.broker_id, topic, e)
             return None
+
+    async def read_pending_deletions(self) -> dict[int, set[PendingDeletion]]:
+        """Every broker's pending replica deletions."""
+        pending: dict[int, set[PendingDeletion]] = {}
+        for name in await self.zk.get_children(zkdata.PENDING_REPLICA_DELETIONS_PATH):
+            got = await self.zk.get_or_none(f"{zkdata.PENDING_REPLICA_DELETIONS_PATH}/{name}")
+            if got is None or not name.isdigit():
+                continue
+            try:
+                pending[int(name)] = set(zkdata.decode_pending_deletions(got[0]))
+            except zkdata.ZkDataError as e:
+                log.error("Controller %d ignores the pending deletions of broker %s: %s", self._host.broker_id,
+                          name, e)
+        return pending
 
 
 def partition_state_ops(

@@ -6,9 +6,11 @@ listener model only.
 
 from __future__ import annotations
 
+import base64
 import json
+import uuid
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from broker.listeners import EndPoint, ListenerConfigError, parse_endpoint
@@ -20,6 +22,11 @@ TOPICS_PATH = "/brokers/topics"
 CONFIG_TOPICS_PATH = "/config/topics"
 CONFIG_CHANGES_PATH = "/config/changes"
 DELETE_TOPICS_PATH = "/admin/delete_topics"
+REASSIGN_PARTITIONS_PATH = "/admin/reassign_partitions"
+PREFERRED_REPLICA_ELECTION_PATH = "/admin/preferred_replica_election"
+# minikafka's own: replicas of deleted topics or removed by a reassignment, left on brokers that were down then;
+# one znode per broker, deleted once that broker has deleted them.
+PENDING_REPLICA_DELETIONS_PATH = "/admin/pending_replica_deletions"
 ISR_CHANGE_NOTIFICATION_PATH = "/isr_change_notification"
 ISR_CHANGE_PREFIX = "isr_change_"
 
@@ -30,6 +37,7 @@ TOP_LEVEL_PATHS = (
     CONFIG_TOPICS_PATH,
     CONFIG_CHANGES_PATH,
     DELETE_TOPICS_PATH,
+    PENDING_REPLICA_DELETIONS_PATH,
     ISR_CHANGE_NOTIFICATION_PATH,
 )
 
@@ -62,6 +70,14 @@ def partition_state_path(topic: str, partition: int) -> str:
 
 def topic_config_path(topic: str) -> str:
     return f"{CONFIG_TOPICS_PATH}/{topic}"
+
+
+def delete_topic_path(topic: str) -> str:
+    return f"{DELETE_TOPICS_PATH}/{topic}"
+
+
+def pending_replica_deletions_path(broker_id: int) -> str:
+    return f"{PENDING_REPLICA_DELETIONS_PATH}/{broker_id}"
 
 
 def isr_change_sequence_path() -> str:
@@ -161,22 +177,70 @@ def decode_broker(broker_id: int, data: bytes, epoch: int = -1, listener_name: s
 # /brokers/topics/<topic>
 
 
+def new_topic_id() -> str:
+    """A random topic id as Kafka writes one (KIP-516): a UUID in URL-safe base64 without padding."""
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+
+
+@dataclass(frozen=True, slots=True)
+class TopicAssignment:
+    """The whole /brokers/topics/<topic> znode: each partition's replicas (RS), the replicas a reassignment in
+    progress adds (AR) and removes (RR) per partition (KIP-455), and the topic id (KIP-516; None for a topic
+    written without one)."""
+
+    partitions: dict[int, list[int]]
+    adding: dict[int, list[int]] = field(default_factory=dict)
+    removing: dict[int, list[int]] = field(default_factory=dict)
+    topic_id: str | None = None
+
+
 def encode_topic_assignment(assignment: Mapping[int, Iterable[int]]) -> bytes:
-    """A topic's replica assignment (version 2; no reassignment in progress)."""
-    partitions = {str(p): list(replicas) for p, replicas in sorted(assignment.items())}
-    return _dump({"version": 2, "partitions": partitions, "adding_replicas": {}, "removing_replicas": {}})
+    """A topic's replica assignment (version 2; no reassignment in progress, no topic id)."""
+    return encode_topic_znode(TopicAssignment({p: list(r) for p, r in assignment.items()}))
 
 
-def decode_topic_assignment(data: bytes) -> dict[int, list[int]]:
-    """partition -> replicas, in partition order. Versions 1 and 2 are read alike."""
-    partitions = _field(_load(data, "topic assignment"), "partitions", dict, "topic assignment")
+def _int_lists(value: Mapping[int, Iterable[int]]) -> dict[str, list[int]]:
+    return {str(p): list(replicas) for p, replicas in sorted(value.items())}
+
+
+def encode_topic_znode(topic: TopicAssignment) -> bytes:
+    """The topic znode: version 3 with its topic id, else version 2 (Kafka's TopicZNode)."""
+    value: dict[str, Any] = {"version": 3 if topic.topic_id else 2}
+    if topic.topic_id:
+        value["topic_id"] = topic.topic_id
+    value["partitions"] = _int_lists(topic.partitions)
+    value["adding_replicas"] = _int_lists(topic.adding)
+    value["removing_replicas"] = _int_lists(topic.removing)
+    return _dump(value)
+
+
+def decode_topic_znode(data: bytes) -> TopicAssignment:
+    """The whole topic znode; versions 1 to 3 are read alike (missing parts are empty)."""
+    value = _load(data, "topic assignment")
+    partitions = _partition_lists(_field(value, "partitions", dict, "topic assignment"))
+    adding = _partition_lists(value.get("adding_replicas") or {})
+    removing = _partition_lists(value.get("removing_replicas") or {})
+    topic_id = value.get("topic_id")
+    if topic_id is not None and not isinstance(topic_id, str):
+        raise ZkDataError(f"topic assignment: topic_id is not a string: {topic_id!r}")
+    return TopicAssignment(partitions, adding, removing, topic_id or None)
+
+
+def _partition_lists(value: Any) -> dict[int, list[int]]:
+    if not isinstance(value, dict):
+        raise ZkDataError(f"topic assignment: expected a map of partitions, got {value!r}")
     try:
         return {
             int(p): _int_list(replicas, f"partition {p}")
-            for p, replicas in sorted(partitions.items(), key=lambda item: int(item[0]))
+            for p, replicas in sorted(value.items(), key=lambda item: int(item[0]))
         }
     except ValueError as e:
         raise ZkDataError(f"topic assignment: {e}") from None
+
+
+def decode_topic_assignment(data: bytes) -> dict[int, list[int]]:
+    """partition -> replicas, in partition order. Versions 1 to 3 are read alike."""
+    return decode_topic_znode(data).partitions
 
 
 # ---------------------------------------------------------------------------------------------
@@ -263,12 +327,86 @@ def decode_controller_epoch(data: bytes) -> int:
 
 
 def encode_isr_change(partitions: Iterable[tuple[str, int]]) -> bytes:
-    return _dump({"version": 1, "partitions": [{"topic": t, "partition": p} for t, p in partitions]})
+    return encode_partition_list(partitions)
 
 
 def decode_isr_change(data: bytes) -> list[tuple[str, int]]:
-    what = "ISR change notification"
+    return _decode_partition_list(data, "ISR change notification")
+
+
+# ---------------------------------------------------------------------------------------------
+# /admin/reassign_partitions and /admin/preferred_replica_election (seed 001's schemas)
+
+
+def encode_reassignment(partitions: Mapping[tuple[str, int], Iterable[int]]) -> bytes:
+    """{"version":1,"partitions":[{"topic","partition","replicas"}]}: the target replicas of each partition."""
+    return _dump({"version": 1, "partitions": [
+        {"topic": t, "partition": p, "replicas": list(replicas)} for (t, p), replicas in sorted(partitions.items())
+    ]})
+
+
+def decode_reassignment(data: bytes) -> dict[tuple[str, int], list[int]]:
+    """(topic, partition) -> target replicas; ZkDataError for anything else, including a partition given twice."""
+    what = "partition reassignment"
+    entries = _field(_load(data, what), "partitions", list, what)
+    result: dict[tuple[str, int], list[int]] = {}
+    for entry in entries:
+        if not isinstance(entry, dict):
+            raise ZkDataError(f"{what}: partitions must be objects: {entry!r}")
+        tp = (_field(entry, "topic", str, what), _field(entry, "partition", int, what))
+        if tp in result:
+            raise ZkDataError(f"{what}: partition {tp[0]}-{tp[1]} is given more than once")
+        result[tp] = _int_list(entry.get("replicas"), f"{what} of {tp[0]}-{tp[1]}")
+    return result
+
+
+def encode_partition_list(partitions: Iterable[tuple[str, int]]) -> bytes:
+    """{"version":1,"partitions":[{"topic","partition"}]}: /admin/preferred_replica_election and the ISR change
+    notifications."""
+    return _dump({"version": 1, "partitions": [{"topic": t, "partition": p} for t, p in partitions]})
+
+
+def decode_partition_list(data: bytes) -> list[tuple[str, int]]:
+    return _decode_partition_list(data, "partition list")
+
+
+def _decode_partition_list(data: bytes, what: str) -> list[tuple[str, int]]:
     entries = _field(_load(data, what), "partitions", list, what)
     if not all(isinstance(e, dict) for e in entries):
         raise ZkDataError(f"{what}: partitions must be objects: {entries!r}")
     return [(_field(e, "topic", str, what), _field(e, "partition", int, what)) for e in entries]
+
+
+# ---------------------------------------------------------------------------------------------
+# /admin/pending_replica_deletions/<broker id>
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class PendingDeletion:
+    """A replica a broker must delete when it comes back: the partition, and the topic id of the incarnation it
+    belonged to (None for a topic without one)."""
+
+    topic: str
+    partition: int
+    topic_id: str | None = None
+
+
+def encode_pending_deletions(replicas: Iterable[PendingDeletion]) -> bytes:
+    return _dump({"version": 1, "partitions": [
+        {"topic": r.topic, "partition": r.partition, "topic_id": r.topic_id} for r in sorted(set(replicas))
+    ]})
+
+
+def decode_pending_deletions(data: bytes) -> list[PendingDeletion]:
+    what = "pending replica deletions"
+    entries = _field(_load(data, what), "partitions", list, what)
+    result = []
+    for entry in entries:
+        if not isinstance(entry, dict):
+            raise ZkDataError(f"{what}: partitions must be objects: {entry!r}")
+        topic_id = entry.get("topic_id")
+        if topic_id is not None and not isinstance(topic_id, str):
+            raise ZkDataError(f"{what}: topic_id is not a string: {entry!r}")
+        result.append(PendingDeletion(_field(entry, "topic", str, what), _field(entry, "partition", int, what),
+                                      topic_id))
+    return result

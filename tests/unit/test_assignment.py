@@ -122,3 +122,10 @@ def test_bad_explicit_assignments(assignment: list[tuple[int, list[int]]], probl
 @pytest.mark.parametrize("module", ["controller/assignment.py", "controller/zkdata.py"])
 def test_pure_controller_modules_import_no_io_framework(module: str):
     assert imported_roots(ROOT / Path(module)) & FORBIDDEN == set()
+
+
+def test_added_partitions_continue_seed_001s_rule():
+    # topic1 of seed 001 grown from 8 to 10 partitions on the same 8 brokers: partition i starts on broker i mod 8.
+    assert assign_replicas(range(1, 9), 2, 3, first_partition=8) == {8: [1, 2, 3], 9: [2, 3, 4]}
+    assert assign_replicas([1, 2, 3], 6, 2) == {**assign_replicas([1, 2, 3], 4, 2),
+                                                **assign_replicas([1, 2, 3], 2, 2, first_partition=4)}

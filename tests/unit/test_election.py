@@ -14,6 +14,8 @@ from controller.election import (
     isr_without,
     offline_partition_election,
     preferred_replica_election,
+    preferred_replica_ineligibility,
+    reassign_partition_election,
 )
 from tests.unit.test_pure_core import FORBIDDEN, ROOT, imported_roots
 
@@ -93,3 +95,18 @@ def test_an_offline_partition_comes_back_with_its_isr_member_or_uncleanly_with_a
 
 def test_election_module_is_pure():
     assert imported_roots(ROOT / "controller" / "election.py") & FORBIDDEN == set()
+
+
+def test_why_the_preferred_replica_may_not_lead():
+    assert preferred_replica_ineligibility([1, 2, 3], (1, 2), {1, 2, 3}) == ""
+    assert preferred_replica_ineligibility([1, 2, 3], (2, 3), {1, 2, 3}) == (
+        "preferred replica 1 is not in the ISR [2, 3]")
+    assert preferred_replica_ineligibility([1, 2, 3], (1, 2), {2, 3}) == "preferred replica 1 is not live"
+    assert preferred_replica_election([1, 2, 3], (2, 3), {1, 2, 3}) is None
+
+
+def test_a_reassignment_elects_the_first_live_target_replica_in_the_isr():
+    assert reassign_partition_election([4, 2, 3], (1, 2, 3, 4), {1, 2, 3, 4}) == Election(4, (1, 2, 3, 4))
+    assert reassign_partition_election([4, 2, 3], (1, 2, 3), {1, 2, 3, 4}) == Election(2, (1, 2, 3))
+    assert reassign_partition_election([4, 2, 3], (1, 2, 3, 4), {1, 3}) == Election(3, (1, 2, 3, 4))
+    assert reassign_partition_election([4, 5], (1, 2), {1, 2, 4, 5}) is None

@@ -142,3 +142,49 @@ def test_isr_change_notification_round_trip():
 def test_malformed_znodes_are_refused_clearly(decode, data: bytes):
     with pytest.raises(ZkDataError):
         decode(data)
+
+
+def test_topic_znode_with_a_topic_id_and_a_reassignment_in_progress_is_kafkas_version_3():
+    znode = zkdata.TopicAssignment({0: [4, 1, 2], 1: [2, 3]}, adding={0: [4]}, removing={0: [1]},
+                                   topic_id="ZOLr9CLNQjSW70hyIHx6BQ")
+    data = zkdata.encode_topic_znode(znode)
+    assert data == (b'{"version":3,"topic_id":"ZOLr9CLNQjSW70hyIHx6BQ","partitions":{"0":[4,1,2],"1":[2,3]},'
+                    b'"adding_replicas":{"0":[4]},"removing_replicas":{"0":[1]}}')
+    assert zkdata.decode_topic_znode(data) == znode
+    assert zkdata.decode_topic_znode(b'{"version":1,"partitions":{"0":[1]}}') == zkdata.TopicAssignment({0: [1]})
+    topic_id = zkdata.new_topic_id()
+    assert len(topic_id) == 22 and topic_id != zkdata.new_topic_id()
+
+
+def test_admin_znodes_in_seed_001s_schemas():
+    reassignment = zkdata.encode_reassignment({("topic3", 1): [1, 2, 3]})
+    assert reassignment == b'{"version":1,"partitions":[{"topic":"topic3","partition":1,"replicas":[1,2,3]}]}'
+    assert zkdata.decode_reassignment(reassignment) == {("topic3", 1): [1, 2, 3]}
+    election = b'{"version":1,"partitions":[{"topic":"topic1","partition":8},{"topic":"topic2","partition":16}]}'
+    assert zkdata.decode_partition_list(election) == [("topic1", 8), ("topic2", 16)]
+    assert zkdata.encode_partition_list([("topic1", 8), ("topic2", 16)]) == election
+    assert zkdata.delete_topic_path("topic4") == "/admin/delete_topics/topic4"
+
+
+def test_pending_replica_deletions_round_trip():
+    records = [zkdata.PendingDeletion("t", 1, "ZOLr9CLNQjSW70hyIHx6BQ"), zkdata.PendingDeletion("old", 0, None)]
+    data = zkdata.encode_pending_deletions(records + records[:1])
+    assert zkdata.decode_pending_deletions(data) == sorted(records)
+    assert zkdata.pending_replica_deletions_path(3) == "/admin/pending_replica_deletions/3"
+
+
+@pytest.mark.parametrize(
+    ("decode", "data"),
+    [
+        (zkdata.decode_topic_znode, b'{"version":3,"partitions":{"0":[1]},"topic_id":7}'),
+        (zkdata.decode_topic_znode, b'{"version":2,"partitions":{"0":[1]},"adding_replicas":[4]}'),
+        (zkdata.decode_reassignment, b'{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":["1"]}]}'),
+        (zkdata.decode_reassignment, b'{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[1]},'
+                                     b'{"topic":"t","partition":0,"replicas":[2]}]}'),
+        (zkdata.decode_partition_list, b'{"version":1,"partitions":[{"topic":"t"}]}'),
+        (zkdata.decode_pending_deletions, b'{"version":1,"partitions":[{"topic":"t","partition":0,"topic_id":1}]}'),
+    ],
+)
+def test_malformed_admin_znodes_are_refused_clearly(decode, data: bytes):
+    with pytest.raises(ZkDataError):
+        decode(data)

@@ -1,0 +1,245 @@
+"""`ReassignmentManager`: moving a partition's replicas to a target set (Kafka's onPartitionReassignment, with the
+topic znode's adding/removing replicas of KIP-455). ORS is the original replica set, TRS the target, RS the
+assigned one, AR = TRS - ORS the replicas added and RR = ORS - TRS those removed:
+
+Phase A, while TRS is not all in the ISR:
+  A1/A2  RS = TRS + ORS (with AR and RR) in the topic znode and in the context;
+  A4     the replicas in AR become NewReplica;
+  A3     the leader epoch goes up and every live replica of RS gets LeaderAndIsr: the new ones start following.
+Phase B, once TRS is in the ISR (checked on ISR change notifications, broker start-ups and failover):
+  B1/B2  TRS is Online, RS = TRS in the context;
+  B3     a leader outside TRS (or not live) is replaced by the first live TRS replica in the ISR; otherwise the leader
+         epoch goes up; TRS gets LeaderAndIsr;
+  B4     RR leaves the ISR (leader epoch + 1);
+  B5     RR is deleted (StopReplica with delete; a broker that is down deletes it when back);
+  B6/B7  RS = TRS in the topic znode, and the partition leaves /admin/reassign_partitions (the znode goes with
+         its last partition); every broker gets the new metadata.
+
+The topic znode is written with RS = TRS last: it is the only place ORS is kept, so a new controller resumes any
+reassignment from ZooKeeper. A target broker that is down holds phase A until it comes back. Topic deletion waits
+for its topic's reassignments.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from controller import zkdata
+from controller.context import PartitionReassignment, TopicPartitionKey
+from controller.election import LeaderAndIsr, reassign_partition_election
+from controller.partition_state_machine import Decide, PartitionChange
+from controller.replica_state_machine import ReplicaState
+from controller.zkdata import LeaderIsrAndControllerEpoch, TopicAssignment
+
+if TYPE_CHECKING:
+    from controller.controller import KafkaController
+
+log = logging.getLogger("controller")
+
+
+class ReassignmentManager:
+    """Starts, resumes and completes partition reassignments."""
+
+    def __init__(self, host: KafkaController) -> None:
+        self._host = host
+
+    def load(self, topic: str, znode: TopicAssignment) -> None:
+        """Reassignments in progress recorded in a topic znode (adding/removing replicas) go into the context."""
+        for partition, replicas in znode.partitions.items():
+            adding, removing = znode.adding.get(partition, []), znode.removing.get(partition, [])
+            if adding or removing:
+                self._host.context.reassignments[(topic, partition)] = PartitionReassignment(
+                    original=tuple(r for r in replicas if r not in adding),
+                    target=tuple(r for r in replicas if r not in removing),
+                )
+
+    # -- /admin/reassign_partitions ---------------------------------------------------------
+
+    async def process_reassign_partitions_znode(self) -> None:
+        """Start the reassignments asked in /admin/reassign_partitions; drop the entries that are done, invalid,
+        or of topics being deleted."""
+        host = self._host
+        if not host.is_active:
+            return
+        got = await host.zk.get_or_none(zkdata.REASSIGN_PARTITIONS_PATH)
+        if got is None:
+            return
+        try:
+            wanted = zkdata.decode_reassignment(got[0])
+        except zkdata.ZkDataError as e:
+            log.error("Controller %d removes the malformed %s: %s", host.broker_id, zkdata.REASSIGN_PARTITIONS_PATH, e)
+            await host.store.delete_if_exists(zkdata.REASSIGN_PARTITIONS_PATH)
+            return
+        finished: list[TopicPartitionKey] = []
+        for tp, target in sorted(wanted.items()):
+            problem = self._problem(tp, target)
+            ongoing = host.context.reassignments.get(tp)
+            if problem:
+                log.error("Controller %d: reassignment of %s-%d to %s ignored: %s", host.broker_id, *tp, target,
+                          problem)
+                finished.append(tp)
+            elif ongoing is not None:
+                if list(ongoing.target) != target:
+                    log.warning("Controller %d: %s-%d is being reassigned to %s already; %s ignored",
+                                host.broker_id, *tp, list(ongoing.target), target)
+            elif host.context.replicas(*tp) == target:
+                finished.append(tp)
+            else:
+                log.info("Controller %d: reassigning %s-%d from %s to %s", host.broker_id, *tp,
+                         host.context.replicas(*tp), target)
+                await self._reassign(tp, PartitionReassignment(tuple(host.context.replicas(*tp)), tuple(target)))
+        await self._remove_from_znode(finished)
+
+    def _problem(self, tp: TopicPartitionKey, target: list[int]) -> str:
+        context = self._host.context
+        if tp[0] in context.topics_to_delete:
+            return "the topic is being deleted"
+        if tp[1] not in context.assignments.get(tp[0], {}):
+            return "no such partition"
+        if not target:
+            return "no replicas"
+        if len(set(target)) != len(target):
+            return "a replica is given twice"
+        return ""
+
+    async def _remove_from_znode(self, partitions: list[TopicPartitionKey]) -> None:
+        """Take finished partitions out of /admin/reassign_partitions; the znode goes with its last one."""
+        host = self._host
+        if not partitions:
+            return
+        got = await host.zk.get_or_none(zkdata.REASSIGN_PARTITIONS_PATH)
+        if got is None:
+            return
+        try:
+            remaining = {tp: r for tp, r in zkdata.decode_reassignment(got[0]).items() if tp not in partitions}
+        except zkdata.ZkDataError:
+            remaining = {}
+        await host.store.set_or_delete(zkdata.REASSIGN_PARTITIONS_PATH,
+                                       zkdata.encode_reassignment(remaining) if remaining else None)
+
+    # -- the phases -------------------------------------------------------------------------
+
+    async def resume(self, partitions: list[TopicPartitionKey] | None = None) -> None:
+        """Carry on reassignments (all, or of `partitions`): at failover, when target brokers start, when ISRs
+        change. Phase A is redone (the leader epoch goes up again) unless phase B can run."""
+        context = self._host.context
+        for tp in sorted(context.reassignments if partitions is None else set(partitions) & set(context.reassignments)):
+            await self._reassign(tp, context.reassignments[tp])
+
+    async def on_isr_changes(self, partitions: list[TopicPartitionKey]) -> None:
+        """ISRs changed: complete the reassignments whose target replicas have all joined."""
+        context = self._host.context
+        for tp in sorted(set(partitions) & set(context.reassignments)):
+            if self._target_caught_up(tp):
+                await self._complete(tp)
+
+    async def on_brokers_started(self, started: list[int]) -> None:
+        """Target brokers came back: their reassignments go on (Kafka's onBrokerStartup)."""
+        context = self._host.context
+        await self.resume([tp for tp, r in context.reassignments.items() if set(r.adding) & set(started)])
+
+    async def _reassign(self, tp: TopicPartitionKey, reassignment: PartitionReassignment) -> None:
+        self._host.context.reassignments[tp] = reassignment
+        if self._target_caught_up(tp):
+            await self._complete(tp)
+        else:
+            await self._start(tp)
+
+    def _target_caught_up(self, tp: TopicPartitionKey) -> bool:
+        """Phase B may run: every target replica is in the ISR, and a live target replica can lead."""
+        context = self._host.context
+        state = context.states.get(tp)
+        reassignment = context.reassignments[tp]
+        if state is None or not set(reassignment.target) <= set(state.isr):
+            return False
+        return reassign_partition_election(reassignment.target, state.isr, context.electable()) is not None
+
+    async def _start(self, tp: TopicPartitionKey) -> None:
+        """Phase A: RS = TRS + ORS, new replicas started, leader epoch bumped and sent to RS."""
+        host = self._host
+        context = host.context
+        reassignment = context.reassignments[tp]
+        context.assignments[tp[0]][tp[1]] = reassignment.replicas
+        await self._write_assignment(tp[0])
+        host.replica_states.to_new(host.replica_states.in_state([(*tp, b) for b in reassignment.adding],
+                                                                ReplicaState.NON_EXISTENT))
+        reason = (f"reassignment to {list(reassignment.target)}: replicas {reassignment.replicas} "
+                  f"(adding {reassignment.adding}, removing {reassignment.removing})")
+        changed = await host.partition_states.update_partition_states([tp], _bump_epoch(reason))
+        batch = host.new_batch()
+        host.partition_states.queue_changes(batch, changed)
+        host.send(batch)
+        log.info("Controller %d: %s-%d: waiting for %s to join the ISR", host.broker_id, *tp, reassignment.adding)
+
+    async def _complete(self, tp: TopicPartitionKey) -> None:
+        """Phase B: leader within TRS, RR out of the ISR and deleted, RS = TRS everywhere."""
+        host = self._host
+        context = host.context
+        states = host.replica_states
+        reassignment = context.reassignments[tp]
+        target, removing = list(reassignment.target), reassignment.removing
+        states.to_online(None, states.in_state([(*tp, b) for b in target], ReplicaState.NEW))
+        context.assignments[tp[0]][tp[1]] = target
+        batch = host.new_batch()
+        changed = await host.partition_states.update_partition_states(
+            [tp], _leader_within(target, context.electable(), f"reassignment to {target} completing"))
+        if removing:
+            changed += await host.partition_states.update_partition_states(
+                [tp], _isr_without(removing, f"reassignment to {target}: replicas {removing} removed"))
+        host.partition_states.queue_changes(batch, changed)
+        removed = [(*tp, b) for b in removing]
+        states.to_offline(None, removed)
+        started = await host.deletion.remove_replicas(batch, removed)
+        del context.reassignments[tp]
+        await self._write_assignment(tp[0])
+        host.deletion.track(host.send(batch).stop_replica, started)
+        await self._remove_from_znode([tp])
+        log.info("Controller %d: %s-%d reassigned to %s", host.broker_id, *tp, target)
+        await host.deletion.resume()
+
+    async def _write_assignment(self, topic: str) -> None:
+        context = self._host.context
+        ongoing = {p: r for (t, p), r in context.reassignments.items() if t == topic}
+        await self._host.store.write_topic(topic, TopicAssignment(
+            partitions=dict(context.assignments[topic]),
+            adding={p: r.adding for p, r in ongoing.items() if r.adding},
+            removing={p: r.removing for p, r in ongoing.items() if r.removing},
+            topic_id=context.topic_ids.get(topic),
+        ))
+
+
+def _bump_epoch(reason: str) -> Decide:
+    async def decide(_tp: TopicPartitionKey, state: LeaderIsrAndControllerEpoch) -> PartitionChange:
+        return PartitionChange(LeaderAndIsr(state.leader, state.leader_epoch + 1, tuple(state.isr)), reason)
+
+    return decide
+
+
+def _leader_within(target: list[int], electable: set[int], reason: str) -> Decide:
+    """B3: keep a live leader that is a target replica (a new leader epoch), else elect within the target."""
+
+    async def decide(_tp: TopicPartitionKey, state: LeaderIsrAndControllerEpoch) -> PartitionChange | None:
+        current = LeaderAndIsr(state.leader, state.leader_epoch, tuple(state.isr))
+        if state.leader in target and state.leader in electable:
+            return PartitionChange(LeaderAndIsr(state.leader, state.leader_epoch + 1, current.isr), reason)
+        election = reassign_partition_election(target, state.isr, electable)
+        if election is None:
+            return None
+        return PartitionChange(election.state_after(current),
+                               f"{reason}: leader {state.leader} is not a live target replica, broker "
+                               f"{election.leader} elected", election)
+
+    return decide
+
+
+def _isr_without(removed: list[int], reason: str) -> Decide:
+    """B4: the removed replicas leave the ISR (never emptying it)."""
+
+    async def decide(_tp: TopicPartitionKey, state: LeaderIsrAndControllerEpoch) -> PartitionChange | None:
+        isr = tuple(r for r in state.isr if r not in removed)
+        if not isr or isr == tuple(state.isr):
+            return None
+        return PartitionChange(LeaderAndIsr(state.leader, state.leader_epoch + 1, isr), reason)
+
+    return decide

@@ -1,12 +1,14 @@
-"""The admin client: create, list and describe topics, and describe the replicas every broker hosts."""
+"""The admin client: create, delete, grow, list and describe topics, elect leaders, and describe the replicas every
+broker hosts."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from client.closing import AsyncClosing
 from client.connection import KafkaConnectionError
@@ -15,13 +17,23 @@ from protocol.errors import ErrorCode, KafkaError
 from protocol.messages import (
     CreatableReplicaAssignment,
     CreatableTopic,
+    CreatePartitionsAssignment,
+    CreatePartitionsRequest,
+    CreatePartitionsResponse,
+    CreatePartitionsTopic,
     CreateTopicsRequest,
     CreateTopicsResponse,
+    DeleteTopicsRequest,
+    DeleteTopicsResponse,
     DescribeReplicasRequest,
     DescribeReplicasResponse,
+    ElectionType,
+    ElectLeadersRequest,
+    ElectLeadersResponse,
     MetadataRequest,
     MetadataResponse,
     ReplicaState,
+    TopicPartitions,
 )
 
 log = logging.getLogger(__name__)
@@ -58,13 +70,24 @@ class NewTopic:
         )
 
 
+@dataclass(frozen=True, slots=True)
+class ElectionResult:
+    """The outcome of a leader election for one partition: NONE (elected), ELECTION_NOT_NEEDED, or why not."""
+
+    topic: str
+    partition: int
+    error: ErrorCode
+    message: str
+
+
 def _monotonic_ms() -> float:
     return time.monotonic() * 1000
 
 
 class Admin(AsyncClosing):
-    """Topic administration against a cluster. CreateTopics goes to the active controller (found through
-    Metadata, re-found on NOT_CONTROLLER); DescribeReplicas goes to every live broker."""
+    """Topic administration against a cluster. CreateTopics, DeleteTopics, CreatePartitions and ElectLeaders go
+    to the active controller (found through Metadata, re-found on NOT_CONTROLLER); DescribeReplicas goes to every
+    live broker."""
 
     def __init__(
         self,
@@ -91,33 +114,77 @@ class Admin(AsyncClosing):
         reports a leader for every new partition. Raises AdminError (Kafka's error name and the broker's
         message) for the first topic that could not be created, or on timeout."""
         deadline = self._clock() + timeout_ms
-        pending = {topic.name: topic for topic in topics}
-        failures: list[tuple[ErrorCode, str]] = []
-        problem = "no controller"
-        while pending:
-            try:
-                response = await self._create_on_controller(list(pending.values()), deadline, validate_only)
-            except KafkaError as e:
-                if not e.retriable:
-                    raise AdminError(e.code, e.message or "CreateTopics refused") from None
-                problem = str(e)
-            except KafkaConnectionError as e:
-                problem = str(e)
-            else:
-                for result in response.topics:
-                    error = ErrorCode.from_code(result.error_code)
-                    if error == ErrorCode.NOT_CONTROLLER:
-                        problem = f"broker {self.metadata.controller_id} is no longer the controller"
-                    elif result.name in pending:
-                        del pending[result.name]
-                        if error != ErrorCode.NONE:
-                            failures.append((error, result.error_message or f"cannot create topic {result.name!r}"))
-            if pending:
-                await self._backoff(deadline, f"cannot create {', '.join(sorted(pending))}: {problem}")
-        if failures:
-            raise AdminError(failures[0][0], "; ".join(message for _, message in failures))
+        by_name = {topic.name: topic for topic in topics}
+
+        def request(remaining_ms: int, pending: list[str]) -> CreateTopicsRequest:
+            return CreateTopicsRequest(topics=[by_name[name].to_wire() for name in pending], timeout_ms=remaining_ms,
+                                       validate_only=validate_only)
+
+        responses = await self._on_controller(list(by_name), request, timeout_ms)
+        self._raise_first({r.name: (ErrorCode.from_code(r.error_code),
+                                    r.error_message or f"cannot create topic {r.name!r}") for r in responses})
         if wait_for_leaders and not validate_only:
             await self._wait_for_leaders([topic.name for topic in topics], deadline)
+
+    async def delete_topics(self, names: Sequence[str], *, timeout_ms: int = 30000) -> None:
+        """Delete topics through the controller; return once they are gone. Raises AdminError for the first topic
+        that could not be deleted (TOPIC_DELETION_DISABLED, UNKNOWN_TOPIC_OR_PARTITION, REQUEST_TIMED_OUT if it
+        is still marked for deletion at the deadline)."""
+
+        def request(remaining_ms: int, pending: list[str]) -> DeleteTopicsRequest:
+            return DeleteTopicsRequest(topic_names=pending, timeout_ms=remaining_ms)
+
+        responses = await self._on_controller(list(dict.fromkeys(names)), request, timeout_ms)
+        self._raise_first({r.name: (ErrorCode.from_code(r.error_code), r.error_message) for r in responses})
+
+    async def create_partitions(self, counts: Mapping[str, int], *, assignments: Mapping[str, list[list[int]]]
+                                | None = None, timeout_ms: int = 30000, validate_only: bool = False) -> None:
+        """Grow topics to the given partition counts (new partitions placed by the controller, or by
+        `assignments`: one replica list per new partition); return once every live broker knows a leader for
+        each. Raises AdminError for the first topic refused."""
+
+        def request(remaining_ms: int, pending: list[str]) -> CreatePartitionsRequest:
+            return CreatePartitionsRequest(topics=[CreatePartitionsTopic(
+                name=name, count=counts[name],
+                assignments=None if name not in (assignments or {}) else [
+                    CreatePartitionsAssignment(broker_ids=list(ids)) for ids in (assignments or {})[name]])
+                for name in pending], timeout_ms=remaining_ms, validate_only=validate_only)
+
+        deadline = self._clock() + timeout_ms
+        responses = await self._on_controller(list(counts), request, timeout_ms)
+        self._raise_first({r.name: (ErrorCode.from_code(r.error_code), r.error_message) for r in responses})
+        if not validate_only:
+            await self._wait_for_leaders(list(counts), deadline, counts)
+
+    async def elect_leaders(self, election_type: ElectionType, partitions: Sequence[tuple[str, int]] | None,
+                            *, timeout_ms: int = 30000) -> list[ElectionResult]:
+        """Elect leaders through the controller: the preferred replica, or (UNCLEAN) any live replica of a
+        partition without a live leader. None means every partition. One result per partition."""
+        deadline = self._clock() + timeout_ms
+        by_topic: dict[str, list[int]] = {}
+        for topic, partition in partitions or ():
+            by_topic.setdefault(topic, []).append(partition)
+        request = ElectLeadersRequest(
+            election_type=election_type, timeout_ms=timeout_ms,
+            topic_partitions=None if partitions is None else [
+                TopicPartitions(topic=t, partitions=ps) for t, ps in by_topic.items()])
+        while True:
+            problem = "no controller"
+            try:
+                response = await self._ask_controller(request)
+            except (KafkaConnectionError, KafkaError) as e:
+                problem = str(e)
+            else:
+                assert isinstance(response, ElectLeadersResponse)
+                error = ErrorCode.from_code(response.error_code)
+                if error == ErrorCode.NONE:
+                    return [ElectionResult(t.topic, p.partition_id, ErrorCode.from_code(p.error_code),
+                                           p.error_message or "")
+                            for t in response.replica_election_results for p in t.partition_result]
+                if error != ErrorCode.NOT_CONTROLLER:
+                    raise AdminError(error, "ElectLeaders refused")
+                problem = f"broker {self.metadata.controller_id} is not the controller"
+            await self._backoff(deadline, f"cannot elect leaders: {problem}")
 
     async def list_topics(self) -> list[str]:
         """The names of all topics."""
@@ -157,32 +224,61 @@ class Admin(AsyncClosing):
         connection = await self.metadata.connection(broker_id)
         return await connection.request(request)
 
-    async def _create_on_controller(
-        self, topics: list[NewTopic], deadline: float, validate_only: bool
-    ) -> CreateTopicsResponse:
+    async def _ask_controller(self, request: object) -> object:
         await self.metadata.refresh([])
         controller = self.metadata.controller_id
         if controller not in self.metadata.brokers:
             raise KafkaConnectionError(f"no live controller (controller id {controller})")
-        request = CreateTopicsRequest(
-            topics=[topic.to_wire() for topic in topics],
-            timeout_ms=max(0, int(deadline - self._clock())),
-            validate_only=validate_only,
-        )
-        response = await self._ask(controller, request)
-        assert isinstance(response, CreateTopicsResponse)
-        return response
+        return await self._ask(controller, request)
 
-    async def _wait_for_leaders(self, names: list[str], deadline: float) -> None:
-        """Poll every live broker's metadata until all partitions of `names` have a leader."""
+    async def _on_controller(self, names: list[str], request: Callable[[int, list[str]], object],
+                             timeout_ms: int) -> list[Any]:
+        """Send a per-topic request to the controller until every topic has an answer other than
+        NOT_CONTROLLER (finding the controller again meanwhile); the per-topic results."""
+        deadline = self._clock() + timeout_ms
+        pending, answered, problem = list(names), [], "no controller"
+        while pending:
+            try:
+                response = await self._ask_controller(request(max(0, int(deadline - self._clock())), pending))
+            except KafkaError as e:
+                if not e.retriable:
+                    raise AdminError(e.code, e.message or "refused") from None
+                problem = str(e)
+            except KafkaConnectionError as e:
+                problem = str(e)
+            else:
+                assert isinstance(response, CreateTopicsResponse | DeleteTopicsResponse | CreatePartitionsResponse)
+                results = response.responses if isinstance(response, DeleteTopicsResponse) else (
+                    response.topics if isinstance(response, CreateTopicsResponse) else response.results)
+                for result in results:
+                    if ErrorCode.from_code(result.error_code) == ErrorCode.NOT_CONTROLLER:
+                        problem = result.error_message or "not the controller"
+                    elif result.name in pending:
+                        pending.remove(result.name)
+                        answered.append(result)
+            if pending:
+                await self._backoff(deadline, f"no answer for {', '.join(pending)}: {problem}")
+        return answered
+
+    @staticmethod
+    def _raise_first(outcomes: Mapping[str, tuple[ErrorCode, str | None]]) -> None:
+        failures = [(code, message or name) for name, (code, message) in outcomes.items() if code != ErrorCode.NONE]
+        if failures:
+            raise AdminError(failures[0][0], "; ".join(message for _, message in failures))
+
+    async def _wait_for_leaders(self, names: list[str], deadline: float,
+                                counts: Mapping[str, int] | None = None) -> None:
+        """Poll every live broker's metadata until all partitions of `names` (at least `counts` of them) have a
+        leader."""
         while True:
-            lagging = await self._brokers_without_leaders(names)
+            lagging = await self._brokers_without_leaders(names, counts or {})
             if not lagging:
                 return
             await self._backoff(deadline, f"created {', '.join(names)}, but {lagging} reports no leader for them yet")
 
-    async def _brokers_without_leaders(self, names: list[str]) -> str:
-        """Which broker lacks a leader for some partition of `names` ('' if none), per its metadata cache."""
+    async def _brokers_without_leaders(self, names: list[str], counts: Mapping[str, int]) -> str:
+        """Which broker lacks a leader for some partition of `names`, or knows fewer partitions than `counts`
+        ('' if none), per its metadata cache."""
         await self.metadata.refresh([])
         request = MetadataRequest(topics=names)
         for broker_id in sorted(self.metadata.brokers):
@@ -193,6 +289,8 @@ class Admin(AsyncClosing):
             assert isinstance(response, MetadataResponse)
             for topic in response.topics:
                 if topic.error_code or not topic.partitions or any(p.leader == NO_LEADER for p in topic.partitions):
+                    return f"broker {broker_id}"
+                if len(topic.partitions) < counts.get(topic.name, 0):
                     return f"broker {broker_id}"
         return ""
 

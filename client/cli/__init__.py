@@ -8,7 +8,11 @@ from client.cli.broker import broker_command
 from client.cli.cluster import cluster_group
 from client.cli.consume import consume_command, record_json
 from client.cli.dump_log import dump_log
+from client.cli.leader_election import leader_election_command
 from client.cli.produce import produce_command, split_key
+from client.cli.reassign_partitions import reassign_partitions_command
+from client.cli.replica_verification import replica_verification_command
+from client.cli.state_change_log import state_change_log_group
 from client.cli.topic import describe_json, describe_lines, topic_group
 
 __all__ = ["describe_json", "describe_lines", "main", "record_json", "split_key"]
@@ -19,5 +23,7 @@ def main() -> None:
     """minikafka: Kafka's replication layer, on one machine."""
 
 
-for command in (broker_command, cluster_group, topic_group, produce_command, consume_command, dump_log):
+for command in (broker_command, cluster_group, topic_group, produce_command, consume_command, dump_log,
+                leader_election_command, reassign_partitions_command, replica_verification_command,
+                state_change_log_group):
     main.add_command(command)

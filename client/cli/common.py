@@ -12,7 +12,7 @@ import click
 
 from broker.config import parse_overrides
 from client.admin import AdminError
-from client.cluster import DEFAULT_DIR, ClusterError, load_cluster
+from client.cluster import CHROOT, DEFAULT_DIR, ClusterError, load_cluster
 from client.connection import KafkaConnectionError
 from client.consumer import ConsumerError
 from client.metadata import parse_bootstrap_servers
@@ -85,6 +85,23 @@ def resolve_bootstrap(bootstrap_server: str | None, directory: Path) -> str:
         return load_cluster(directory).bootstrap_servers
     except ClusterError as e:
         raise click.ClickException(f"no --bootstrap-server given, and {e}") from None
+
+
+def zookeeper_of(zookeeper: str | None, directory: Path) -> tuple[str, str]:
+    """(connect string, chroot) from --zookeeper HOST:PORT[/CHROOT] if given, else of the cluster in --dir."""
+    if zookeeper:
+        connect, slash, chroot = zookeeper.partition("/")
+        return connect, "/" + chroot if slash and chroot else CHROOT
+    try:
+        state = load_cluster(directory)
+    except ClusterError as e:
+        raise click.ClickException(f"no --zookeeper given, and {e}") from None
+    return state.zookeeper.connect, state.chroot
+
+
+zookeeper_option = click.option(
+    "--zookeeper", metavar="HOST:PORT[/CHROOT]",
+    help="ZooKeeper to use [default: the cluster in --dir, chroot /minikafka].")
 
 
 def text(value: bytes | None) -> str | None:

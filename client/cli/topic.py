@@ -1,4 +1,4 @@
-"""`minikafka topic`: create, alter, list and describe topics."""
+"""`minikafka topic`: create, delete, alter, list and describe topics."""
 
 from __future__ import annotations
 
@@ -10,8 +10,7 @@ import click
 
 from broker.log.config import LogConfig, LogConfigError
 from client.admin import Admin, NewTopic
-from client.cli.common import client_options, dir_option, key_values, resolve_bootstrap, run
-from client.cluster import CHROOT, ClusterError, load_cluster
+from client.cli.common import client_options, key_values, resolve_bootstrap, run, zookeeper_of
 from client.metadata import PartitionInfo
 from controller.topic_config import alter_topic_config
 from controller.zk import ZkClient
@@ -20,7 +19,7 @@ from protocol.messages import ReplicaState
 
 @click.group("topic")
 def topic_group() -> None:
-    """Create, list and describe topics."""
+    """Create, delete, alter, list and describe topics."""
 
 
 @topic_group.command("create")
@@ -55,29 +54,57 @@ def topic_create_command(
     click.echo(f"Created topic {name}.")
 
 
+@topic_group.command("delete")
+@click.argument("name")
+@click.option("--timeout-ms", type=click.IntRange(min=0), default=30000, show_default=True,
+              help="How long to wait for the topic to be gone.")
+@client_options
+def topic_delete_command(name: str, timeout_ms: int, bootstrap_server: str | None, directory: Path) -> None:
+    """Delete topic NAME, like kafka-topics --delete: the controller queues it in /admin/delete_topics, every
+    replica is deleted, then its znodes. Refused when the brokers run with delete.topic.enable=false."""
+    bootstrap = resolve_bootstrap(bootstrap_server, directory)
+
+    async def delete() -> None:
+        async with Admin(bootstrap, client_id="minikafka-cli") as admin:
+            await admin.delete_topics([name], timeout_ms=timeout_ms)
+
+    run(delete())
+    click.echo(f"Deleted topic {name}.")
+
+
 @topic_group.command("alter")
 @click.argument("name")
+@click.option("--partitions", type=click.IntRange(min=1),
+              help="Grow the topic to this many partitions (never fewer), placed by seed 001's rule.")
 @click.option("--config", "configs", multiple=True, metavar="KEY=VALUE", callback=key_values,
               help="Set a topic config, e.g. unclean.leader.election.enable=true (repeatable).")
 @click.option("--delete-config", "deleted", multiple=True, metavar="KEY", help="Remove an override (repeatable).")
 @click.option("--zookeeper", metavar="HOST:PORT[/CHROOT]",
-              help="ZooKeeper to write to [default: the cluster in --dir, chroot /minikafka].")
-@dir_option
-def topic_alter_command(name: str, configs: dict[str, str], deleted: tuple[str, ...], zookeeper: str | None,
-                        directory: Path) -> None:
-    """Change topic NAME's configs at run time, like kafka-configs --alter: brokers and the controller
-    pick the change up without restarts (turning unclean.leader.election.enable on elects offline partitions)."""
-    if not configs and not deleted:
-        raise click.UsageError("give at least one --config or --delete-config")
-    if zookeeper:
-        connect, slash, chroot = zookeeper.partition("/")
-        chroot = "/" + chroot if slash and chroot else CHROOT
-    else:
-        try:
-            state = load_cluster(directory)
-        except ClusterError as e:
-            raise click.ClickException(f"no --zookeeper given, and {e}") from None
-        connect, chroot = state.zookeeper.connect, state.chroot
+              help="ZooKeeper to write configs to [default: the cluster in --dir, chroot /minikafka].")
+@client_options
+def topic_alter_command(name: str, partitions: int | None, configs: dict[str, str], deleted: tuple[str, ...],
+                        zookeeper: str | None, bootstrap_server: str | None, directory: Path) -> None:
+    """Change topic NAME at run time: more partitions (like kafka-topics --alter --partitions, through the
+    controller), or its configs (like kafka-configs --alter, in ZooKeeper): brokers and the controller pick the
+    change up without restarts (turning unclean.leader.election.enable on elects offline partitions)."""
+    if partitions is None and not configs and not deleted:
+        raise click.UsageError("give --partitions, or at least one --config or --delete-config")
+    if partitions is not None:
+        bootstrap = resolve_bootstrap(bootstrap_server, directory)
+
+        async def grow() -> None:
+            async with Admin(bootstrap, client_id="minikafka-cli") as admin:
+                await admin.create_partitions({name: partitions})
+
+        run(grow())
+        click.echo(f"Topic {name} has {partitions} partitions.")
+    if configs or deleted:
+        _alter_configs(name, configs, deleted, zookeeper, directory)
+
+
+def _alter_configs(name: str, configs: dict[str, str], deleted: tuple[str, ...], zookeeper: str | None,
+                   directory: Path) -> None:
+    connect, chroot = zookeeper_of(zookeeper, directory)
 
     async def alter() -> dict[str, str]:
         zk = ZkClient(connect, chroot=chroot)
@@ -115,25 +142,59 @@ def topic_list_command(as_json: bool, bootstrap_server: str | None, directory: P
 @click.argument("name", required=False)
 @click.option("--json", "as_json", is_flag=True, help="A JSON list with one object per partition.")
 @click.option("--replicas", is_flag=True, help="Also each replica's LEO, HW and log start, and remote LEOs.")
+@click.option("--under-replicated-partitions", "under_replicated", is_flag=True,
+              help="Only partitions whose ISR is smaller than their replica set.")
+@click.option("--unavailable-partitions", "unavailable", is_flag=True,
+              help="Only partitions without a live leader.")
+@click.option("--under-min-isr-partitions", "under_min_isr", is_flag=True,
+              help="Only partitions whose ISR is smaller than min.insync.replicas (or without a leader).")
 @client_options
 def topic_describe_command(
-    name: str | None, as_json: bool, replicas: bool, bootstrap_server: str | None, directory: Path
+    name: str | None, as_json: bool, replicas: bool, under_replicated: bool, unavailable: bool, under_min_isr: bool,
+    bootstrap_server: str | None, directory: Path
 ) -> None:
-    """Describe topic NAME (or all topics): leader, replicas, ISR and leader epoch per partition."""
+    """Describe topic NAME (or all topics): leader, replicas, ISR and leader epoch per partition. With a filter
+    (as kafka-topics'), only the partitions it selects, without the topic lines."""
     bootstrap = resolve_bootstrap(bootstrap_server, directory)
 
     async def describe() -> tuple[list[PartitionInfo], dict[int, list[ReplicaState]] | None]:
         async with Admin(bootstrap, client_id="minikafka-cli") as admin:
             names = None if name is None else [name]
             partitions = await admin.describe_topics(names)
-            return partitions, (await admin.describe_replicas(names) if replicas else None)
+            wanted = replicas or under_min_isr
+            return partitions, (await admin.describe_replicas(names) if wanted else None)
 
     partitions, states = run(describe())
+    filters = [under_replicated, unavailable, under_min_isr]
+    if any(filters):
+        partitions = select_partitions(partitions, states or {}, under_replicated=under_replicated,
+                                       unavailable=unavailable, under_min_isr=under_min_isr)
+    shown_states = states if replicas else None
     if as_json:
-        click.echo(json.dumps(describe_json(partitions, states)))
+        click.echo(json.dumps(describe_json(partitions, shown_states)))
     else:
-        for line in describe_lines(partitions, states):
+        for line in describe_lines(partitions, shown_states, headers=not any(filters)):
             click.echo(line)
+
+
+def select_partitions(partitions: list[PartitionInfo], states: dict[int, list[ReplicaState]], *,
+                      under_replicated: bool, unavailable: bool, under_min_isr: bool) -> list[PartitionInfo]:
+    """kafka-topics' describe filters (a partition is shown if any chosen filter selects it): under-replicated
+    (ISR smaller than the replicas), unavailable (no live leader), under min ISR (no leader, or an ISR smaller
+    than min.insync.replicas as its leader reports it)."""
+    index = _replica_index(states)
+
+    def min_isr(p: PartitionInfo) -> int:
+        leader_state = index.get((p.topic, p.partition), {}).get(p.leader)
+        return leader_state.min_insync_replicas if leader_state is not None else -1
+
+    def selected(p: PartitionInfo) -> bool:
+        no_leader = p.leader < 0
+        return ((under_replicated and len(p.isr) < len(p.replicas))
+                or (unavailable and no_leader)
+                or (under_min_isr and (no_leader or len(p.isr) < min_isr(p))))
+
+    return [p for p in partitions if selected(p)]
 
 
 def _replica_index(states: dict[int, list[ReplicaState]]) -> dict[tuple[str, int], dict[int, ReplicaState]]:
@@ -183,12 +244,14 @@ def describe_json(
     return described
 
 
-def describe_lines(partitions: list[PartitionInfo], states: dict[int, list[ReplicaState]] | None) -> list[str]:
-    """`topic describe`: kafka-topics --describe's layout, plus replica lines when states are given."""
+def describe_lines(partitions: list[PartitionInfo], states: dict[int, list[ReplicaState]] | None, *,
+                   headers: bool = True) -> list[str]:
+    """`topic describe`: kafka-topics --describe's layout (topic lines when `headers`), plus replica lines when
+    states are given."""
     index = _replica_index(states or {})
     lines = []
     for i, p in enumerate(partitions):
-        if i == 0 or partitions[i - 1].topic != p.topic:
+        if headers and (i == 0 or partitions[i - 1].topic != p.topic):
             count = sum(1 for q in partitions if q.topic == p.topic)
             lines.append(f"Topic: {p.topic}\tPartitionCount: {count}\tReplicationFactor: {len(p.replicas)}")
         leader = p.leader if p.leader >= 0 else "none"

@@ -9,10 +9,14 @@ import click
 import pytest
 from click.testing import CliRunner
 
+from client.admin import ElectionResult
 from client.cli import describe_json, describe_lines, main, record_json, split_key
+from client.cli.leader_election import election_lines
+from client.cli.topic import select_partitions
 from client.cluster import BrokerProcess, ClusterState, ZooKeeperProcess, save_cluster
 from client.consumer import ConsumerRecord
 from client.metadata import PartitionInfo
+from protocol.errors import ErrorCode
 from protocol.messages import FollowerState, ReplicaState
 
 
@@ -37,7 +41,8 @@ def test_every_expected_command_exists():
     expected = {
         ("broker",), ("dump-log",), ("produce",), ("consume",),
         ("cluster", "up"), ("cluster", "status"), ("cluster", "down"), ("cluster", "kill"), ("cluster", "start"),
-        ("topic", "create"), ("topic", "list"), ("topic", "describe"),
+        ("topic", "create"), ("topic", "list"), ("topic", "describe"), ("topic", "delete"), ("topic", "alter"),
+        ("leader-election",), ("reassign-partitions",), ("replica-verification",), ("state-change-log", "merge"),
     }
     assert expected <= set(ALL_COMMANDS)
 
@@ -52,7 +57,8 @@ def test_help_on_every_command(command):
 @pytest.mark.parametrize(
     "command",
     [("topic", "create", "t", "--partitions", "1", "--replication-factor", "1"), ("topic", "list"),
-     ("topic", "describe"), ("produce", "t"), ("consume", "t")],
+     ("topic", "describe"), ("topic", "delete"), ("topic", "alter"), ("produce", "t"), ("consume", "t"),
+     ("leader-election",), ("replica-verification",)],
     ids=lambda c: " ".join(c[:2]),
 )
 def test_client_commands_take_bootstrap_server_and_dir(command):
@@ -81,6 +87,18 @@ def test_client_commands_take_bootstrap_server_and_dir(command):
         (("broker", "--config", "/nonexistent/server.properties"), "does not exist"),
         (("topic", "list", "--bootstrap-server", "localhost"), "expected HOST:PORT"),
         (("topic", "list", "--bootstrap-server", "localhost:99999"), "expected HOST:PORT"),
+        (("topic", "alter", "t"), "give --partitions, or at least one --config"),
+        (("topic", "alter", "t", "--partitions", "0"), "0 is not in the range x>=1"),
+        (("leader-election", "--all-topic-partitions"), "Missing option '--election-type'"),
+        (("leader-election", "--election-type", "best", "--all-topic-partitions"), "'best' is not one of"),
+        (("leader-election", "--election-type", "preferred"), "give exactly one of --topic with --partition"),
+        (("leader-election", "--election-type", "preferred", "--topic", "t"), "--topic and --partition go together"),
+        (("leader-election", "--election-type", "preferred", "--topic", "t", "--partition", "0",
+          "--all-topic-partitions"), "give exactly one of"),
+        (("reassign-partitions",), "give one of --generate, --execute, --verify"),
+        (("reassign-partitions", "--generate", "--broker-list", "1,2"), "--generate needs --topics-to-move"),
+        (("reassign-partitions", "--verify"), "--verify needs --reassignment-json-file"),
+        (("replica-verification", "--topic-white-list", "(", "--once"), "is an invalid regex"),
     ],
 )
 def test_argument_errors_exit_2_with_a_clear_message(args, message):
@@ -213,3 +231,62 @@ def test_record_json_fields():
     assert json.loads(record_json(record)) == {
         "partition": 2, "offset": 9, "key": None, "value": "é\\xff", "timestamp": 123, "leader_epoch": 4
     }
+
+
+def test_describe_filters_select_as_kafka_topics_does():
+    partitions = [
+        PartitionInfo("t", 0, 1, 0, (1, 2, 3), (1, 2, 3), ()),   # healthy
+        PartitionInfo("t", 1, 2, 0, (2, 3, 1), (2, 3), ()),      # under-replicated, at min ISR 2
+        PartitionInfo("t", 2, 3, 0, (3, 1, 2), (3,), ()),        # under-replicated and under min ISR
+        PartitionInfo("t", 3, -1, 0, (1, 2, 3), (1,), (1,)),     # unavailable (and so under min ISR)
+    ]
+    states = {leader: [ReplicaState(topic="t", partition=partition, role="leader", leader=leader, leader_epoch=0,
+                                    log_end_offset=0, high_watermark=0, log_start_offset=0, isr=[], followers=[],
+                                    min_insync_replicas=2)]
+              for partition, leader in ((0, 1), (1, 2), (2, 3))}
+
+    def chosen(**filters: bool) -> list[int]:
+        flags = {"under_replicated": False, "unavailable": False, "under_min_isr": False, **filters}
+        return [p.partition for p in select_partitions(partitions, states, **flags)]
+
+    assert chosen(under_replicated=True) == [1, 2, 3]
+    assert chosen(unavailable=True) == [3]
+    assert chosen(under_min_isr=True) == [2, 3]
+    assert chosen(unavailable=True, under_min_isr=True) == [2, 3]
+    assert describe_lines(partitions[3:], None, headers=False) == [
+        "\tTopic: t\tPartition: 3\tLeader: none\tReplicas: 1,2,3\tIsr: 1\tLeaderEpoch: 0"]
+
+
+def test_election_outcomes_read_elected_already_leader_or_not_eligible_and_why():
+    assert election_lines([
+        ElectionResult("t", 1, ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE, "preferred replica 2 is not live"),
+        ElectionResult("t", 0, ErrorCode.NONE, "preferred replica 1 elected"),
+        ElectionResult("t", 2, ErrorCode.ELECTION_NOT_NEEDED, "preferred replica 3 is the leader already"),
+    ]) == [
+        "t-0: elected: preferred replica 1 elected",
+        "t-1: not eligible: preferred replica 2 is not live",
+        "t-2: already leader: preferred replica 3 is the leader already",
+    ]
+
+
+def test_leader_election_json_file_is_checked(tmp_path):
+    path = tmp_path / "election.json"
+    for content, message in [("not json", "cannot read"), ('{"partitions": []}', "must hold"),
+                             ('{"partitions": [{"topic": "t"}]}', "not a topic and partition"),
+                             ('{"partitions": [{"topic": "t", "partition": 0}, {"topic": "t", "partition": 0}]}',
+                              "given twice")]:
+        path.write_text(content)
+        result = invoke("leader-election", "--election-type", "preferred", "--path-to-json-file", str(path),
+                        "--bootstrap-server", "h:1")
+        assert result.exit_code == 2 and message in result.output, result.output
+
+
+def test_reassignment_files_are_checked_before_anything_is_asked(tmp_path):
+    path = tmp_path / "plan.json"
+    path.write_text('{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[1,1]}]}')
+    result = invoke("reassign-partitions", "--execute", "--reassignment-json-file", str(path), "--zookeeper",
+                    "127.0.0.1:1")
+    assert result.exit_code == 1 and "duplicate entries" in result.output, result.output
+    result = invoke("reassign-partitions", "--generate", "--topics-to-move-json-file", str(path), "--broker-list",
+                    "1,x", "--zookeeper", "127.0.0.1:1")
+    assert result.exit_code == 2 and "expected broker ids" in result.output, result.output

@@ -1,0 +1,124 @@
+"""`minikafka reassign-partitions`: move partitions between brokers or change their replication factor, like
+Kafka's kafka-reassign-partitions (ZooKeeper mode): --generate, --execute, --verify."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import TypeVar
+
+import click
+
+from client import reassignment
+from client.cli.common import dir_option, run, zookeeper_of, zookeeper_option
+from client.reassignment import ReassignmentError, ReassignmentStatus
+from controller.zk import ZkClient
+
+T = TypeVar("T")
+
+
+def _read(path: Path, option: str) -> str:
+    try:
+        return path.read_text()
+    except OSError as e:
+        raise click.BadParameter(f"cannot read {path}: {e.strerror}", param_hint=option) from None
+
+
+def _broker_list(text: str) -> list[int]:
+    try:
+        brokers = [int(b) for b in text.split(",") if b.strip()]
+    except ValueError:
+        raise click.BadParameter(f"expected broker ids like 1,2,3, got {text!r}", param_hint="--broker-list") from None
+    if not brokers or len(set(brokers)) != len(brokers):
+        raise click.BadParameter(f"expected distinct broker ids like 1,2,3, got {text!r}", param_hint="--broker-list")
+    return brokers
+
+
+@click.command("reassign-partitions")
+@click.option("--generate", "mode", flag_value="generate", help="Propose an assignment of the topics to move.")
+@click.option("--execute", "mode", flag_value="execute", help="Start the reassignment in --reassignment-json-file.")
+@click.option("--verify", "mode", flag_value="verify", help="Report each partition of --reassignment-json-file as "
+              "complete, in progress or failed.")
+@click.option("--topics-to-move-json-file", type=click.Path(dir_okay=False, path_type=Path),
+              help='With --generate: {"topics": [{"topic": "foo"}], "version": 1}.')
+@click.option("--broker-list", help="With --generate: the brokers to spread the topics over, e.g. 1,2,3.")
+@click.option("--reassignment-json-file", type=click.Path(dir_okay=False, path_type=Path),
+              help='With --execute and --verify: {"version": 1, "partitions": [{"topic": "foo", "partition": 0, '
+                   '"replicas": [1, 2]}]}.')
+@click.option("--json", "as_json", is_flag=True, help="With --verify: a JSON object, partition -> status.")
+@zookeeper_option
+@dir_option
+def reassign_partitions_command(mode: str | None, topics_to_move_json_file: Path | None, broker_list: str | None,
+                                reassignment_json_file: Path | None, as_json: bool, zookeeper: str | None,
+                                directory: Path) -> None:
+    """Reassign partitions: --generate prints the current assignment and a proposal (seed 001's rule over
+    --broker-list); --execute writes /admin/reassign_partitions, and the controller starts the new replicas,
+    waits until they join the ISR, moves leaders into the target set and deletes the removed replicas;
+    --verify reports each partition (exit status 1 if one failed). A target broker that is down holds its
+    partitions' reassignments until it is back; the replication factor may go up or down."""
+    if mode is None:
+        raise click.UsageError("give one of --generate, --execute, --verify")
+    if mode == "generate" and (topics_to_move_json_file is None or broker_list is None):
+        raise click.UsageError("--generate needs --topics-to-move-json-file and --broker-list")
+    if mode != "generate" and reassignment_json_file is None:
+        raise click.UsageError(f"--{mode} needs --reassignment-json-file")
+    connect, chroot = zookeeper_of(zookeeper, directory)
+
+    def with_zk(work: Callable[[ZkClient], Awaitable[T]]) -> T:
+        async def session() -> T:
+            zk = ZkClient(connect, chroot=chroot)
+            await zk.start()
+            try:
+                return await work(zk)
+            finally:
+                await zk.close()
+
+        try:
+            return run(session())
+        except ReassignmentError as e:
+            raise click.ClickException(str(e)) from None
+
+    if mode == "generate":
+        assert topics_to_move_json_file is not None and broker_list is not None
+        _generate(with_zk, _read(topics_to_move_json_file, "--topics-to-move-json-file"), _broker_list(broker_list))
+        return
+    assert reassignment_json_file is not None
+    try:
+        plan = reassignment.parse_plan(_read(reassignment_json_file, "--reassignment-json-file"))
+    except ReassignmentError as e:
+        raise click.ClickException(str(e)) from None
+    if mode == "execute":
+        current = with_zk(lambda zk: reassignment.execute(zk, plan))
+        click.echo(f"Current partition replica assignment\n\n{reassignment.plan_json(current)}\n\n"
+                   "Save this to use as the --reassignment-json-file option during rollback")
+        click.echo("Successfully started reassignment of partitions.")
+        return
+    result = with_zk(lambda zk: reassignment.read_statuses(zk, plan))
+    if as_json:
+        click.echo(json.dumps({f"{t}-{p}": status.name.lower() for (t, p), status in sorted(result.items())}))
+    else:
+        click.echo("\n".join(reassignment.status_lines(result)))
+    if ReassignmentStatus.FAILED in result.values():
+        raise SystemExit(1)
+
+
+def _generate(with_zk: Callable[[Callable[[ZkClient], Awaitable[T]]], T], topics_text: str,
+              brokers: list[int]) -> None:
+    try:
+        topics = reassignment.parse_topics_to_move(topics_text)
+    except ReassignmentError as e:
+        raise click.ClickException(str(e)) from None
+
+    async def plans(zk: ZkClient) -> tuple[reassignment.Plan, reassignment.Plan]:
+        assignments = await reassignment.read_assignments(zk, topics)
+        missing = [t for t in topics if t not in assignments]
+        if missing:
+            raise ReassignmentError(f"Topics {', '.join(missing)} do not exist")
+        await reassignment.check_brokers(zk, brokers)
+        partitions = [(t, p) for t in topics for p in assignments[t].partitions]
+        return reassignment.current_plan(assignments, partitions), reassignment.propose(assignments, topics, brokers)
+
+    current, proposed = with_zk(plans)
+    click.echo(f"Current partition replica assignment\n{reassignment.plan_json(current)}\n")
+    click.echo(f"Proposed partition reassignment configuration\n{reassignment.plan_json(proposed)}")

@@ -1,0 +1,184 @@
+"""Partition reassignment from the operator's side, as Kafka's kafka-reassign-partitions does it in ZooKeeper mode:
+the JSON files it reads and prints, a proposed plan (seed 001's assignment rule over the brokers given), starting a
+plan by writing /admin/reassign_partitions (the controller does the rest), and each partition's status.
+
+The plan functions are pure; `execute` and `statuses` talk to ZooKeeper.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from controller import zkdata
+from controller.assignment import TopicCreationError, assign_replicas
+from controller.zk import NodeExistsError, ZkClient
+from controller.zkdata import TopicAssignment
+
+Plan = dict[tuple[str, int], list[int]]  # (topic, partition) -> replicas
+
+
+class ReassignmentError(ValueError):
+    """A plan or file that cannot be used; the message says why."""
+
+
+class ReassignmentStatus(enum.Enum):
+    COMPLETE = "completed successfully"
+    IN_PROGRESS = "is still in progress"
+    FAILED = "failed"
+
+
+def _load(text: str, what: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError as e:
+        raise ReassignmentError(f"{what} is not JSON: {e}") from None
+
+
+def parse_topics_to_move(text: str) -> list[str]:
+    """{"topics": [{"topic": "foo"}], "version": 1} -> ["foo"]."""
+    value = _load(text, "the topics to move")
+    entries = value.get("topics") if isinstance(value, dict) else None
+    if not isinstance(entries, list) or not entries:
+        raise ReassignmentError('the topics to move must look like {"topics": [{"topic": "foo"}], "version": 1}')
+    topics = []
+    for entry in entries:
+        topic = entry.get("topic") if isinstance(entry, dict) else None
+        if not isinstance(topic, str) or not topic:
+            raise ReassignmentError(f"not a topic entry: {entry!r}")
+        if topic in topics:
+            raise ReassignmentError(f"topic {topic} is given twice")
+        topics.append(topic)
+    return topics
+
+
+def parse_plan(text: str) -> Plan:
+    """{"version": 1, "partitions": [{"topic", "partition", "replicas", "log_dirs"?}]}, checked as Kafka does:
+    not empty, no partition twice, replicas not empty and without duplicates."""
+    value = _load(text, "the reassignment")
+    entries = value.get("partitions") if isinstance(value, dict) else None
+    if not isinstance(entries, list) or not entries:
+        raise ReassignmentError("Partition reassignment list cannot be empty")
+    plan: Plan = {}
+    for entry in entries:
+        if not isinstance(entry, dict):
+            raise ReassignmentError(f"not a partition entry: {entry!r}")
+        topic, partition, replicas = entry.get("topic"), entry.get("partition"), entry.get("replicas")
+        if not isinstance(topic, str) or not isinstance(partition, int) or isinstance(partition, bool):
+            raise ReassignmentError(f"a partition entry needs a topic and a partition: {entry!r}")
+        if not isinstance(replicas, list) or not all(isinstance(r, int) and not isinstance(r, bool)
+                                                     for r in replicas):
+            raise ReassignmentError(f"{topic}-{partition}: replicas must be a list of broker ids: {replicas!r}")
+        if (topic, partition) in plan:
+            raise ReassignmentError(f"Partition reassignment contains duplicate topic partitions: {topic}-{partition}")
+        if not replicas:
+            raise ReassignmentError(f"Partition replica list cannot be empty: {topic}-{partition}")
+        if len(set(replicas)) != len(replicas):
+            raise ReassignmentError(f"Partition replica lists may not contain duplicate entries: {topic}-{partition} "
+                                    f"contains {replicas}")
+        plan[(topic, partition)] = list(replicas)
+    return plan
+
+
+def plan_json(plan: Mapping[tuple[str, int], Iterable[int]]) -> str:
+    """A plan as kafka-reassign-partitions prints it (log_dirs "any" for each replica)."""
+    return json.dumps({"version": 1, "partitions": [
+        {"topic": t, "partition": p, "replicas": list(r), "log_dirs": ["any"] * len(list(r))}
+        for (t, p), r in sorted(plan.items())
+    ]}, separators=(",", ":"))
+
+
+def current_plan(assignments: Mapping[str, TopicAssignment], partitions: Iterable[tuple[str, int]]) -> Plan:
+    """The current replicas of the partitions (a reassignment in progress counts with its original replicas)."""
+    plan: Plan = {}
+    for topic, partition in partitions:
+        znode = assignments[topic]
+        adding = znode.adding.get(partition, [])
+        plan[(topic, partition)] = [r for r in znode.partitions[partition] if r not in adding]
+    return plan
+
+
+def propose(assignments: Mapping[str, TopicAssignment], topics: Iterable[str], brokers: Iterable[int]) -> Plan:
+    """Each topic's partitions spread over `brokers` by seed 001's rule, keeping its replication factor."""
+    plan: Plan = {}
+    for topic in topics:
+        current = current_plan(assignments, [(topic, p) for p in assignments[topic].partitions])
+        replication_factor = len(current[(topic, 0)])
+        try:
+            proposed = assign_replicas(brokers, len(current), replication_factor)
+        except TopicCreationError as e:
+            raise ReassignmentError(f"topic {topic}: {e.message}") from None
+        plan.update({(topic, p): replicas for p, replicas in proposed.items()})
+    return plan
+
+
+def statuses(plan: Plan, assignments: Mapping[str, TopicAssignment], in_progress: Iterable[tuple[str, int]]
+             ) -> dict[tuple[str, int], ReassignmentStatus]:
+    """Complete when assigned as planned; in progress while in /admin/reassign_partitions or while the topic znode
+    still adds or removes replicas for it; failed otherwise."""
+    running = set(in_progress)
+    result = {}
+    for (topic, partition), target in sorted(plan.items()):
+        znode = assignments.get(topic)
+        if znode is not None and (znode.adding.get(partition) or znode.removing.get(partition)):
+            running.add((topic, partition))
+        if (topic, partition) in running:
+            result[(topic, partition)] = ReassignmentStatus.IN_PROGRESS
+        elif znode is not None and znode.partitions.get(partition) == target:
+            result[(topic, partition)] = ReassignmentStatus.COMPLETE
+        else:
+            result[(topic, partition)] = ReassignmentStatus.FAILED
+    return result
+
+
+def status_lines(result: Mapping[tuple[str, int], ReassignmentStatus]) -> list[str]:
+    return ["Status of partition reassignment:"] + [
+        f"Reassignment of partition {t}-{p} {status.value}" for (t, p), status in sorted(result.items())]
+
+
+# ------------------------------------------------------------------------------------------------ ZooKeeper
+
+
+async def read_assignments(zk: ZkClient, topics: Iterable[str]) -> dict[str, TopicAssignment]:
+    """The topic znodes of the topics that exist."""
+    found = {}
+    for topic in dict.fromkeys(topics):
+        got = await zk.get_or_none(zkdata.topic_path(topic))
+        if got is not None:
+            found[topic] = zkdata.decode_topic_znode(got[0])
+    return found
+
+
+async def live_brokers(zk: ZkClient) -> list[int]:
+    return sorted(int(b) for b in await zk.get_children(zkdata.BROKER_IDS_PATH) if b.isdigit())
+
+
+async def check_brokers(zk: ZkClient, brokers: Iterable[int]) -> None:
+    unknown = sorted(set(brokers) - set(await live_brokers(zk)))
+    if unknown:
+        raise ReassignmentError(f"The proposed assignment contains non-existent brokerIDs: "
+                                f"{','.join(map(str, unknown))}")
+
+
+async def execute(zk: ZkClient, plan: Plan) -> Plan:
+    """Start a plan: check it against the cluster and write /admin/reassign_partitions. Returns the current
+    assignment of its partitions (to roll back with)."""
+    assignments = await read_assignments(zk, (t for t, _ in plan))
+    missing = [f"{t}-{p}" for t, p in sorted(plan) if t not in assignments or p not in assignments[t].partitions]
+    if missing:
+        raise ReassignmentError(f"The proposed assignment contains non-existent partitions: {', '.join(missing)}")
+    await check_brokers(zk, (r for replicas in plan.values() for r in replicas))
+    current = current_plan(assignments, plan)
+    try:
+        await zk.create(zkdata.REASSIGN_PARTITIONS_PATH, zkdata.encode_reassignment(plan), makepath=True)
+    except NodeExistsError:
+        raise ReassignmentError("There is an existing assignment running.") from None
+    return current
+
+
+async def read_statuses(zk: ZkClient, plan: Plan) -> dict[tuple[str, int], ReassignmentStatus]:
+    got = await zk.get_or_none(zkdata.REASSIGN_PARTITIONS_PATH)
+    running = zkdata.decode_reassignment(got[0]) if got is not None else {}
+    return statuses(plan, await read_assignments(zk, (t for t, _ in plan)), running)

@@ -21,9 +21,15 @@ from typing import Any, TypeVar
 
 import pytest
 
+from broker.log.checkpoint import LEADER_EPOCH_CHECKPOINT, LeaderEpochCheckpointFile
 from client.admin import Admin, NewTopic
 from client.cluster import BrokerProcess, ClusterState, cluster_status, kill_broker, load_cluster, log_tail
 from client.connection import BrokerConnection
+from client.consumer import Consumer
+from client.metadata import PartitionInfo
+from client.producer import Producer
+from controller import zkdata
+from controller.zk import ZkClient
 from controller.zkserver import zookeeper_available
 from protocol.errors import ErrorCode
 from protocol.messages import (
@@ -259,3 +265,130 @@ async def create_topic(cluster: ClusterState, name: str, *, partitions: int = -1
     async with Admin(cluster.bootstrap_servers, request_timeout_ms=REQUEST_TIMEOUT_MS) as admin:
         await admin.create_topics([NewTopic(name, partitions, replication_factor, dict(configs or {}),
                                             dict(assignments or {}))])
+
+
+async def describe_topic(cluster: ClusterState, name: str) -> dict[int, PartitionInfo]:
+    """The topic's partitions as the cluster reports them (leader, replicas, ISR, leader epoch)."""
+    async with Admin(cluster.bootstrap_servers, request_timeout_ms=REQUEST_TIMEOUT_MS) as admin:
+        return {p.partition: p for p in await admin.describe_topics([name])}
+
+
+async def produce_values(cluster: ClusterState, topic: str, values: Sequence[bytes]) -> dict[tuple[int, int], bytes]:
+    """Produce with acks=all; {(partition, offset): value} of every acknowledged record."""
+    acked: dict[tuple[int, int], bytes] = {}
+    async with Producer(cluster.bootstrap_servers, acks="all", linger_ms=2) as producer:
+        futures = [(await producer.send(topic, value), value) for value in values]
+        await producer.flush()
+        for future, value in futures:
+            ack = future.result()
+            acked[(ack.partition, ack.offset)] = value
+    return acked
+
+
+async def consume_all(cluster: ClusterState, topic: str) -> dict[tuple[int, int], bytes]:
+    """Every record below the high watermark of every partition, {(partition, offset): value}."""
+    partitions = sorted(await describe_topic(cluster, topic))
+    tps = [(topic, p) for p in partitions]
+    found: dict[tuple[int, int], bytes] = {}
+    async with Consumer(cluster.bootstrap_servers, request_timeout_ms=REQUEST_TIMEOUT_MS) as consumer:
+        consumer.assign(tps)
+        await consumer.seek_to_end(tps)
+        ends = {p: await consumer.position((topic, p)) for p in partitions}
+        await consumer.seek_to_beginning(tps)
+        deadline = time.monotonic() + WAIT_S
+        while [p for p in partitions if await consumer.position((topic, p)) < ends[p]]:
+            for record in await consumer.poll(timeout_ms=500):
+                found[(record.partition, record.offset)] = record.value or b""
+            if time.monotonic() > deadline:
+                pytest.fail(f"timed out reading {topic} up to {ends}")
+    return found
+
+
+@asynccontextmanager
+async def zookeeper_of(cluster: ClusterState) -> AsyncIterator[ZkClient]:
+    """A ZooKeeper session under the cluster's chroot."""
+    zk = ZkClient(cluster.zookeeper.connect, chroot=cluster.chroot)
+    await zk.start()
+    try:
+        yield zk
+    finally:
+        await zk.close()
+
+
+async def topic_znode(cluster: ClusterState, topic: str) -> zkdata.TopicAssignment | None:
+    async with zookeeper_of(cluster) as zk:
+        got = await zk.get_or_none(zkdata.topic_path(topic))
+    return zkdata.decode_topic_znode(got[0]) if got is not None else None
+
+
+def partition_dirs(cluster: ClusterState, broker_id: int, topic: str) -> list[str]:
+    """The names of the broker's log directories of `topic` (not those renamed for deletion)."""
+    return sorted(d.name for d in Path(cluster.broker(broker_id).log_dir).iterdir()
+                  if d.is_dir() and d.name.rpartition("-")[0] == topic and d.name.rpartition("-")[2].isdigit())
+
+
+async def wait_partition_dirs(cluster: ClusterState, broker_id: int, topic: str, expected: list[str]) -> None:
+    async def matching() -> bool | None:
+        return True if partition_dirs(cluster, broker_id, topic) == expected else None
+
+    await eventually(matching, lambda: f"broker {broker_id} to hold {expected} of {topic}, it holds "
+                                       f"{partition_dirs(cluster, broker_id, topic)}")
+
+
+async def wait_registered(cluster: ClusterState, broker_id: int, registered: bool) -> None:
+    """Wait until the controller's metadata, as a live broker reports it, lists the broker (or no longer does)."""
+    async def listed() -> bool | None:
+        for broker in cluster.brokers:
+            if broker.id == broker_id and not registered:
+                continue
+            try:
+                async with connect(broker, timeout_ms=2000) as connection:
+                    ids = {b.node_id for b in (await metadata(connection)).brokers}
+            except Exception:
+                continue
+            return True if (broker_id in ids) == registered else None
+        return None
+
+    await eventually(listed, f"broker {broker_id} to be {'registered' if registered else 'gone'}")
+
+
+async def wait_identical_replicas(cluster: ClusterState, topic: str, replicas: Mapping[int, Sequence[int]]) -> None:
+    """Wait until every replica of each partition (`replicas`: partition -> brokers) reports the same LEO, equal to
+    its HW, then check that they hold the same segment files, byte for byte, and the same leader epochs for their
+    records (a leader also records the epoch it started at its log end, which followers learn only from records)."""
+    last: dict[tuple[int, int], tuple[int, int]] = {}
+
+    async def converged() -> bool | None:
+        for partition, brokers in replicas.items():
+            for broker_id in brokers:
+                async with connect(cluster.broker(broker_id)) as connection:
+                    state = (await describe(connection, topic)).get(partition)
+                last[(partition, broker_id)] = (-1, -1) if state is None else (state.log_end_offset,
+                                                                                 state.high_watermark)
+            offsets = {last[(partition, b)] for b in brokers}
+            if len(offsets) != 1 or next(iter(offsets))[0] != next(iter(offsets))[1]:
+                return None
+        return True
+
+    await eventually(converged, lambda: f"the replicas of {topic} to converge, (LEO, HW) by (partition, broker): "
+                                        f"{last}")
+    for partition, brokers in replicas.items():
+        end = last[(partition, brokers[0])][0]
+        dirs = {b: Path(cluster.broker(b).log_dir) / f"{topic}-{partition}" for b in brokers}
+        files = {b: sorted(p.name for p in d.glob("*.log")) for b, d in dirs.items()}
+        assert len({tuple(names) for names in files.values()}) == 1, f"{topic}-{partition}: {files}"
+        for name in files[brokers[0]]:
+            contents = {b: (d / name).read_bytes() for b, d in dirs.items()}
+            assert len(set(contents.values())) == 1, (
+                f"{topic}-{partition}/{name} differs: sizes { {b: len(c) for b, c in contents.items()} }")
+        epochs = {b: [e for e in LeaderEpochCheckpointFile(d / LEADER_EPOCH_CHECKPOINT).read() if e.start_offset < end]
+                  for b, d in dirs.items()}
+        assert len({tuple(e) for e in epochs.values()}) == 1, f"{topic}-{partition} leader epochs: {epochs}"
+
+
+async def stop_broker(cluster: ClusterState, broker_id: int, signal_name: str = "TERM") -> None:
+    """`cluster kill ID --signal TERM` (a controlled shutdown) or KILL; return once the process is gone and the
+    cluster no longer lists the broker."""
+    broker = kill_broker(cluster.directory, broker_id, signal_name)
+    await wait_process_state(broker.pid, lambda state: state == "", "gone")
+    await wait_registered(cluster, broker_id, registered=False)

@@ -114,6 +114,19 @@ class BrokerLifecycle:
 
     # -- controlled shutdown ----------------------------------------------------------------
 
+    async def handle_controlled_shutdown(self, broker_id: int, broker_epoch: int) -> ControlledShutdownResponse:
+        """A broker asks to shut down (Kafka's doControlledShutdown), processed as a controller event.
+
+        Its leaderships of replicated partitions move to other live ISR members (leader epoch + 1), it leaves
+        the ISRs of the partitions it follows (leader epoch + 1; StopReplica without delete to it), and every
+        live broker gets UpdateMetadata. Answers the replicated partitions it still leads (those without another
+        live ISR member): empty means it may go. NOT_CONTROLLER if this broker is not (or stops being) the
+        controller, BROKER_NOT_AVAILABLE for an unregistered broker, STALE_BROKER_EPOCH for an epoch older than
+        the broker's registration (a request from before a session expiry)."""
+        return await self._host.answer(f"ControlledShutdown of broker {broker_id}",
+                                       lambda: self.process_controlled_shutdown(broker_id, broker_epoch),
+                                       lambda _why: shutdown_response(ErrorCode.NOT_CONTROLLER))
+
     async def process_controlled_shutdown(self, broker_id: int, broker_epoch: int) -> ControlledShutdownResponse:
         host = self._host
         if not host.is_active:

@@ -24,14 +24,13 @@ term (reading everything again); LOST / NEW_SESSION resigns and stands for elect
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from controller import zkdata
-from controller.broker_lifecycle import BrokerLifecycle, shutdown_response
+from controller.broker_lifecycle import BrokerLifecycle
 from controller.channel import ControllerBrokerRequestBatch, ControllerChannelManager, SentRequests
 from controller.context import ControllerContext
 from controller.event_manager import ControllerEvent, ControllerEventManager, ControllerMovedError
@@ -41,7 +40,7 @@ from controller.partition_state_machine import PartitionStateMachine
 from controller.preferred_election import PreferredElection
 from controller.reassignment import ReassignmentManager
 from controller.replica_state_machine import ReplicaStateMachine
-from controller.topic_creation import TopicConfigValidator, TopicCreation, not_controller
+from controller.topic_creation import TopicConfigValidator, TopicCreation
 from controller.topic_deletion import TopicDeletionManager
 from controller.zk import (
     BadVersionError,
@@ -55,7 +54,6 @@ from controller.zk import (
     ensure_top_level_paths,
 )
 from controller.zk_store import ControllerZkStore, stat_version
-from protocol.errors import ErrorCode
 from protocol.messages import (
     ControlledShutdownResponse,
     CreatePartitionsRequest,
@@ -161,41 +159,12 @@ class KafkaController:
     # -- requests -------------------------------------------------------------------------------
 
     async def create_topics(self, request: CreateTopicsRequest) -> CreateTopicsResponse:
-        """Validate and create topics (active controller only; otherwise NOT_CONTROLLER for each).
-
-        Answers once every replica's broker acknowledged its LeaderAndIsr, or after request.timeout_ms
-        (then REQUEST_TIMED_OUT for the topics not confirmed, as Kafka); at once if timeout_ms <= 0."""
-        if not self.events.running:
-            return CreateTopicsResponse(topics=[not_controller(t.name, self.broker_id) for t in request.topics])
-        future = self.events.request("CreateTopics", lambda: self.topics.process_create_topics(request))
-        try:
-            results, acks = await future
-        except Exception:  # the handler failed, and the controller stepped down; or it shut down
-            return CreateTopicsResponse(topics=[not_controller(t.name, self.broker_id) for t in request.topics])
-        waiting = {f for futures in acks.values() for f in futures}
-        if waiting and request.timeout_ms > 0:
-            done, _ = await asyncio.wait(waiting, timeout=request.timeout_ms / 1000)
-            for result in results:
-                if any(f not in done for f in acks.get(result.name, ())):
-                    result.error_code = ErrorCode.REQUEST_TIMED_OUT
-                    result.error_message = (
-                        f"Topic {result.name!r} was created, but not every replica confirmed it within "
-                        f"{request.timeout_ms} ms"
-                    )
-        return CreateTopicsResponse(topics=results)
+        """Validate and create topics (see controller.topic_creation)."""
+        return await self.topics.handle_create_topics(request)
 
     async def controlled_shutdown(self, broker_id: int, broker_epoch: int) -> ControlledShutdownResponse:
-        """A broker asks to shut down (Kafka's doControlledShutdown), processed as a controller event.
-
-        Its leaderships of replicated partitions move to other live ISR members (leader epoch + 1), it leaves
-        the ISRs of the partitions it follows (leader epoch + 1; StopReplica without delete to it), and every
-        live broker gets UpdateMetadata. Answers the replicated partitions it still leads (those without another
-        live ISR member): empty means it may go. NOT_CONTROLLER if this broker is not (or stops being) the
-        controller, BROKER_NOT_AVAILABLE for an unregistered broker, STALE_BROKER_EPOCH for an epoch older than
-        the broker's registration (a request from before a session expiry)."""
-        return await self.answer(f"ControlledShutdown of broker {broker_id}",
-                                 lambda: self.brokers.process_controlled_shutdown(broker_id, broker_epoch),
-                                 lambda _why: shutdown_response(ErrorCode.NOT_CONTROLLER))
+        """A broker asks to shut down (see controller.broker_lifecycle)."""
+        return await self.brokers.handle_controlled_shutdown(broker_id, broker_epoch)
 
     async def delete_topics(self, request: DeleteTopicsRequest) -> DeleteTopicsResponse:
         """Queue topics for deletion and answer once they are gone (see controller.topic_deletion)."""

@@ -20,7 +20,7 @@ from controller.event_manager import ControllerMovedError
 from controller.zk import CreateOp, NodeExistsError, Op, SetOp
 from controller.zkdata import LeaderIsrAndControllerEpoch, TopicAssignment
 from protocol.errors import ErrorCode, KafkaError
-from protocol.messages import CreatableTopic, CreatableTopicResult, CreateTopicsRequest
+from protocol.messages import CreatableTopic, CreatableTopicResult, CreateTopicsRequest, CreateTopicsResponse
 
 if TYPE_CHECKING:
     from controller.controller import KafkaController
@@ -53,6 +53,27 @@ class TopicCreation:
         self.default_replication_factor = default_replication_factor
 
     # -- CreateTopics -----------------------------------------------------------------------
+
+    async def handle_create_topics(self, request: CreateTopicsRequest) -> CreateTopicsResponse:
+        """Validate and create topics (active controller only; otherwise NOT_CONTROLLER for each).
+
+        Answers once every replica's broker acknowledged its LeaderAndIsr, or after request.timeout_ms
+        (then REQUEST_TIMED_OUT for the topics not confirmed, as Kafka); at once if timeout_ms <= 0."""
+        host = self._host
+        results, acks = await host.answer(
+            "CreateTopics", lambda: self.process_create_topics(request),
+            lambda why: ([topic_result(t.name, ErrorCode.NOT_CONTROLLER, why) for t in request.topics], {}))
+        waiting = {f for futures in acks.values() for f in futures}
+        if waiting and request.timeout_ms > 0:
+            done, _ = await asyncio.wait(waiting, timeout=request.timeout_ms / 1000)
+            for result in results:
+                if any(f not in done for f in acks.get(result.name, ())):
+                    result.error_code = ErrorCode.REQUEST_TIMED_OUT
+                    result.error_message = (
+                        f"Topic {result.name!r} was created, but not every replica confirmed it within "
+                        f"{request.timeout_ms} ms"
+                    )
+        return CreateTopicsResponse(topics=results)
 
     async def process_create_topics(self, request: CreateTopicsRequest) -> tuple[list[CreatableTopicResult], TopicAcks]:
         host = self._host

@@ -12,6 +12,7 @@ from __future__ import annotations
 import bisect
 import os
 import struct
+import threading
 from abc import ABC, abstractmethod
 from pathlib import Path
 
@@ -32,6 +33,9 @@ class _IndexFile(ABC):
         self._keys: list[int] = []
         self._values: list[int] = []
         self._unwritten = bytearray()  # entries appended since the last write to the file
+        # The owner appends on its thread while a flush may write the buffer on a worker thread: the buffer is
+        # changed and written under this lock (a write holds the buffer, which may not grow meanwhile).
+        self._lock = threading.Lock()
         self._load()
 
     def _open(self) -> int:
@@ -72,16 +76,18 @@ class _IndexFile(ABC):
         return list(zip(self._keys, self._values, strict=True))
 
     def _append(self, key: int, value: int) -> None:
-        self._unwritten += self._encode(key, value)
-        self._keys.append(key)
-        self._values.append(value)
+        entry = self._encode(key, value)
+        with self._lock:
+            self._unwritten += entry
+            self._keys.append(key)
+            self._values.append(value)
 
     def _floor(self, key: int) -> int:
         """Index of the last entry whose key is <= key, or -1."""
         return bisect.bisect_right(self._keys, key) - 1
 
     def _write_unwritten(self, fd: int) -> None:
-        """Write buffered entries to the file (the in-memory entries are always complete)."""
+        """Write buffered entries to the file (the in-memory entries are always complete); hold the lock."""
         if self._unwritten:
             os.pwrite(fd, self._unwritten, len(self._keys) * self.ENTRY.size - len(self._unwritten))
             self._unwritten.clear()
@@ -89,10 +95,11 @@ class _IndexFile(ABC):
     def _keep_first(self, count: int) -> None:
         fd = self._open()
         try:
-            self._write_unwritten(fd)
-            del self._keys[count:]
-            del self._values[count:]
-            os.ftruncate(fd, count * self.ENTRY.size)
+            with self._lock:
+                self._write_unwritten(fd)
+                del self._keys[count:]
+                del self._values[count:]
+                os.ftruncate(fd, count * self.ENTRY.size)
         finally:
             os.close(fd)
 
@@ -103,7 +110,8 @@ class _IndexFile(ABC):
     def flush(self) -> None:
         fd = self._open()
         try:
-            self._write_unwritten(fd)
+            with self._lock:
+                self._write_unwritten(fd)
             os.fsync(fd)
         finally:
             os.close(fd)
@@ -113,12 +121,14 @@ class _IndexFile(ABC):
         if self._unwritten:
             fd = self._open()
             try:
-                self._write_unwritten(fd)
+                with self._lock:
+                    self._write_unwritten(fd)
             finally:
                 os.close(fd)
 
     def delete(self) -> None:
-        self._unwritten.clear()
+        with self._lock:
+            self._unwritten.clear()
         self.path.unlink(missing_ok=True)
 
 

@@ -94,6 +94,10 @@ async def test_describe_filters_and_the_merged_state_change_log(cluster):
             result = cli("topic", "describe", topic, *flags, "--json", "--dir", str(cluster.directory))
             return [entry["partition"] for entry in json.loads(result.stdout)]
 
+        async def shown() -> bool | None:  # the metadata reaches every broker a moment after the change
+            return True if described("stranded", "--unavailable-partitions") == [0] else None
+
+        await eventually(shown, "the partition on the stopped broker to be unavailable")
         assert described("filtered") == [0, 1]
         assert described("filtered", "--under-replicated-partitions") == [0]
         assert described("filtered", "--under-min-isr-partitions") == [0]

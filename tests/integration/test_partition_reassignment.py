@@ -21,6 +21,7 @@ import json
 from pathlib import Path
 
 from client.cluster import start_broker
+from client.metadata import PartitionInfo
 from client.producer import Producer
 from controller import zkdata
 from tests.integration.clusterutil import (
@@ -66,7 +67,15 @@ async def wait_complete(cluster, tmp_path: Path, plan: dict[tuple[str, int], lis
         return True if set(statuses.values()) == {"complete"} else None
 
     await eventually(complete, lambda: f"the reassignment to complete: {statuses}")
-    znode = await topic_znode(cluster, next(iter(plan))[0])
+    topic = next(iter(plan))[0]
+
+    async def shown() -> bool | None:  # the new metadata reaches every broker a moment later
+        described = await describe_topic(cluster, topic)
+        return True if all(list(described[p].replicas) == r and set(described[p].isr) == set(r)
+                           for (_, p), r in plan.items()) else None
+
+    await eventually(shown, f"the metadata of {topic} to show the target replicas, all in the ISR")
+    znode = await topic_znode(cluster, topic)
     assert znode is not None and (znode.adding, znode.removing) == ({}, {})
     assert all(znode.partitions[p] == r for (_, p), r in plan.items())
     async with zookeeper_of(cluster) as zk:
@@ -216,8 +225,11 @@ async def test_a_broker_that_comes_back_leads_its_partitions_again_by_the_auto_r
     assigned = {p: list(info.replicas) for p, info in (await describe_topic(cluster, "balanced")).items()}
     preferred_of_0 = assigned[0][0]
     await stop_broker(cluster, preferred_of_0, "TERM")
-    moved = (await describe_topic(cluster, "balanced"))[0]
-    assert moved.leader == assigned[0][1]
+    async def moved_away() -> PartitionInfo | None:
+        partition = (await describe_topic(cluster, "balanced"))[0]
+        return partition if partition.leader == assigned[0][1] else None
+
+    moved = await eventually(moved_away, f"partition 0 of balanced to move to broker {assigned[0][1]}")
     await start_broker(cluster.directory, preferred_of_0)
 
     async def rebalanced() -> bool | None:

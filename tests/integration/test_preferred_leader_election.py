@@ -37,6 +37,18 @@ async def leaders(cluster, topic: str) -> dict[int, int]:
     return {p: info.leader for p, info in (await describe_topic(cluster, topic)).items()}
 
 
+async def wait_leaders(cluster, topic: str, expected: dict[int, int]) -> dict[int, int]:
+    """Wait until the cluster's metadata shows these leaders (it reaches every broker a moment after a change)."""
+    seen: dict[int, int] = {}
+
+    async def shown() -> bool | None:
+        seen.update(await leaders(cluster, topic))
+        return True if seen == expected else None
+
+    await eventually(shown, lambda: f"leaders {expected} of {topic}, the cluster reports {seen}")
+    return seen
+
+
 async def wait_in_isr(cluster, topic: str, broker_id: int, partitions: list[int]) -> None:
     async def joined() -> bool | None:
         described = await describe_topic(cluster, topic)
@@ -50,11 +62,11 @@ async def test_seed_001_preferred_replica_election_scaled_to_four_brokers(cluste
     described = await describe_topic(cluster, "topic1")
     assert {p: list(info.replicas) for p, info in described.items()} == {
         0: [1, 2, 3], 1: [2, 3, 4], 2: [3, 4, 1], 3: [4, 1, 2]}
-    assert await leaders(cluster, "topic1") == {0: 1, 1: 2, 2: 3, 3: 4}
+    await wait_leaders(cluster, "topic1", {0: 1, 1: 2, 2: 3, 3: 4})
 
     for broker_id in (1, 2):
         await stop_broker(cluster, broker_id, "TERM")
-    assert await leaders(cluster, "topic1") == {0: 3, 1: 3, 2: 3, 3: 4}
+    await wait_leaders(cluster, "topic1", {0: 3, 1: 3, 2: 3, 3: 4})
 
     await start_broker(cluster.directory, 1)
     await wait_in_isr(cluster, "topic1", 1, [0, 2, 3])
@@ -67,8 +79,8 @@ async def test_seed_001_preferred_replica_election_scaled_to_four_brokers(cluste
         "topic1-0": "elected", "topic1-1": "not eligible", "topic1-2": "already leader", "topic1-3": "already leader"}
     assert outcomes["topic1-1"]["error"] == "PREFERRED_LEADER_NOT_AVAILABLE"
     assert outcomes["topic1-1"]["message"] == "preferred replica 2 is not live"
+    await wait_leaders(cluster, "topic1", {0: 1, 1: 3, 2: 3, 3: 4})
     after = await describe_topic(cluster, "topic1")
-    assert {p: info.leader for p, info in after.items()} == {0: 1, 1: 3, 2: 3, 3: 4}
     assert after[0].leader_epoch == before[0].leader_epoch + 1  # the election bumped the leader epoch
     assert all(after[p].leader_epoch == before[p].leader_epoch for p in (1, 2, 3))
     assert set(after[0].isr) == set(before[0].isr)
@@ -81,7 +93,7 @@ async def test_seed_001_preferred_replica_election_scaled_to_four_brokers(cluste
     plan.write_text(json.dumps({"partitions": [{"topic": "topic1", "partition": 1}]}))
     code, outcomes = election(cluster, "--election-type", "preferred", "--path-to-json-file", str(plan))
     assert code == 0 and outcomes["topic1-1"]["outcome"] == "elected"
-    assert await leaders(cluster, "topic1") == {0: 1, 1: 2, 2: 3, 3: 4}  # every broker leads one partition
+    await wait_leaders(cluster, "topic1", {0: 1, 1: 2, 2: 3, 3: 4})  # every broker leads one partition
     code, outcomes = election(cluster, "--election-type", "preferred", "--topic", "topic1", "--partition", "3")
     assert code == 0 and outcomes["topic1-3"]["outcome"] == "already leader"
 
@@ -93,6 +105,7 @@ async def test_an_unclean_election_by_hand_elects_a_replica_outside_the_isr(clus
     for broker_id in (4, 3):
         await stop_broker(cluster, broker_id, "TERM")
     await start_broker(cluster.directory, 4)
+    await wait_leaders(cluster, "lonely", {0: -1})
     offline = (await describe_topic(cluster, "lonely"))[0]
     assert (offline.leader, list(offline.isr)) == (-1, [3])
 
@@ -101,6 +114,7 @@ async def test_an_unclean_election_by_hand_elects_a_replica_outside_the_isr(clus
     code, outcomes = election(cluster, "--election-type", "unclean", "--topic", "lonely", "--partition", "0")
     assert code == 0 and outcomes["lonely-0"]["outcome"] == "elected"
     assert "not in the ISR [3]" in outcomes["lonely-0"]["message"]
+    await wait_leaders(cluster, "lonely", {0: 4})
     elected = (await describe_topic(cluster, "lonely"))[0]
     assert (elected.leader, list(elected.isr), elected.leader_epoch) == (4, [4], offline.leader_epoch + 1)
     code, outcomes = election(cluster, "--election-type", "unclean", "--topic", "lonely", "--partition", "0")

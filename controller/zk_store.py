@@ -111,9 +111,9 @@ class ControllerZkStore:
             partitions = await zk.get_children(zkdata.topic_partitions_path(topic))
         except NoNodeError:
             partitions = None
-        for partition in partitions or ():
-            path = zkdata.topic_partition_path(topic, int(partition))
-            ops.extend(DeleteOp(f"{path}/{child}") for child in await zk.get_children(path))
+        paths = [f"{zkdata.topic_partitions_path(topic)}/{child}" for child in partitions or ()]
+        for path, children in zip(paths, await asyncio.gather(*map(zk.get_children, paths)), strict=True):
+            ops.extend(DeleteOp(f"{path}/{child}") for child in children)
             ops.append(DeleteOp(path))
         if partitions is not None:
             ops.append(DeleteOp(zkdata.topic_partitions_path(topic)))

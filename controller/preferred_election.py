@@ -177,6 +177,7 @@ class PreferredElection:
 
     def start(self) -> None:
         """A new term: schedule the rebalance checks (if auto.leader.rebalance.enable)."""
+        self.stop()
         if self.auto_rebalance:
             self._timer = asyncio.get_running_loop().create_task(self._schedule(), name="auto-leader-rebalance")
 

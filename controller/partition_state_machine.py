@@ -18,7 +18,6 @@ Every change goes to the state-change log.
 
 from __future__ import annotations
 
-import asyncio
 import enum
 import logging
 from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping
@@ -172,9 +171,8 @@ class PartitionStateMachine:
                 change = await decide(tp, state)
                 if change is not None:
                     proposals.append((tp, state, change))
-            results = await asyncio.gather(
-                *(host.store.write_partition_state(tp, state, change.state) for tp, state, change in proposals),
-                return_exceptions=True,
+            results = await host.store.write_partition_states(
+                [(tp, state, change.state) for tp, state, change in proposals]
             )
             pending = []
             for (tp, state, change), result in zip(proposals, results, strict=True):

@@ -76,11 +76,18 @@ class ControllerZkStore:
                 e.op_index -= 1
             raise
 
-    async def write_partition_state(
+    async def write_partition_states(
+        self, changes: list[tuple[TopicPartitionKey, LeaderIsrAndControllerEpoch, LeaderAndIsr]]
+    ) -> list[LeaderIsrAndControllerEpoch | BaseException]:
+        """Write partitions' new leader, leader epoch and ISR, each if its state znode is still at the version it
+        was read at; per change, the state written (with its new znode version) or the error (BadVersionError if
+        the znode moved on). The writes are pipelined, each its own fenced transaction."""
+        return await asyncio.gather(*(self._write_partition_state(*change) for change in changes),
+                                    return_exceptions=True)
+
+    async def _write_partition_state(
         self, tp: TopicPartitionKey, read: LeaderIsrAndControllerEpoch, new: LeaderAndIsr
     ) -> LeaderIsrAndControllerEpoch:
-        """Write a partition's new leader, leader epoch and ISR, if its state znode is still at the version it
-        was read at (BadVersionError otherwise); returns the state written, with its new znode version."""
         state = LeaderIsrAndControllerEpoch(
             leader=new.leader, leader_epoch=new.leader_epoch, isr=tuple(new.isr),
             controller_epoch=self._host.context.epoch,

@@ -260,7 +260,9 @@ async def test_retriable_errors_are_retried_in_order():
 
 
 async def test_a_non_retriable_error_fails_the_records():
-    async with fake_cluster() as cluster, producer(cluster) as p:
+    # The three records must share the one batch that gets the error: a 1 ms linger could send the first alone on a
+    # busy machine.
+    async with fake_cluster() as cluster, producer(cluster, linger_ms=200) as p:
         cluster.partitions[TP0].errors = [ErrorCode.INVALID_TOPIC_EXCEPTION]
         results = await send_all(p, values(3), partition=0)
         assert all(isinstance(r, ProducerError) and r.code == ErrorCode.INVALID_TOPIC_EXCEPTION for r in results)

@@ -129,8 +129,11 @@ class ReplicaFetcher:
         return max(0.0, min((s.delayed_until for s in self.partitions.values()), default=now) - now)
 
     async def _wait_for_change(self, seconds: float) -> None:
+        # asyncio.timeout, not wait_for: on Python 3.11 wait_for loses a cancellation that arrives as the event
+        # is set, and the fetcher would never stop.
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._changed.wait(), timeout=max(seconds, 0.001))
+            async with asyncio.timeout(max(seconds, 0.001)):
+                await self._changed.wait()
 
     def _delay(self, state: FetchState) -> None:
         state.delayed_until = asyncio.get_running_loop().time() + self.config.replica_fetch_backoff_ms / 1000

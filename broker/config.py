@@ -97,6 +97,8 @@ class BrokerConfig:
     replication_truncation_mode: str = "leader-epoch"
     network: NetworkConfig = field(default_factory=NetworkConfig)
     log: LogConfig = field(default_factory=LogConfig)
+    #: Every property as given (server.properties and overrides), for DescribeConfigs.
+    properties: Mapping[str, str] = field(default_factory=dict)
 
     @classmethod
     def from_file(cls, path: Path, overrides: Iterable[str] = (), environ: Mapping[str, str] | None = None
@@ -178,6 +180,7 @@ class BrokerConfig:
             replication_truncation_mode=mode,
             network=network,
             log=log_config,
+            properties=dict(props),
         )
         if config.replica_fetch_wait_max_ms >= config.replica_lag_time_max_ms:
             log.warning("replica.fetch.wait.max.ms (%d) should be less than replica.lag.time.max.ms (%d)",

@@ -24,6 +24,7 @@ from broker.log.log import wall_clock_ms
 from broker.log.manager import LogManager
 from broker.metadata_cache import MetadataCache
 from broker.network import SocketServer
+from broker.producer_ids import ProducerIdManager
 from broker.replication.fetcher import ReplicaFetcherManager
 from broker.replication.replica_manager import ReplicaManager
 from broker.state_change import install_state_change_file
@@ -57,7 +58,9 @@ class BrokerServer:
                                           default_replication_factor=config.default_replication_factor,
                                           unclean_leader_election_enable=config.log.unclean_leader_election_enable,
                                           inter_broker_listener_name=config.listeners.inter_broker_listener_name)
-        self.apis = KafkaApis(config.broker_id, self.replica_manager, self.metadata_cache, self.controller)
+        self.producer_ids = ProducerIdManager(self.zk, config.broker_id)
+        self.apis = KafkaApis(config.broker_id, self.replica_manager, self.metadata_cache, self.controller,
+                              self.zk_state, self.producer_ids)
         self.socket_server = SocketServer(config.network, self.apis.handle)
         self.endpoints: tuple[EndPoint, ...] = ()  # what this broker registered, once started
         self.host, self.port = "", -1  # its inter-broker endpoint, once started

@@ -7,11 +7,12 @@ controller propagates the change with UpdateMetadata.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 
 from broker.log.checkpoint import TopicPartition
 from controller import zkdata
-from controller.zk import BadVersionError, NoNodeError, ZkClient
+from controller.zk import BadVersionError, NodeExistsError, NoNodeError, ZkClient
 from controller.zkdata import LeaderIsrAndControllerEpoch
 
 log = logging.getLogger(__name__)
@@ -30,6 +31,11 @@ class BrokerZkState:
         except NoNodeError:
             return {}
         return zkdata.decode_topic_config(data)
+
+    async def mark_topic_for_deletion(self, topic: str) -> None:
+        """Create /admin/delete_topics/<topic>, as Kafka's DeleteTopics does; the controller deletes the topic."""
+        with contextlib.suppress(NodeExistsError):  # already marked
+            await self.zk.create(zkdata.delete_topic_path(topic), makepath=True)
 
     async def write_isr(self, tp: TopicPartition, state: LeaderIsrAndControllerEpoch) -> int | None:
         """Write ``state`` if the state znode is still at ``state.zk_version``; returns the new version,

@@ -22,6 +22,7 @@ CONFIG_CHANGES_PATH = "/config/changes"
 DELETE_TOPICS_PATH = "/admin/delete_topics"
 ISR_CHANGE_NOTIFICATION_PATH = "/isr_change_notification"
 ISR_CHANGE_PREFIX = "isr_change_"
+PRODUCER_ID_BLOCK_PATH = "/latest_producer_id_block"
 
 # Persistent paths every broker makes sure of at start-up (Kafka's createTopLevelPaths).
 TOP_LEVEL_PATHS = (
@@ -31,6 +32,7 @@ TOP_LEVEL_PATHS = (
     CONFIG_CHANGES_PATH,
     DELETE_TOPICS_PATH,
     ISR_CHANGE_NOTIFICATION_PATH,
+    PRODUCER_ID_BLOCK_PATH,
 )
 
 INITIAL_CONTROLLER_EPOCH = 0  # /controller_epoch is created with 0; the first controller's epoch is 1
@@ -272,3 +274,54 @@ def decode_isr_change(data: bytes) -> list[tuple[str, int]]:
     if not all(isinstance(e, dict) for e in entries):
         raise ZkDataError(f"{what}: partitions must be objects: {entries!r}")
     return [(_field(e, "topic", str, what), _field(e, "partition", int, what)) for e in entries]
+
+
+# ---------------------------------------------------------------------------------------------
+# /admin/delete_topics/<topic>
+
+
+def delete_topic_path(topic: str) -> str:
+    """The znode that marks a topic for deletion (its content is empty)."""
+    return f"{DELETE_TOPICS_PATH}/{topic}"
+
+
+# ---------------------------------------------------------------------------------------------
+# /latest_producer_id_block
+
+PRODUCER_ID_BLOCK_SIZE = 1000  # Kafka's ProducerIdsBlock.PRODUCER_ID_BLOCK_SIZE
+_MAX_PRODUCER_ID = 2**63 - 1
+
+
+@dataclass(frozen=True, slots=True)
+class ProducerIdBlock:
+    """A range of producer ids [first, last] handed to one broker."""
+
+    broker_id: int
+    first: int
+    last: int
+
+
+def encode_producer_id_block(block: ProducerIdBlock) -> bytes:
+    """Kafka's ProducerIdBlockZNode JSON (block bounds as strings, as Kafka writes them)."""
+    return _dump({"version": 1, "broker": block.broker_id, "block_start": str(block.first),
+                  "block_end": str(block.last)})
+
+
+def decode_producer_id_block(data: bytes) -> ProducerIdBlock | None:
+    """The last block handed out; None for the empty znode of a cluster that never handed one out."""
+    if not data:
+        return None
+    what = "producer id block"
+    value = _load(data, what)
+    try:
+        return ProducerIdBlock(_field(value, "broker", int, what), int(value["block_start"]), int(value["block_end"]))
+    except (KeyError, ValueError, TypeError):
+        raise ZkDataError(f"{what}: block_start and block_end must be integers: {value!r}") from None
+
+
+def next_producer_id_block(current: ProducerIdBlock | None, broker_id: int) -> ProducerIdBlock:
+    """The block after `current` (the first block starts at 0), for `broker_id`."""
+    first = 0 if current is None else current.last + 1
+    if first > _MAX_PRODUCER_ID - PRODUCER_ID_BLOCK_SIZE:
+        raise ZkDataError(f"producer ids are exhausted (the last block ends at {current.last if current else -1})")
+    return ProducerIdBlock(broker_id, first, first + PRODUCER_ID_BLOCK_SIZE - 1)

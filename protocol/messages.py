@@ -649,6 +649,148 @@ class OffsetsForLeaderEpochResponse:
 
 
 # ---------------------------------------------------------------------------------------------
+# DeleteTopics (20)
+
+
+@message
+class DeleteTopicsRequest:
+    """Delete topics (served by the controller): the topics are marked for deletion, as Kafka's
+    /admin/delete_topics/<name>, and the answer waits up to timeout_ms for them to disappear."""
+
+    topic_names: list[str]
+    timeout_ms: Int32
+
+
+@message
+class DeletableTopicResult:
+    """The outcome for one topic."""
+
+    name: str
+    error_code: Int16
+    error_message: str | None = None
+
+
+@message
+class DeleteTopicsResponse:
+    """Per-topic results."""
+
+    responses: list[DeletableTopicResult]
+
+
+# ---------------------------------------------------------------------------------------------
+# InitProducerId (22)
+
+
+@message
+class InitProducerIdRequest:
+    """Ask for a producer id for an idempotent producer (transactional ids are not supported)."""
+
+    transactional_id: str | None = None
+    transaction_timeout_ms: Int32 = -1
+
+
+@message
+class InitProducerIdResponse:
+    """A new producer id and its epoch (0)."""
+
+    error_code: Int16
+    error_message: str | None = None
+    producer_id: Int64 = -1
+    producer_epoch: Int16 = -1
+
+
+# ---------------------------------------------------------------------------------------------
+# DescribeConfigs (32)
+
+
+@unique
+class ConfigResourceType(IntEnum):
+    """Kafka's config resource types."""
+
+    TOPIC = 2
+    BROKER = 4
+
+
+@unique
+class ConfigSource(IntEnum):
+    """Where a config value comes from, with Kafka's numbers."""
+
+    UNKNOWN = 0
+    DYNAMIC_TOPIC_CONFIG = 1
+    STATIC_BROKER_CONFIG = 4
+    DEFAULT_CONFIG = 5
+
+
+@unique
+class ConfigType(IntEnum):
+    """A config's value type, with Kafka's numbers."""
+
+    UNKNOWN = 0
+    BOOLEAN = 1
+    STRING = 2
+    INT = 3
+    LONG = 5
+    LIST = 7
+
+
+@message
+class DescribeConfigsResource:
+    """A topic or broker whose configs to describe; configuration_keys None means all of them."""
+
+    resource_type: Int8
+    resource_name: str
+    configuration_keys: list[str] | None = None
+
+
+@message
+class DescribeConfigsRequest:
+    """Describe topic or broker configs."""
+
+    resources: list[DescribeConfigsResource]
+    include_synonyms: bool = False
+
+
+@message
+class ConfigSynonym:
+    """A config the value could also come from (a broker default behind a topic config)."""
+
+    name: str
+    value: str | None
+    source: Int8
+
+
+@message
+class ConfigEntry:
+    """One config: its value, where it comes from and its type."""
+
+    name: str
+    value: str | None
+    read_only: bool = False
+    config_source: Int8
+    is_sensitive: bool = False
+    synonyms: list[ConfigSynonym] = field(default_factory=list)
+    config_type: Int8 = 0
+
+
+@message
+class DescribeConfigsResult:
+    """The configs of one resource, or why not."""
+
+    error_code: Int16
+    error_message: str | None = None
+    resource_type: Int8
+    resource_name: str
+    configs: list[ConfigEntry]
+
+
+@message
+class DescribeConfigsResponse:
+    """Per-resource results."""
+
+    results: list[DescribeConfigsResult]
+
+
+# ---------------------------------------------------------------------------------------------
 # DescribeReplicas (1000, minikafka's own)
 
 
@@ -711,7 +853,10 @@ class ApiKey(IntEnum):
     CONTROLLED_SHUTDOWN = 7
     API_VERSIONS = 18
     CREATE_TOPICS = 19
+    DELETE_TOPICS = 20
+    INIT_PRODUCER_ID = 22
     OFFSET_FOR_LEADER_EPOCH = 23
+    DESCRIBE_CONFIGS = 32
     DESCRIBE_REPLICAS = 1000
 
 
@@ -746,6 +891,9 @@ APIS: dict[int, Api] = {
         ),
         Api(ApiKey.API_VERSIONS, "ApiVersions", 0, 0, ApiVersionsRequest, ApiVersionsResponse),
         Api(ApiKey.CREATE_TOPICS, "CreateTopics", 0, 0, CreateTopicsRequest, CreateTopicsResponse),
+        Api(ApiKey.DELETE_TOPICS, "DeleteTopics", 0, 0, DeleteTopicsRequest, DeleteTopicsResponse),
+        Api(ApiKey.INIT_PRODUCER_ID, "InitProducerId", 0, 0, InitProducerIdRequest, InitProducerIdResponse),
+        Api(ApiKey.DESCRIBE_CONFIGS, "DescribeConfigs", 0, 0, DescribeConfigsRequest, DescribeConfigsResponse),
         Api(
             ApiKey.OFFSET_FOR_LEADER_EPOCH,
             "OffsetsForLeaderEpoch",

@@ -20,6 +20,11 @@ from protocol.messages import (
     ApiVersionRange,
     ApiVersionsRequest,
     ApiVersionsResponse,
+    ConfigEntry,
+    ConfigResourceType,
+    ConfigSource,
+    ConfigSynonym,
+    ConfigType,
     ControlledShutdownRequest,
     ControlledShutdownResponse,
     CreatableReplicaAssignment,
@@ -27,6 +32,13 @@ from protocol.messages import (
     CreatableTopicResult,
     CreateTopicsRequest,
     CreateTopicsResponse,
+    DeletableTopicResult,
+    DeleteTopicsRequest,
+    DeleteTopicsResponse,
+    DescribeConfigsRequest,
+    DescribeConfigsResource,
+    DescribeConfigsResponse,
+    DescribeConfigsResult,
     DescribeReplicasRequest,
     DescribeReplicasResponse,
     EpochEndOffset,
@@ -35,6 +47,8 @@ from protocol.messages import (
     FetchRequest,
     FetchResponse,
     FollowerState,
+    InitProducerIdRequest,
+    InitProducerIdResponse,
     InvalidRequestError,
     LeaderAndIsrPartitionState,
     LeaderAndIsrRequest,
@@ -322,6 +336,35 @@ SAMPLES: dict[int, tuple[Any, Any]] = {
             ]
         ),
     ),
+    ApiKey.DELETE_TOPICS: (
+        DeleteTopicsRequest(topic_names=["orders", "gone"], timeout_ms=5_000),
+        DeleteTopicsResponse(responses=[
+            DeletableTopicResult(name="orders", error_code=0),
+            DeletableTopicResult(name="gone", error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, error_message="no"),
+        ]),
+    ),
+    ApiKey.INIT_PRODUCER_ID: (
+        InitProducerIdRequest(),
+        InitProducerIdResponse(error_code=0, producer_id=1000, producer_epoch=0),
+    ),
+    ApiKey.DESCRIBE_CONFIGS: (
+        DescribeConfigsRequest(resources=[
+            DescribeConfigsResource(resource_type=ConfigResourceType.TOPIC, resource_name="orders"),
+            DescribeConfigsResource(resource_type=ConfigResourceType.BROKER, resource_name="1",
+                                    configuration_keys=["broker.id"]),
+        ], include_synonyms=True),
+        DescribeConfigsResponse(results=[
+            DescribeConfigsResult(error_code=0, resource_type=ConfigResourceType.TOPIC, resource_name="orders",
+                                  configs=[ConfigEntry(name="retention.ms", value="1000",
+                                                       config_source=ConfigSource.DYNAMIC_TOPIC_CONFIG,
+                                                       config_type=ConfigType.LONG,
+                                                       synonyms=[ConfigSynonym(name="retention.ms", value="1000",
+                                                                               source=1)])]),
+            DescribeConfigsResult(error_code=0, resource_type=ConfigResourceType.BROKER, resource_name="1",
+                                  configs=[ConfigEntry(name="broker.id", value="1", read_only=True,
+                                                       config_source=ConfigSource.STATIC_BROKER_CONFIG)]),
+        ]),
+    ),
     ApiKey.OFFSET_FOR_LEADER_EPOCH: (
         OffsetsForLeaderEpochRequest(
             replica_id=2,
@@ -406,7 +449,10 @@ def test_api_table() -> None:
         7: "ControlledShutdown",
         18: "ApiVersions",
         19: "CreateTopics",
+        20: "DeleteTopics",
+        22: "InitProducerId",
         23: "OffsetsForLeaderEpoch",
+        32: "DescribeConfigs",
         1000: "DescribeReplicas",
     }
     for key, api in APIS.items():

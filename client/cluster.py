@@ -450,9 +450,11 @@ async def start_broker(directory: Path, broker_id: int, *, timeout_s: float = 60
 
 
 async def cluster_status(directory: Path) -> dict[str, Any]:
-    """{"controller", "controller_epoch", "zookeeper", "brokers": [{"id", "pid", "host", "port", "log_dir",
-    "alive", "exit_status"}]}: alive means the pid runs the broker and the broker answers Metadata; exit_status is
-    how a broker that no longer runs ended (128+N: killed by signal N), null while it runs or if unknown."""
+    """{"controller", "controller_epoch", "zookeeper", "brokers": [{"id", "pid", "host", "port", "kafka_address",
+    "log_dir", "alive", "exit_status"}]}: alive means the pid runs the broker and the broker answers Metadata;
+    kafka_address is where Kafka's own clients connect ("host:port": the listener serves both protocols);
+    exit_status is how a broker that no longer runs ended (128+N: killed by signal N), null while it runs or if
+    unknown."""
     state = load_cluster(directory)
     answers = await asyncio.gather(*(_probe(b) for b in state.brokers))
     controllers = [a.controller_id for a in answers if a is not None and a.controller_id != -1]
@@ -467,6 +469,7 @@ async def cluster_status(directory: Path) -> dict[str, Any]:
                 "pid": b.pid,
                 "host": b.host,
                 "port": b.port,
+                "kafka_address": b.address,
                 "log_dir": b.log_dir,
                 "alive": answer is not None,
                 "exit_status": None if broker_running(b) else exit_status(b),

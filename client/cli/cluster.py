@@ -82,7 +82,8 @@ def cluster_status_command(directory: Path, as_json: bool) -> None:
         state = "alive" if b["alive"] else "down"
         if b["exit_status"] is not None:
             state += f" ({describe_exit(b['exit_status'])})"
-        click.echo(f"broker {b['id']}: {b['host']}:{b['port']} pid {b['pid']} {state} log_dir {b['log_dir']}")
+        click.echo(f"broker {b['id']}: {b['host']}:{b['port']} (kafka {b['kafka_address']}) pid {b['pid']} {state} "
+                   f"log_dir {b['log_dir']}")
 
 
 @cluster_group.command("down")

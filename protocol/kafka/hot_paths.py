@@ -24,7 +24,7 @@ _PRODUCE_HEAD = struct.Struct(">hi")  # acks, timeout_ms
 _PRODUCE_RESULT = struct.Struct(">ihqq")  # index, error_code, base_offset, log_append_time_ms
 _INT64 = struct.Struct(">q")
 _FETCH_HEAD = struct.Struct(">iiiib")  # replica_id, max_wait_ms, min_bytes, max_bytes, isolation_level
-_FETCH_SESSION = struct.Struct(">ii")  # session_id, session_epoch (v7+)
+_TWO_INT32 = struct.Struct(">ii")  # session_id and session_epoch; a partition index and a length
 _FETCH_PARTITION_V9 = struct.Struct(">iiqqi")  # partition, current_leader_epoch, fetch_offset, log_start, max_bytes
 _FETCH_PARTITION_V5 = struct.Struct(">iqqi")  # partition, fetch_offset, log_start_offset, partition_max_bytes
 _FETCH_PARTITION_V4 = struct.Struct(">iqi")  # partition, fetch_offset, partition_max_bytes
@@ -59,7 +59,7 @@ def _decode_produce_request(buf: memoryview, pos: int, version: int) -> ProduceR
         partition_count, pos = array_count(buf, pos)
         partitions = []
         for _ in range(partition_count):
-            index, size = _FETCH_SESSION.unpack_from(buf, pos)  # two int32: the index and the records' length
+            index, size = _TWO_INT32.unpack_from(buf, pos)  # two int32: the index and the records' length
             pos += 8
             if size < -1 or size > len(buf) - pos:
                 raise KafkaDecodeError(f"invalid records length {size}")
@@ -101,10 +101,12 @@ def encode_produce_response(response: ProduceResponse, version: int) -> list[Buf
 
 
 def _decode_fetch_request(buf: memoryview, pos: int, version: int) -> FetchRequest:
-    """FetchRequest v4-11; fetch sessions are not kept (session id and forgotten topics are read and ignored)."""
+    """FetchRequest v4-11, with its fetch session (v7+: session id and epoch, forgotten topics)."""
     replica_id, max_wait_ms, min_bytes, max_bytes, isolation_level = _FETCH_HEAD.unpack_from(buf, pos)
     pos += 17
+    session_id, session_epoch = 0, -1
     if version >= 7:
+        session_id, session_epoch = _TWO_INT32.unpack_from(buf, pos)
         pos += 8
     if version >= 9:
         layout, fields = _FETCH_PARTITION_V9, 5
@@ -131,18 +133,19 @@ def _decode_fetch_request(buf: memoryview, pos: int, version: int) -> FetchReque
             partitions.append(FetchPartition(partition=partition, current_leader_epoch=epoch, fetch_offset=offset,
                                              log_start_offset=log_start, partition_max_bytes=limit))
         topics.append(Topic(name=name, partitions=partitions))
+    forgotten = []
     if version >= 7:
-        forgotten, pos = array_count(buf, pos)
-        for _ in range(forgotten):
-            _topic, pos = read_string(buf, pos)
+        forgotten_count, pos = array_count(buf, pos)
+        for _ in range(forgotten_count):
+            name, pos = read_string(buf, pos)
             count, pos = array_count(buf, pos)
+            forgotten.append(Topic(name=name, partitions=list(struct.unpack_from(f">{count}i", buf, pos))))
             pos += 4 * count
     if version >= 11:
         _rack_id, pos = read_string(buf, pos)
-    if pos > len(buf):
-        raise KafkaDecodeError(f"FetchRequest v{version}: the message ends early")
     return FetchRequest(replica_id=replica_id, max_wait_ms=max_wait_ms, min_bytes=min_bytes, max_bytes=max_bytes,
-                        isolation_level=isolation_level, topics=topics)
+                        isolation_level=isolation_level, topics=topics, session_id=session_id,
+                        session_epoch=session_epoch, forgotten_topics=forgotten)
 
 
 decode_fetch_request = _guarded(_decode_fetch_request, "FetchRequest")
@@ -155,7 +158,7 @@ def encode_fetch_response(response: FetchResponse, version: int, read_committed:
     out = bytearray(INT32.pack(0))  # throttle_time_ms
     if version >= 7:
         out += INT16.pack(response.error_code)
-        out += INT32.pack(0)  # session_id: no fetch session
+        out += INT32.pack(response.session_id)
     out += INT32.pack(len(response.topics))
     aborted = _EMPTY_ARRAY if read_committed else _NULL_ARRAY
     for topic in response.topics:

@@ -131,6 +131,9 @@ def test_the_fetch_request_path_reads_what_the_spec_codec_writes(version: int, d
         (t["topic"], [(p["partition"], p.get("current_leader_epoch", -1), p["fetch_offset"],
                        p.get("log_start_offset", -1), p["partition_max_bytes"]) for p in t["partitions"]])
         for t in value["topics"]]
+    assert (request.session_id, request.session_epoch) == (value.get("session_id", 0), value.get("session_epoch", -1))
+    assert [(t.name, t.partitions) for t in request.forgotten_topics] == [
+        (t["topic"], t["partitions"]) for t in value.get("forgotten_topics_data", [])]
 
 
 _int16, _int32, _int64 = (st.integers(-(2**b), 2**b - 1) for b in (15, 31, 63))

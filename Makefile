@@ -3,10 +3,20 @@
 PYTHON ?= python3
 BIN := .venv/bin
 
-.PHONY: setup venv lock test lint bench-log bench-produce bench-failover sim-long clean
+.PHONY: setup venv lock kafka-clients test lint bench-log bench-produce bench-failover bench-kafka sim-long clean
 
-setup:
+setup: kafka-clients
 	@PYTHON=$(PYTHON) tools/setup.sh
+
+# kcat (Debian's package), the stock Kafka client the tests drive besides the Python ones in requirements/dev.lock
+kafka-clients:
+	@if command -v kcat >/dev/null; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends kcat >/dev/null || \
+		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends kcat >/dev/null; }; \
+	else \
+		echo "kafka-clients: kcat is missing: install Debian's kcat package (apt-get install kcat)" >&2; exit 1; \
+	fi
 
 # just the .venv step of setup (what the targets below need)
 venv:
@@ -33,6 +43,9 @@ bench-produce: venv
 
 bench-failover: venv
 	$(BIN)/python -m bench.failover_bench --runs 5
+
+bench-kafka: venv
+	$(BIN)/python -m bench.kafka_client_bench --runs 3
 
 clean:
 	rm -rf .venv .pytest_cache .ruff_cache .hypothesis

@@ -18,6 +18,8 @@ the same way, so a handler bug surfaces where it happens, not on the peer.
 """
 
 import dataclasses
+import os
+import struct
 import types
 import typing
 from collections.abc import Callable
@@ -1217,13 +1219,8 @@ def decode_request(payload: bytes) -> tuple[RequestHeader, Any]:
     return header, body
 
 
-def encode_response(
-    correlation_id: int,
-    body: Any,
-    error_code: ErrorCode = ErrorCode.NONE,
-    error_message: str | None = None,
-) -> bytes:
-    """The payload of a response frame. body is None only for a request-level error."""
+def _response_envelope(correlation_id: int, body: Any, error_code: ErrorCode, error_message: str | None
+                       ) -> dict[str, Any]:
     if body is None and error_code == ErrorCode.NONE:
         raise ValueError("a response without a body must carry an error code")
     if body is not None and type(body) not in _RESPONSE_TYPES:
@@ -1233,7 +1230,61 @@ def encode_response(
     )
     envelope = _convert(_struct_codec(_ResponseHeader).encode, header, _label(_ResponseHeader))
     envelope["body"] = None if body is None else encode_body(body)
-    return msgpack.packb(envelope)
+    return envelope
+
+
+def encode_response(
+    correlation_id: int,
+    body: Any,
+    error_code: ErrorCode = ErrorCode.NONE,
+    error_message: str | None = None,
+) -> bytes:
+    """The payload of a response frame. body is None only for a request-level error."""
+    return msgpack.packb(_response_envelope(correlation_id, body, error_code, error_message))
+
+
+#: Byte fields at least this long are not copied into a response's msgpack buffer (encode_response_parts).
+PASS_THROUGH_BYTES = 64 * 1024
+_BIN32 = struct.Struct(">BI")
+
+
+def encode_response_parts(
+    correlation_id: int,
+    body: Any,
+    error_code: ErrorCode = ErrorCode.NONE,
+    error_message: str | None = None,
+) -> list[bytes | bytearray | memoryview]:
+    """encode_response's payload as buffers to write one after the other, the same bytes: byte fields of at least
+    PASS_THROUGH_BYTES (the record batches of a fetch response) are buffers of their own, not copied into msgpack's.
+    Each is packed as a unique placeholder first, then cut out of the packed bytes and replaced by its bin 32
+    header and the bytes themselves."""
+    envelope = _response_envelope(correlation_id, body, error_code, error_message)
+    large: list[bytes | bytearray | memoryview] = []
+    token = os.urandom(8)
+
+    def swap(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {key: swap(item) for key, item in value.items()}
+        if isinstance(value, list):
+            return [swap(item) for item in value]
+        if isinstance(value, bytes | bytearray | memoryview) and len(value) >= PASS_THROUGH_BYTES:
+            large.append(value)
+            return token + (len(large) - 1).to_bytes(8, "big")
+        return value
+
+    packed = msgpack.packb(swap(envelope))
+    if not large:
+        return [packed]
+    parts: list[bytes | bytearray | memoryview] = []
+    view = memoryview(packed)
+    position = 0
+    for index, value in enumerate(large):
+        placeholder = b"\xc4\x10" + token + index.to_bytes(8, "big")  # bin 8 of the 16-byte placeholder
+        found = packed.index(placeholder, position)
+        parts += (view[position:found], _BIN32.pack(0xC6, len(value)), value)
+        position = found + len(placeholder)
+    parts.append(view[position:])
+    return parts
 
 
 def decode_response(payload: bytes, api_key: int) -> tuple[int, ErrorCode, str | None, Any]:

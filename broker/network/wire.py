@@ -26,6 +26,7 @@ from protocol.messages import (
     UnsupportedVersionError,
     decode_request,
     encode_response,
+    encode_response_parts,
 )
 
 _MSGPACK_MAP_FIRST_BYTES = frozenset(range(0x80, 0x90)) | {0xDE, 0xDF}
@@ -83,7 +84,7 @@ class MsgpackWire:
         api = APIS.get(header.api_key)
         if body is not None and (api is None or type(body) is not api.response):
             raise TypeError(f"{type(body).__name__} is not the response of api key {header.api_key}")
-        return [encode_response(header.correlation_id, body, response.error_code, response.error_message)]
+        return encode_response_parts(header.correlation_id, body, response.error_code, response.error_message)
 
     def encode_failure(self, header: RequestHeader, request: object, message: str) -> list[Buffer]:
         return [encode_response(header.correlation_id, None, ErrorCode.UNKNOWN_SERVER_ERROR, message)]

@@ -1,6 +1,6 @@
-"""Short runs of the benchmarks behind `make bench-log`, `make bench-produce` and `make bench-failover`, as a user runs
-them (`python -m bench.NAME`), so that they keep working. What they measure is not asserted: only that each run
-completes and reports every figure."""
+"""Short runs of the benchmarks behind `make bench-log`, `make bench-produce`, `make bench-failover` and
+`make bench-kafka`, as a user runs them (`python -m bench.NAME`), so that they keep working. What they measure is not
+asserted: only that each run completes and reports every figure."""
 
 from __future__ import annotations
 
@@ -63,3 +63,21 @@ def test_the_failover_benchmark_reports_both_ways_of_losing_a_leader(zookeeper_i
                          rf"({NUMBER}) ms", median)
     assert match, median
     assert all(float(value) > 0 for value in match.groups())
+
+
+def test_the_kafka_client_benchmark_reports_both_clients(tmp_path: Path, zookeeper_installed: None):
+    out = run_bench("kafka_client_bench", "--runs", "1", "--seconds", "1", "--dir", str(tmp_path))
+    lines = out.splitlines()
+    heading = next(i for i, line in enumerate(lines) if line.startswith("median of 1 runs (3 partitions, RF 3"))
+    median = [line.strip() for line in lines[heading + 1:]]
+    rates = rf"({NUMBER}) records/s\s+({NUMBER}) MB/s"
+    latency = rf"\s+latency p50\s+{NUMBER} ms p99\s+{NUMBER} ms"
+    cpu = rf"\s+CPU client\s+{NUMBER}% broker-1\s+{NUMBER}% broker-2\s+{NUMBER}% broker-3\s+{NUMBER}%"
+    patterns = [rf"{client}\s+{phase}\s+{rates}{latency if phase != 'consume' else ''}{cpu}"
+                for client in ("librdkafka", "minikafka") for phase in ("acks=all", "acks=1", "consume")]
+    assert len(median) == len(patterns), out
+    for line, pattern in zip(median, patterns, strict=True):
+        match = re.fullmatch(pattern, line)
+        assert match, line
+        assert all(float(value.replace(",", "")) > 0 for value in match.groups()), line  # records moved
+    assert list(tmp_path.iterdir()) == []

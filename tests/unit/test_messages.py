@@ -16,6 +16,7 @@ from protocol.messages import (
     CONSUMER_REPLICA_ID,
     EARLIEST_TIMESTAMP,
     LATEST_TIMESTAMP,
+    PASS_THROUGH_BYTES,
     ApiKey,
     ApiVersionRange,
     ApiVersionsRequest,
@@ -99,6 +100,7 @@ from protocol.messages import (
     encode_body,
     encode_request,
     encode_response,
+    encode_response_parts,
     supported_api_versions,
 )
 
@@ -955,3 +957,16 @@ def test_fuzz_truncated_and_flipped_valid_requests(api_key: int, data: st.DataOb
     payload[flip] ^= data.draw(st.integers(1, 255))
     assert_only_protocol_errors(bytes(payload))
     assert_only_protocol_errors(bytes(payload[:cut]))
+
+
+@settings(max_examples=30, deadline=None)
+@given(sizes=st.lists(st.sampled_from([0, 10, 65535, 65536, 200_000]), max_size=5), data=st.data())
+def test_response_parts_are_the_response_with_large_records_left_uncopied(sizes: list[int], data: Any) -> None:
+    records = [data.draw(st.binary(min_size=size, max_size=size)) if size < 1000 else bytes([size % 251]) * size
+               for size in sizes]
+    response = FetchResponse(error_code=0, topics=[Topic(name="t", partitions=[FetchPartitionResponse(
+        partition=i, error_code=0, high_watermark=1, records=r) for i, r in enumerate(records)])])
+    parts = encode_response_parts(7, response)
+    assert b"".join(parts) == encode_response(7, response)
+    assert sum(any(part is r for part in parts) for r in records if len(r) >= PASS_THROUGH_BYTES) == sum(
+        len(r) >= PASS_THROUGH_BYTES for r in records)

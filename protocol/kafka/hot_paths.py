@@ -73,14 +73,19 @@ def _decode_produce_request(buf: memoryview, pos: int, version: int) -> ProduceR
 decode_produce_request = _guarded(_decode_produce_request, "ProduceRequest")
 
 
+def _write_topic_head(out: bytearray, topic: Topic[Any]) -> None:
+    """A response topic's name and its partition count."""
+    encoded_name = topic.name.encode()
+    out += INT16.pack(len(encoded_name))
+    out += encoded_name
+    out += INT32.pack(len(topic.partitions))
+
+
 def encode_produce_response(response: ProduceResponse, version: int) -> list[Buffer]:
     """ProduceResponse v3-8 from the handler's response."""
     out = bytearray(INT32.pack(len(response.topics)))
     for topic in response.topics:
-        encoded_name = topic.name.encode()
-        out += INT16.pack(len(encoded_name))
-        out += encoded_name
-        out += INT32.pack(len(topic.partitions))
+        _write_topic_head(out, topic)
         for p in topic.partitions:
             out += _PRODUCE_RESULT.pack(p.partition, p.error_code, p.base_offset, p.log_append_time_ms)
             if version >= 5:
@@ -162,10 +167,7 @@ def encode_fetch_response(response: FetchResponse, version: int, read_committed:
     out += INT32.pack(len(response.topics))
     aborted = _EMPTY_ARRAY if read_committed else _NULL_ARRAY
     for topic in response.topics:
-        encoded_name = topic.name.encode()
-        out += INT16.pack(len(encoded_name))
-        out += encoded_name
-        out += INT32.pack(len(topic.partitions))
+        _write_topic_head(out, topic)
         for p in topic.partitions:
             out += _FETCH_RESULT.pack(p.partition, p.error_code, p.high_watermark, p.last_stable_offset)
             if version >= 5:

@@ -238,3 +238,12 @@ def test_api_versions_above_ours_gets_the_v0_error_answer_and_unknown_apis_close
     assert _raw_request(cluster, 0, 2) == b""  # Produce v2: below the served versions
     assert _raw_request(cluster, 3, 8, b"\x7f\xff\xff\xff") == b""  # a malformed Metadata body
     assert _raw_request(cluster, 18, 2)[:6] == bytes.fromhex("0000002a" "0000")  # and the broker still serves
+
+
+def test_a_frame_over_socket_request_max_bytes_is_refused_before_it_is_read(cluster: ClusterState) -> None:
+    broker = cluster.brokers[0]
+    with socket.create_connection((broker.host, broker.port), timeout=TIMEOUT_S) as connection:
+        # A Produce header announcing 200 MB (socket.request.max.bytes is 100 MiB); the body is never sent.
+        connection.sendall(struct.pack(">ihhih", 200_000_000, 0, 8, 1, -1))
+        assert connection.recv(65536) == b""  # closed without waiting for the 200 MB
+    assert _raw_request(cluster, 18, 2)[:6] == bytes.fromhex("0000002a" "0000")

@@ -88,7 +88,7 @@ def test_the_specs_are_kafkas_trimmed_to_the_served_versions():
 
 
 @pytest.mark.parametrize(("name", "version"), served_messages(), ids=lambda x: str(x))
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_every_message_reads_and_writes_as_kafka_pythons(name: str, version: int, data: st.DataObject):
     value = data.draw(message_values(SPECS[name], version))

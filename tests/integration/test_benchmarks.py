@@ -66,7 +66,7 @@ def test_the_failover_benchmark_reports_both_ways_of_losing_a_leader(zookeeper_i
 
 
 def test_the_kafka_client_benchmark_reports_both_clients(tmp_path: Path, zookeeper_installed: None):
-    out = run_bench("kafka_client_bench", "--runs", "1", "--seconds", "1", "--dir", str(tmp_path))
+    out = run_bench("kafka_client_bench", "--runs", "1", "--seconds", "0.3", "--dir", str(tmp_path))
     lines = out.splitlines()
     heading = next(i for i, line in enumerate(lines) if line.startswith("median of 1 runs (3 partitions, RF 3"))
     median = [line.strip() for line in lines[heading + 1:]]

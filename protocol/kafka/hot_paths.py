@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from protocol.kafka.codec import INT16, INT32, Buffer, KafkaDecodeError, array_count, read_string
 from protocol.messages import (
@@ -32,6 +32,7 @@ _FETCH_RESULT = struct.Struct(">ihqq")  # partition_index, error_code, high_wate
 _NULL_ARRAY = b"\xff\xff\xff\xff"
 _EMPTY_ARRAY = b"\x00\x00\x00\x00"
 _NULL_STRING = b"\xff\xff"
+P = TypeVar("P")
 
 
 def _guarded(decode: Callable[[memoryview, int, int], Any], what: str) -> Callable[[Buffer, int, int], Any]:
@@ -44,6 +45,22 @@ def _guarded(decode: Callable[[memoryview, int, int], Any], what: str) -> Callab
     return guarded
 
 
+def _read_topics(buf: memoryview, pos: int, read_partition: Callable[[int], tuple[P, int]]
+                 ) -> tuple[list[Topic[P]], int]:
+    """An array of topics, each a name and an array of partitions read by `read_partition`."""
+    topic_count, pos = array_count(buf, pos)
+    topics = []
+    for _ in range(topic_count):
+        name, pos = read_string(buf, pos)
+        partition_count, pos = array_count(buf, pos)
+        partitions = []
+        for _ in range(partition_count):
+            partition, pos = read_partition(pos)
+            partitions.append(partition)
+        topics.append(Topic(name=name, partitions=partitions))
+    return topics, pos
+
+
 # ------------------------------------------------------------------------------------------------ Produce
 
 
@@ -52,21 +69,15 @@ def _decode_produce_request(buf: memoryview, pos: int, version: int) -> ProduceR
     _transactional_id, pos = read_string(buf, pos, nullable=True)
     acks, timeout_ms = _PRODUCE_HEAD.unpack_from(buf, pos)
     pos += 6
-    topic_count, pos = array_count(buf, pos)
-    topics = []
-    for _ in range(topic_count):
-        name, pos = read_string(buf, pos)
-        partition_count, pos = array_count(buf, pos)
-        partitions = []
-        for _ in range(partition_count):
-            index, size = _TWO_INT32.unpack_from(buf, pos)  # two int32: the index and the records' length
-            pos += 8
-            if size < -1 or size > len(buf) - pos:
-                raise KafkaDecodeError(f"invalid records length {size}")
-            records = buf[pos:pos + size] if size > 0 else b""
-            pos += max(size, 0)
-            partitions.append(ProducePartition(partition=index, records=records))
-        topics.append(Topic(name=name, partitions=partitions))
+
+    def read_partition(pos: int) -> tuple[ProducePartition, int]:
+        index, size = _TWO_INT32.unpack_from(buf, pos)  # the index and the records' length
+        pos += 8
+        if size < -1 or size > len(buf) - pos:
+            raise KafkaDecodeError(f"invalid records length {size}")
+        return ProducePartition(partition=index, records=buf[pos:pos + size] if size > 0 else b""), pos + max(size, 0)
+
+    topics, pos = _read_topics(buf, pos, read_partition)
     return ProduceRequest(acks=acks, timeout_ms=timeout_ms, topics=topics)
 
 
@@ -120,24 +131,19 @@ def _decode_fetch_request(buf: memoryview, pos: int, version: int) -> FetchReque
     else:
         layout, fields = _FETCH_PARTITION_V4, 3
     unpack, size = layout.unpack_from, layout.size
-    topic_count, pos = array_count(buf, pos)
-    topics = []
-    for _ in range(topic_count):
-        name, pos = read_string(buf, pos)
-        partition_count, pos = array_count(buf, pos)
-        partitions = []
-        for _ in range(partition_count):
-            values = unpack(buf, pos)
-            pos += size
-            if fields == 5:
-                partition, epoch, offset, log_start, limit = values
-            elif fields == 4:
-                (partition, offset, log_start, limit), epoch = values, -1
-            else:
-                (partition, offset, limit), epoch, log_start = values, -1, -1
-            partitions.append(FetchPartition(partition=partition, current_leader_epoch=epoch, fetch_offset=offset,
-                                             log_start_offset=log_start, partition_max_bytes=limit))
-        topics.append(Topic(name=name, partitions=partitions))
+
+    def read_partition(pos: int) -> tuple[FetchPartition, int]:
+        values = unpack(buf, pos)
+        if fields == 5:
+            partition, epoch, offset, log_start, limit = values
+        elif fields == 4:
+            (partition, offset, log_start, limit), epoch = values, -1
+        else:
+            (partition, offset, limit), epoch, log_start = values, -1, -1
+        return FetchPartition(partition=partition, current_leader_epoch=epoch, fetch_offset=offset,
+                              log_start_offset=log_start, partition_max_bytes=limit), pos + size
+
+    topics, pos = _read_topics(buf, pos, read_partition)
     forgotten = []
     if version >= 7:
         forgotten_count, pos = array_count(buf, pos)

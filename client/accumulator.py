@@ -99,6 +99,7 @@ class ProducerBatch:
         self.retry_at_ms = created_ms
         self.attempts = 0
         self.last_error: str | None = None  # why the last attempt failed, for the message if the batch expires
+        self.maybe_written = False  # an attempt failed so that the records may have been written all the same
         self.sealed = False
         self.estimated_size = HEADER_SIZE
         self._builder = BatchBuilder()

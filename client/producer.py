@@ -39,13 +39,27 @@ _ACKS = {"all": -1, "-1": -1, "1": 1, "0": 0}
 _YIELD_INTERVAL_MS = 1.0  # send() lets the event loop run at least this often
 
 
-class ProducerError(Exception):
-    """A record could not be written; `code` is the Kafka error code that said why."""
+#: Errors after which a request may have been written all the same: its response was lost, or it was appended and
+#: then not replicated in time.
+_MAYBE_WRITTEN = frozenset({
+    ErrorCode.REQUEST_TIMED_OUT,
+    ErrorCode.NETWORK_EXCEPTION,
+    ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+    ErrorCode.UNKNOWN_SERVER_ERROR,
+    ErrorCode.KAFKA_STORAGE_ERROR,
+})
 
-    def __init__(self, code: ErrorCode, message: str) -> None:
+
+class ProducerError(Exception):
+    """A record could not be written; `code` is the Kafka error code that said why. `maybe_written` is True when an
+    attempt ended so that the record may be in the log anyway (a timeout or a lost connection on the way, for
+    instance): its outcome is unknown rather than failed."""
+
+    def __init__(self, code: ErrorCode, message: str, *, maybe_written: bool = False) -> None:
         super().__init__(f"{code.name}: {message}")
         self.code = code
         self.message = message
+        self.maybe_written = maybe_written
 
 
 def parse_acks(acks: str | int) -> int:
@@ -267,7 +281,8 @@ class Producer(AsyncClosing):
         if task.cancelled() or task.exception() is None:
             return
         log.error("the producer's sender failed", exc_info=task.exception())
-        error = ProducerError(ErrorCode.UNKNOWN_SERVER_ERROR, f"the producer's sender failed: {task.exception()}")
+        error = ProducerError(ErrorCode.UNKNOWN_SERVER_ERROR, f"the producer's sender failed: {task.exception()}",
+                              maybe_written=True)
         for batch in self._accumulator.incomplete():
             self._finish(batch, error=error)
 
@@ -416,15 +431,20 @@ class Producer(AsyncClosing):
         now = self._clock()
         retry_at = now + self.retry_backoff_ms
         where = f"{batch.tp.topic}-{batch.tp.partition}"
+        repeated = batch.last_error is not None and batch.last_error.startswith(f"{error.name}:")
         batch.last_error = f"{error.name}: {message}"
+        batch.maybe_written |= error in _MAYBE_WRITTEN
         if not error.retriable:
-            self._finish(batch, error=ProducerError(error, f"{where}: {message}"))
+            self._finish(batch, error=ProducerError(error, f"{where}: {message}", maybe_written=batch.maybe_written))
         elif batch.attempts >= self.retries:
-            self._finish(batch, error=ProducerError(error, f"{where}: {message} (after {batch.attempts} retries)"))
+            self._finish(batch, error=ProducerError(error, f"{where}: {message} (after {batch.attempts} retries)",
+                                                    maybe_written=batch.maybe_written))
         elif retry_at - batch.created_ms >= self._accumulator.delivery_timeout_ms:
             self._finish(batch, error=self._expired(batch, now))
         else:
-            log.debug("retrying %r after %s: %s", batch, error.name, message)
+            # As Kafka's producer logs each retry (a WARN line): here once per batch and error, not every backoff.
+            log.log(logging.DEBUG if repeated else logging.WARNING, "%s: retrying %d record(s) after %s: %s",
+                    where, batch.record_count, error.name, message)
             self._accumulator.reenqueue(batch, retry_at)
             self._request_refresh()
 
@@ -436,6 +456,7 @@ class Producer(AsyncClosing):
             ErrorCode.REQUEST_TIMED_OUT,
             f"expiring {batch.record_count} record(s) for {batch.tp.topic}-{batch.tp.partition}: "
             f"{now - batch.created_ms:.0f} ms has passed since batch creation{last_error}",
+            maybe_written=batch.maybe_written,
         )
 
     def _finish(self, batch: ProducerBatch, *, error: ProducerError | None = None) -> None:

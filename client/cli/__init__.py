@@ -10,6 +10,7 @@ from client.cli.consume import consume_command, record_json
 from client.cli.dump_log import dump_log
 from client.cli.produce import produce_command, split_key
 from client.cli.topic import describe_json, describe_lines, topic_group
+from client.cli.verify import verify_command
 
 __all__ = ["describe_json", "describe_lines", "main", "record_json", "split_key"]
 
@@ -19,5 +20,6 @@ def main() -> None:
     """minikafka: Kafka's replication layer, on one machine."""
 
 
-for command in (broker_command, cluster_group, topic_group, produce_command, consume_command, dump_log):
+for command in (broker_command, cluster_group, topic_group, produce_command, consume_command, dump_log,
+                verify_command):
     main.add_command(command)

@@ -34,6 +34,7 @@ OFFSET_CHECKPOINTS = (REPLICATION_OFFSET_CHECKPOINT, RECOVERY_POINT_CHECKPOINT, 
 SKIPPED_TOPICS = ("__cluster_metadata",)
 _PARTITION_DIR = re.compile(r"(?P<topic>.+)-(?P<partition>0|[1-9][0-9]*)")
 _SEGMENT_FILE = re.compile(r"(?P<base>[0-9]{20})\.(?P<suffix>log|index|timeindex)")
+_NUMBERED_FILE = re.compile(r"[0-9]{20}\..+")
 #: Files of a log directory's root that the verifier knows and does not need (beyond the checkpoints).
 _KNOWN_ROOT_FILES = {CLEAN_SHUTDOWN_MARKER, META_PROPERTIES, "cleaner-offset-checkpoint", ".lock", "state-change.log",
                      *OFFSET_CHECKPOINTS}
@@ -185,8 +186,8 @@ def _read_partition_dir(log_dir: LogDir, path: Path, layout: Layout, ignored: Co
             elif segment["suffix"] == "index":
                 indexes.add(base)
         elif entry.name != LEADER_EPOCH_CHECKPOINT:
-            suffix = entry.suffix or entry.name
-            ignored[f"{suffix} file in partition directories"] += 1
+            kind = entry.suffix if _NUMBERED_FILE.fullmatch(entry.name) else entry.name
+            ignored[f"{kind} file in partition directories"] += 1
     segments = tuple(
         Segment(base, str(file), file.stat().st_size, str(file.with_suffix(".index")) if base in indexes else None)
         for base, file in sorted(logs.items()))

@@ -41,6 +41,7 @@ def verify_command(log_dirs: tuple[Path, ...], directory: Path, history_file: Pa
     (running or stopped). Exit status 0 when consistent, 1 when a violation is found, 2 for bad usage or
     unreadable input. Progress goes to stderr."""
     from verifier import HistoryError, LayoutError, verify
+    from verifier.session import under_spark_submit
 
     if not log_dirs:
         try:
@@ -49,7 +50,9 @@ def verify_command(log_dirs: tuple[Path, ...], directory: Path, history_file: Pa
             _fail(f"no LOG_DIR given, and {e}")
         log_dirs = tuple(Path(broker.log_dir) for broker in cluster.brokers)
     try:
-        report = verify(list(log_dirs), history_file, master, output=output, progress=_progress)
+        # spark-submit merges the application's stderr into its stdout: there, --json prints the object alone.
+        quiet = as_json and under_spark_submit()
+        report = verify(list(log_dirs), history_file, master, output=output, progress=None if quiet else _progress)
     except (LayoutError, HistoryError) as e:
         _fail(str(e))
     if as_json:

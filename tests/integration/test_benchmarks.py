@@ -1,6 +1,6 @@
 """Short runs of the benchmarks behind `make bench-log`, `make bench-produce`, `make bench-failover` and
-`make bench-kafka`, as a user runs them (`python -m bench.NAME`), so that they keep working. What they measure is not
-asserted: only that each run completes and reports every figure."""
+`make bench-kafka` and `make bench-verify`, as a user runs them (`python -m bench.NAME`), so that they keep working.
+What they measure is not asserted: only that each run completes and reports every figure."""
 
 from __future__ import annotations
 
@@ -81,3 +81,16 @@ def test_the_kafka_client_benchmark_reports_both_clients(tmp_path: Path, zookeep
         assert match, line
         assert all(float(value.replace(",", "")) > 0 for value in match.groups()), line  # records moved
     assert list(tmp_path.iterdir()) == []
+
+
+def test_the_verify_benchmark_reports_start_up_read_and_verify_rates(tmp_path: Path, zookeeper_installed: None):
+    out = run_bench("verify_bench", "--size-mb", "3", "--runs", "1", "--dir", str(tmp_path), timeout=300)
+    lines = out.splitlines()
+    assert re.fullmatch(rf"data: 3 brokers, 3 partitions x RF 3, {NUMBER} MB in \d+ segment files \(written in "
+                        rf"{NUMBER} s\)", lines[0]), lines[0]
+    rates = rf"read ({NUMBER}) MB/s, verify ({NUMBER}) MB/s, ratio ({NUMBER})"
+    median = rf"median of 1 runs: start-up ({NUMBER}) s; cold {rates}; warm {rates}"
+    match = re.fullmatch(median, lines[-1])
+    assert match, lines[-1]
+    assert float(match.group(1)) > 0 and float(match.group(2).replace(",", "")) > 0
+    assert list(tmp_path.iterdir()) == []  # the cluster and its data are removed

@@ -43,7 +43,7 @@ def run_job(spark: SparkSession, layout: Layout, history: History | None = None,
         found = checks.violations(batches, summary, checks.epoch_table(spark, layout)).unionByName(tails).collect()
         violations = [Violation(**row.asDict()) for row in found if row["kind"] != _TORN]
         torn = [_torn_tail(row) for row in found if row["kind"] == _TORN]
-        violations += [Violation(f.kind, f.topic, f.partition, f.broker, f.offset, f.detail) for f in layout.findings]
+        violations += layout.findings
         notes = list(layout.notes)
         history_counts = None
         if history is not None:

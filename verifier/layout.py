@@ -5,7 +5,7 @@ layout and minikafka's are the same; whatever the verifier does not know (KRaft'
 state ``.snapshot`` files, ``partition.metadata``, directories being deleted ...) is skipped with a note.
 
 A directory that is not a log directory (no meta.properties with a broker.id or node.id) is a LayoutError: bad
-input, not a finding. A checkpoint file that cannot be parsed is a finding (kind ``checkpoint``).
+input, not a finding. A checkpoint file that cannot be parsed is a finding (a Violation of kind ``checkpoint``).
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from broker.log.checkpoint import (
     TopicPartition,
     read_meta_properties,
 )
+from verifier.report import Violation
 
 OFFSET_CHECKPOINTS = (REPLICATION_OFFSET_CHECKPOINT, RECOVERY_POINT_CHECKPOINT, LOG_START_OFFSET_CHECKPOINT)
 #: Topics whose logs are not record logs of this kind (KRaft's metadata log).
@@ -89,23 +90,11 @@ class LogDir:
     checkpoints: dict[str, dict[TopicPartition, int]]
 
 
-@dataclass(frozen=True, slots=True)
-class Finding:
-    """A violation the layout already shows (an unreadable checkpoint file, a missing epoch checkpoint)."""
-
-    kind: str
-    topic: str | None
-    partition: int | None
-    broker: int | None
-    offset: int | None
-    detail: str
-
-
 @dataclass
 class Layout:
     log_dirs: list[LogDir] = field(default_factory=list)
     replicas: list[Replica] = field(default_factory=list)
-    findings: list[Finding] = field(default_factory=list)
+    findings: list[Violation] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -162,7 +151,7 @@ def _read_log_dir(index: int, path: Path, layout: Layout) -> LogDir:
         try:
             checkpoints[name] = OffsetCheckpointFile(file).read()
         except (CheckpointError, OSError) as e:
-            layout.findings.append(Finding("checkpoint", None, None, broker, None, f"{file} cannot be read: {e}"))
+            layout.findings.append(Violation("checkpoint", None, None, broker, None, f"{file} cannot be read: {e}"))
     return LogDir(index, str(path), broker, checkpoints)
 
 
@@ -207,12 +196,12 @@ def _read_epochs(log_dir: LogDir, tp: TopicPartition, file: Path, has_segments: 
                  layout: Layout) -> tuple[tuple[int, int], ...] | None:
     if not file.exists():
         if has_segments:
-            layout.findings.append(Finding("epoch-cache", tp.topic, tp.partition, log_dir.broker, None,
+            layout.findings.append(Violation("epoch-cache", tp.topic, tp.partition, log_dir.broker, None,
                                            f"{file} is missing"))
         return None
     try:
         return tuple((e.epoch, e.start_offset) for e in LeaderEpochCheckpointFile(file).read())
     except (CheckpointError, OSError) as e:
-        layout.findings.append(Finding("epoch-cache", tp.topic, tp.partition, log_dir.broker, None,
+        layout.findings.append(Violation("epoch-cache", tp.topic, tp.partition, log_dir.broker, None,
                                        f"{file} cannot be read: {e}"))
         return None

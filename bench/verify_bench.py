@@ -3,9 +3,9 @@
 It starts a cluster (ZooKeeper and 3 brokers on 127.0.0.1, in a temporary directory), creates a topic (3
 partitions, replication factor 3, 128 MiB segments, so large segments are read as several byte ranges) and
 produces ``--size-mb`` MB of segment data in all (a third on each broker: 1000-byte values, acks=all), then stops
-the cluster. Each run then:
+the cluster. It starts a Spark session on local[*] and reports how long that took (start-up, excluded from the
+rest). Each run then:
 
-- starts a Spark session on local[*] and reports how long that took (start-up, excluded from the rest);
 - cold: drops the segment files from the page cache (fsync, then posix_fadvise DONTNEED: these files only),
   reads them all sequentially once (1 MiB reads, nothing else), drops them again and verifies them;
 - warm: reads them again, then verifies them again, both from the page cache;
@@ -43,7 +43,6 @@ TOPIC = "verify-bench"
 
 @dataclass(frozen=True)
 class Run:
-    startup_s: float
     cold_read_s: float
     cold_verify_s: float
     warm_read_s: float
@@ -98,34 +97,27 @@ def timed_verify(log_dirs: list[Path], spark: object) -> float:
     return seconds
 
 
-def one_run(log_dirs: list[Path], files: list[Path]) -> Run:
-    from verifier.session import get_session
-
-    spark, startup_s = get_session()
-    try:
-        drop_from_cache(files)
-        cold_read = plain_read(files)
-        drop_from_cache(files)
-        cold_verify = timed_verify(log_dirs, spark)
-        warm_read = plain_read(files)
-        warm_verify = timed_verify(log_dirs, spark)
-    finally:
-        spark.stop()  # type: ignore[attr-defined]
-    return Run(startup_s, cold_read, cold_verify, warm_read, warm_verify)
+def one_run(log_dirs: list[Path], files: list[Path], spark: object) -> Run:
+    drop_from_cache(files)
+    cold_read = plain_read(files)
+    drop_from_cache(files)
+    cold_verify = timed_verify(log_dirs, spark)
+    warm_read = plain_read(files)
+    warm_verify = timed_verify(log_dirs, spark)
+    return Run(cold_read, cold_verify, warm_read, warm_verify)
 
 
 def figures(run: Run, size_mb: float) -> dict[str, float]:
-    """A run's figures: start-up seconds, and per cache state the MB/s of the read and of the verification and
-    their ratio (taken within the run)."""
-    return {"startup": run.startup_s,
-            "cold_read": size_mb / run.cold_read_s, "cold_verify": size_mb / run.cold_verify_s,
+    """A run's figures: per cache state, the MB/s of the read and of the verification and their ratio (taken within
+    the run)."""
+    return {"cold_read": size_mb / run.cold_read_s, "cold_verify": size_mb / run.cold_verify_s,
             "cold_ratio": run.cold_read_s / run.cold_verify_s,
             "warm_read": size_mb / run.warm_read_s, "warm_verify": size_mb / run.warm_verify_s,
             "warm_ratio": run.warm_read_s / run.warm_verify_s}
 
 
 def _line(name: str, f: dict[str, float]) -> str:
-    return (f"{name}: start-up {f['startup']:.1f} s; cold read {f['cold_read']:,.0f} MB/s, verify "
+    return (f"{name}: cold read {f['cold_read']:,.0f} MB/s, verify "
             f"{f['cold_verify']:,.1f} MB/s, ratio {f['cold_ratio']:.2f}; warm read {f['warm_read']:,.0f} MB/s, "
             f"verify {f['warm_verify']:,.1f} MB/s, ratio {f['warm_ratio']:.2f}")
 
@@ -150,10 +142,17 @@ def main() -> None:
         size_mb = sum(p.stat().st_size for p in files) / 1e6
         print(f"data: {BROKERS} brokers, {PARTITIONS} partitions x RF {BROKERS}, {size_mb:,.0f} MB in {len(files)} "
               f"segment files (written in {time.perf_counter() - started:.0f} s)", flush=True)
+        from verifier.session import get_session
+
+        spark, startup_s = get_session()
+        print(f"Spark session start-up (local[*]): {startup_s:.1f} s", flush=True)
         runs = []
-        for number in range(1, args.runs + 1):
-            runs.append(figures(one_run(log_dirs, files), size_mb))
-            print(_line(f"run {number}", runs[-1]), flush=True)
+        try:
+            for number in range(1, args.runs + 1):
+                runs.append(figures(one_run(log_dirs, files, spark), size_mb))
+                print(_line(f"run {number}", runs[-1]), flush=True)
+        finally:
+            spark.stop()
         print(_line(f"median of {args.runs} runs", {key: statistics.median(r[key] for r in runs) for key in runs[0]}))
     finally:
         shutil.rmtree(root, ignore_errors=True)

@@ -70,8 +70,8 @@ def replica_summary(batches: DataFrame, replicas: DataFrame) -> DataFrame:
 def violations(batches: DataFrame, summary: DataFrame, epochs: DataFrame) -> DataFrame:
     """Every violation the tables show, unordered (VIOLATION_COLUMNS)."""
     return reduce(DataFrame.unionByName, [
-        _integrity(batches), _continuity(batches), _segment_names(batches, summary), _agreement(batches, summary),
-        _epoch_cache(batches, summary, epochs), _checkpoints(summary)])
+        _batch_checks(batches), _unreadable(batches), _replica_checks(summary), _agreement(batches, summary),
+        _epoch_cache(batches, summary, epochs)])
 
 
 def torn_tails(batches: DataFrame) -> DataFrame:
@@ -79,10 +79,20 @@ def torn_tails(batches: DataFrame) -> DataFrame:
                                                           F.col("size").alias("bytes"), "detail")
 
 
-def _violation(frame: DataFrame, kind: str, offset: Column | None, detail: Column) -> DataFrame:
-    return frame.select(F.lit(kind).alias("kind"), "topic", "partition", "broker",
-                        (offset if offset is not None else F.lit(None)).cast("long").alias("offset"),
-                        detail.alias("detail"))
+Check = tuple[Column, str, Column | None, Column]  # (condition, kind, offset, detail)
+
+
+def _flagged(frame: DataFrame, checks: list[Check]) -> DataFrame:
+    """The violations of every row of `frame` for each check whose condition holds: one pass over the rows."""
+    candidates = F.array(*[
+        F.when(condition, F.struct(F.lit(kind).alias("kind"),
+                                   (offset if offset is not None else F.lit(None)).cast("long").alias("offset"),
+                                   detail.alias("detail")))
+        for condition, kind, offset, detail in checks])
+    return (frame.select("topic", "partition", "broker", F.explode(candidates).alias("v"))
+            .filter(F.col("v").isNotNull())
+            .select(F.col("v.kind").alias("kind"), "topic", "partition", "broker", F.col("v.offset").alias("offset"),
+                    F.col("v.detail").alias("detail")))
 
 
 def _place() -> Column:
@@ -90,50 +100,59 @@ def _place() -> Column:
     return F.format_string("%020d.log position %d", "segment", "position")
 
 
-def _integrity(batches: DataFrame) -> DataFrame:
-    """Check 1: every batch whole, magic 2, its CRC32C valid."""
-    bad_crc = _violation(batches.filter(F.col("status") == CRC), "crc", F.col("base_offset"), F.format_string(
-        "%s: the batch of offsets %d..%d: %s", _place(), "base_offset", "last_offset", "detail"))
-    unreadable = _violation(batches.filter(F.col("status") == UNREADABLE), "crc", None, F.format_string(
-        "%s: not a batch (%s); the %d bytes from there to the end of the range are not read", _place(), "detail",
-        "size"))
-    return bad_crc.unionByName(unreadable)
-
-
-def _continuity(batches: DataFrame) -> DataFrame:
-    """Check 1: offsets contiguous within and between batches and segments, leader epochs never decreasing."""
+def _batch_checks(batches: DataFrame) -> DataFrame:
+    """Check 1 on the whole batches, in file order per replica: the CRC32C valid, offsets contiguous within and
+    between batches and segments, leader epochs never decreasing, each segment named after its first batch."""
     order = Window.partitionBy("replica_id").orderBy("segment", "position")
     rows = (readable(batches)
             .withColumn("prev_last", F.lag("last_offset").over(order))
             .withColumn("prev_epoch", F.lag("leader_epoch").over(order)))
-    gap = _violation(rows.filter(F.col("base_offset") > F.col("prev_last") + 1), "offset-gap",
-                     F.col("prev_last") + 1, F.format_string(
-                         "offsets %d..%d are missing: the batch before ends at %d, the next (%s) starts at %d",
-                         F.col("prev_last") + 1, F.col("base_offset") - 1, "prev_last", _place(), "base_offset"))
-    overlap = _violation(rows.filter(F.col("base_offset") <= F.col("prev_last")), "offset-gap", F.col("base_offset"),
-                         F.format_string("the batch at %s starts at offset %d, within the batch before it (which "
-                                         "ends at %d)", _place(), "base_offset", "prev_last"))
-    backwards = _violation(rows.filter(F.col("last_offset") < F.col("base_offset")), "offset-gap",
-                           F.col("base_offset"), F.format_string("the batch at %s ends (%d) before it starts (%d)",
-                                                                 _place(), "last_offset", "base_offset"))
-    epoch_down = _violation(rows.filter(F.col("leader_epoch") < F.col("prev_epoch")), "epoch-cache",
-                            F.col("base_offset"), F.format_string(
-                                "the partition leader epoch goes down from %d to %d at %s", "prev_epoch",
-                                "leader_epoch", _place()))
-    return reduce(DataFrame.unionByName, [gap, overlap, backwards, epoch_down])
+    base, last, prev_last = F.col("base_offset"), F.col("last_offset"), F.col("prev_last")
+    return _flagged(rows, [
+        (F.col("status") == CRC, "crc", base, F.format_string(
+            "%s: the batch of offsets %d..%d: %s", _place(), "base_offset", "last_offset", "detail")),
+        (base > prev_last + 1, "offset-gap", prev_last + 1, F.format_string(
+            "offsets %d..%d are missing: the batch before ends at %d, the next (%s) starts at %d", prev_last + 1,
+            base - 1, "prev_last", _place(), "base_offset")),
+        (base <= prev_last, "offset-gap", base, F.format_string(
+            "the batch at %s starts at offset %d, within the batch before it (which ends at %d)", _place(),
+            "base_offset", "prev_last")),
+        (last < base, "offset-gap", base, F.format_string(
+            "the batch at %s ends (%d) before it starts (%d)", _place(), "last_offset", "base_offset")),
+        (F.col("leader_epoch") < F.col("prev_epoch"), "epoch-cache", base, F.format_string(
+            "the partition leader epoch goes down from %d to %d at %s", "prev_epoch", "leader_epoch", _place())),
+        ((F.col("position") == 0) & (base != F.col("segment")), "offset-gap", F.col("segment"), F.format_string(
+            "segment %020d.log starts with offset %d", "segment", "base_offset")),
+    ])
 
 
-def _segment_names(batches: DataFrame, summary: DataFrame) -> DataFrame:
-    """Check 1: a segment's name is its first batch's base offset; the active segment is not named past the
-    batches."""
-    first = readable(batches).filter(F.col("position") == 0)
-    misnamed = _violation(first.filter(F.col("base_offset") != F.col("segment")), "offset-gap", F.col("segment"),
-                          F.format_string("segment %020d.log starts with offset %d", "segment", "base_offset"))
-    beyond = _violation(summary.filter(F.col("last_segment") > F.col("batch_end")), "offset-gap", F.col("batch_end"),
-                        F.format_string("offsets %d..%d are missing: the batches end at %d, the last segment is "
-                                        "named %020d", "batch_end", F.col("last_segment") - 1, "batch_end",
-                                        "last_segment"))
-    return misnamed.unionByName(beyond)
+def _unreadable(batches: DataFrame) -> DataFrame:
+    """Check 1: bytes where a batch should be that are not one (a bad length or magic, a batch cut short)."""
+    return _flagged(batches.filter(F.col("status") == UNREADABLE), [(F.lit(True), "crc", None, F.format_string(
+        "%s: not a batch (%s); the %d bytes from there to the end of the range are not read", _place(), "detail",
+        "size"))])
+
+
+def _replica_checks(summary: DataFrame) -> DataFrame:
+    """Check 4 (log start <= HW <= LEO, recovery point <= LEO, an entry in the HW and recovery-point checkpoints for
+    every partition directory) and check 1's last segment not named past the batches."""
+    hw, rp = F.col("hw_checkpoint"), F.col("recovery_point")
+    return _flagged(summary, [
+        (hw.isNull(), "checkpoint", None, F.when(F.col("hw_file"), F.lit("no entry in replication-offset-checkpoint"))
+         .otherwise(F.lit("no replication-offset-checkpoint in its log directory"))),
+        (rp.isNull(), "checkpoint", None, F.when(F.col("recovery_file"), F.lit(
+            "no entry in recovery-point-offset-checkpoint")).otherwise(F.lit(
+                "no recovery-point-offset-checkpoint in its log directory"))),
+        (hw < F.col("log_start"), "checkpoint", hw, F.format_string(
+            "high watermark %d is below the log start offset %d", "hw_checkpoint", "log_start")),
+        (hw > F.col("leo"), "checkpoint", hw, F.format_string(
+            "high watermark %d is above the log end offset %d", "hw_checkpoint", "leo")),
+        (rp > F.col("leo"), "checkpoint", rp, F.format_string(
+            "recovery point %d is above the log end offset %d", "recovery_point", "leo")),
+        (F.col("last_segment") > F.col("batch_end"), "offset-gap", F.col("batch_end"), F.format_string(
+            "offsets %d..%d are missing: the batches end at %d, the last segment is named %020d", "batch_end",
+            F.col("last_segment") - 1, "batch_end", "last_segment")),
+    ])
 
 
 def _agreement(batches: DataFrame, summary: DataFrame) -> DataFrame:
@@ -163,10 +182,10 @@ def _agreement(batches: DataFrame, summary: DataFrame) -> DataFrame:
     first = both.filter(~same).groupBy("rid_a", "rid_b").agg(F.min(F.struct(
         "base_offset", "a_leader_epoch", "a_crc", "b_leader_epoch", "b_crc")).alias("m"))
     found = first.join(pairs, ["rid_a", "rid_b"]).withColumn("broker", F.col("broker_b"))
-    return _violation(found, "divergence", F.col("m.base_offset"), F.format_string(
+    return _flagged(found, [(F.lit(True), "divergence", F.col("m.base_offset"), F.format_string(
         "brokers %d and %d differ at offset %d, below both high watermarks (min %d): broker %d has %s, broker %d "
         "has %s", "broker_a", "broker_b", "m.base_offset", "limit", "broker_a",
-        _batch_text("m.a_leader_epoch", "m.a_crc"), "broker_b", _batch_text("m.b_leader_epoch", "m.b_crc")))
+        _batch_text("m.a_leader_epoch", "m.a_crc"), "broker_b", _batch_text("m.b_leader_epoch", "m.b_crc")))])
 
 
 def _batch_text(epoch: str, crc: str) -> Column:
@@ -182,52 +201,32 @@ def _epoch_cache(batches: DataFrame, summary: DataFrame, epochs: DataFrame) -> D
     entries = (epochs.withColumn("prev_epoch", F.lag("epoch").over(order))
                .withColumn("prev_start", F.lag("start_offset").over(order))
                .join(replica, "replica_id"))
-    unordered = _violation(
-        entries.filter((F.col("epoch") <= F.col("prev_epoch")) | (F.col("start_offset") <= F.col("prev_start"))),
+    unordered = _flagged(entries, [(
+        (F.col("epoch") <= F.col("prev_epoch")) | (F.col("start_offset") <= F.col("prev_start")),
         "epoch-cache", F.col("start_offset"), F.format_string(
             "leader-epoch-checkpoint entry %d (epoch %d at %d) does not follow the one before (epoch %d at %d)",
-            F.col("entry") + 1, "epoch", "start_offset", "prev_epoch", "prev_start"))
+            F.col("entry") + 1, "epoch", "start_offset", "prev_epoch", "prev_start"))])
     by_epoch = readable(batches).groupBy("replica_id", "leader_epoch").agg(
         F.min("base_offset").alias("epoch_first"))
     matched = entries.join(by_epoch, (entries.replica_id == by_epoch.replica_id)
                            & (entries.epoch == by_epoch.leader_epoch), "left").drop(by_epoch.replica_id)
     in_log = (F.col("start_offset") >= F.coalesce("first_offset", "leo")) & (F.col("start_offset") < F.col("leo"))
-    wrong_start = _violation(
-        matched.filter(in_log & ~F.col("epoch_first").eqNullSafe(F.col("start_offset"))), "epoch-cache",
-        F.col("start_offset"), F.when(F.col("epoch_first").isNull(), F.format_string(
+    starts = _flagged(matched, [
+        (in_log & F.col("epoch_first").isNull(), "epoch-cache", F.col("start_offset"), F.format_string(
             "leader-epoch-checkpoint says epoch %d starts at %d, but no batch has that epoch", "epoch",
-            "start_offset")).otherwise(F.format_string(
-                "leader-epoch-checkpoint says epoch %d starts at %d, but its first batch starts at %d", "epoch",
-                "start_offset", "epoch_first")))
-    early = _violation(
-        matched.filter((F.col("start_offset") >= F.col("leo")) & F.col("epoch_first").isNotNull()), "epoch-cache",
-        F.col("epoch_first"), F.format_string(
-            "leader-epoch-checkpoint says epoch %d starts at %d (at or past the log end %d), but a batch of that "
-            "epoch starts at %d", "epoch", "start_offset", "leo", "epoch_first"))
+            "start_offset")),
+        (in_log & (F.col("epoch_first") != F.col("start_offset")), "epoch-cache", F.col("start_offset"),
+         F.format_string("leader-epoch-checkpoint says epoch %d starts at %d, but its first batch starts at %d",
+                         "epoch", "start_offset", "epoch_first")),
+        ((F.col("start_offset") >= F.col("leo")) & F.col("epoch_first").isNotNull(), "epoch-cache",
+         F.col("epoch_first"), F.format_string(
+             "leader-epoch-checkpoint says epoch %d starts at %d (at or past the log end %d), but a batch of that "
+             "epoch starts at %d", "epoch", "start_offset", "leo", "epoch_first")),
+    ])
     known = epochs.select("replica_id", F.col("epoch").alias("leader_epoch"))
     lacking = (by_epoch.join(known, ["replica_id", "leader_epoch"], "left_anti")
                .join(replica.filter("has_epochs"), "replica_id"))
-    unknown = _violation(lacking, "epoch-cache", F.col("epoch_first"), F.format_string(
+    unknown = _flagged(lacking, [(F.lit(True), "epoch-cache", F.col("epoch_first"), F.format_string(
         "batches of leader epoch %d (the first at offset %d) but leader-epoch-checkpoint has no entry for it",
-        "leader_epoch", "epoch_first"))
-    return reduce(DataFrame.unionByName, [unordered, wrong_start, early, unknown])
-
-
-def _checkpoints(summary: DataFrame) -> DataFrame:
-    """Check 4: log start <= HW <= LEO, recovery point <= LEO, and an entry for every partition directory in the
-    HW and recovery-point checkpoints."""
-    hw, rp = F.col("hw_checkpoint"), F.col("recovery_point")
-    checks = [
-        (hw.isNull(), None, F.when(F.col("hw_file"), F.lit("no entry in replication-offset-checkpoint"))
-         .otherwise(F.lit("no replication-offset-checkpoint in its log directory"))),
-        (rp.isNull(), None, F.when(F.col("recovery_file"), F.lit("no entry in recovery-point-offset-checkpoint"))
-         .otherwise(F.lit("no recovery-point-offset-checkpoint in its log directory"))),
-        (hw < F.col("log_start"), hw, F.format_string("high watermark %d is below the log start offset %d",
-                                                      "hw_checkpoint", "log_start")),
-        (hw > F.col("leo"), hw, F.format_string("high watermark %d is above the log end offset %d", "hw_checkpoint",
-                                                "leo")),
-        (rp > F.col("leo"), rp, F.format_string("recovery point %d is above the log end offset %d",
-                                                "recovery_point", "leo")),
-    ]
-    return reduce(DataFrame.unionByName, [_violation(summary.filter(condition), "checkpoint", offset, detail)
-                                          for condition, offset, detail in checks])
+        "leader_epoch", "epoch_first"))])
+    return reduce(DataFrame.unionByName, [unordered, starts, unknown])

@@ -47,7 +47,7 @@ class KafkaBroker:
 
 
 def kafka_available() -> bool:
-    return (KAFKA_LIBS / ".ready").exists()
+    return (KAFKA_LIBS / ".pom-digest").exists()
 
 
 @contextmanager

@@ -1,4 +1,4 @@
-"""Short runs of the benchmarks behind `make bench-log`, `make bench-produce`, `make bench-failover` and
+"""Short runs of the benchmarks behind `make bench-log`, `make bench-produce`, `make bench-failover`,
 `make bench-kafka` and `make bench-verify`, as a user runs them (`python -m bench.NAME`), so that they keep working.
 What they measure is not asserted: only that each run completes and reports every figure."""
 

@@ -95,6 +95,9 @@ class BrokerConfig:
     default_replication_factor: int = 1
     num_partitions: int = 1
     replication_truncation_mode: str = "leader-epoch"
+    #: source.address: the local address every connection this broker opens (fetchers, controller channel,
+    #: ZooKeeper) is bound to, so that each link between two members is identifiable; None: the kernel chooses.
+    source_address: str | None = None
     network: NetworkConfig = field(default_factory=NetworkConfig)
     log: LogConfig = field(default_factory=LogConfig)
     #: Every property as given (server.properties and overrides), for DescribeConfigs.
@@ -178,6 +181,7 @@ class BrokerConfig:
             default_replication_factor=reader.integer("default.replication.factor", 1),
             num_partitions=reader.integer("num.partitions", 1),
             replication_truncation_mode=mode,
+            source_address=reader.text("source.address", "").strip() or None,
             network=network,
             log=log_config,
             properties=dict(props),

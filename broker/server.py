@@ -46,7 +46,8 @@ class BrokerServer:
         self.config = config
         self.log_manager = LogManager(config.log_dirs, config.broker_id, config.log, clock=wall_clock_ms)
         self.zk = ZkClient(config.zookeeper_connect, chroot=config.zookeeper_chroot,
-                           session_timeout_ms=config.zookeeper_session_timeout_ms)
+                           session_timeout_ms=config.zookeeper_session_timeout_ms,
+                           source_address=config.source_address)
         self.zk_state = BrokerZkState(self.zk)
         self.replica_manager = ReplicaManager(config, self.log_manager, self.zk_state.topic_config,
                                               self.zk_state.write_isr, wall_clock_ms)
@@ -69,11 +70,13 @@ class BrokerServer:
 
     def _fetcher_connection(self, host: str, port: int) -> BrokerConnection:
         return BrokerConnection(host, port, client_id=f"broker-{self.config.broker_id}-fetcher",
-                                request_timeout_ms=self.config.replica_socket_timeout_ms)
+                                request_timeout_ms=self.config.replica_socket_timeout_ms,
+                                local_address=self.config.source_address)
 
     def _controller_connection(self, host: str, port: int) -> BrokerConnection:
         return BrokerConnection(host, port, client_id=f"controller-{self.config.broker_id}",
-                                request_timeout_ms=self.config.controller_socket_timeout_ms)
+                                request_timeout_ms=self.config.controller_socket_timeout_ms,
+                                local_address=self.config.source_address)
 
     async def start(self) -> None:
         """Recover the logs, serve, register in ZooKeeper and start the controller."""

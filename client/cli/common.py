@@ -19,6 +19,7 @@ from client.cluster import DEFAULT_DIR, ClusterError, load_cluster
 from client.connection import KafkaConnectionError
 from client.consumer import ConsumerError
 from client.metadata import parse_bootstrap_servers
+from client.netsplit import NetsplitError
 from client.producer import ProducerError
 from protocol.errors import KafkaError
 
@@ -26,7 +27,8 @@ T = TypeVar("T")
 
 # A mistyped topic name should fail in seconds, not after the library's minute.
 CLI_MAX_BLOCK_MS = 10000
-_CLIENT_ERRORS = (ClusterError, AdminError, ProducerError, ConsumerError, KafkaConnectionError, KafkaError)
+_CLIENT_ERRORS = (ClusterError, NetsplitError, AdminError, ProducerError, ConsumerError, KafkaConnectionError,
+                  KafkaError)
 
 
 def run(coro: Coroutine[Any, Any, T]) -> T:

@@ -428,7 +428,8 @@ async def wait_until_ready(brokers: list[BrokerProcess], expected: set[int], tim
 # ----------------------------------------------------------------------------------------- commands
 
 
-def _any_running(state: ClusterState) -> bool:
+def any_running(state: ClusterState) -> bool:
+    """True if ZooKeeper or any broker of the cluster still runs."""
     return any(broker_running(b) for b in state.brokers) or zookeeper_running(state.zookeeper)
 
 
@@ -448,7 +449,7 @@ async def cluster_up(
         raise ClusterError(f"a cluster has 1 to {MAX_BROKERS} brokers, not {brokers}")
     directory = directory.resolve()
     previous = load_cluster(directory) if (directory / CLUSTER_FILE).exists() else None
-    if previous is not None and _any_running(previous):
+    if previous is not None and any_running(previous):
         raise ClusterError(f"a cluster is already running in {directory}; run `minikafka cluster down` first")
     block = choose_block(block_of(previous) if previous is not None else None)
     directory.mkdir(parents=True, exist_ok=True)
@@ -529,6 +530,7 @@ async def start_broker(directory: Path, broker_id: int, *, timeout_s: float = 60
 def partition_cluster(directory: Path, side_a: str, side_b: str, *, one_way: bool = False) -> netsplit.Cut:
     """Drop every packet between two sides of the cluster (only from A to B if one_way). A side is a
     comma-separated list of broker ids and/or "zk"."""
+    netsplit.require_nft()
     state = load_cluster(directory)
     cut = netsplit.make_cut(side_a, side_b, state.addresses, one_way=one_way)
     netsplit.apply_cut(state.addresses, cut)
@@ -537,6 +539,7 @@ def partition_cluster(directory: Path, side_a: str, side_b: str, *, one_way: boo
 
 def heal_cluster(directory: Path) -> list[netsplit.Cut]:
     """Remove every cut of the cluster; returns those that were in force."""
+    netsplit.require_nft()
     state = load_cluster(directory)
     netsplit.check_addresses(state.addresses)
     return netsplit.heal(state.addresses)

@@ -141,15 +141,24 @@ def cuts_in_listing(listing: Mapping[str, object]) -> list[Cut]:
 # ----------------------------------------------------------------------------------------- nft
 
 
-def _nft(*args: str, script: str | None = None) -> subprocess.CompletedProcess[str]:
+def _nft_path() -> str | None:
+    return shutil.which("nft") or next((p for p in ("/usr/sbin/nft", "/sbin/nft") if os.access(p, os.X_OK)), None)
+
+
+def require_nft() -> str:
+    """The nft executable; NetsplitError unless this process is root and nft is installed."""
     if os.geteuid() != 0:
         raise NetsplitError("network partitions are nftables rules, which only root can change or list: run "
                             "this command as root (e.g. with sudo); nothing was changed")
-    nft = shutil.which("nft") or next((p for p in ("/usr/sbin/nft", "/sbin/nft") if os.access(p, os.X_OK)), None)
+    nft = _nft_path()
     if nft is None:
         raise NetsplitError("nft is not installed (Debian's nftables package; `make setup` installs it); "
                             "nothing was changed")
-    return subprocess.run([nft, *args], input=script, capture_output=True, text=True, timeout=30)
+    return nft
+
+
+def _nft(*args: str, script: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([require_nft(), *args], input=script, capture_output=True, text=True, timeout=30)
 
 
 def _missing_table(result: subprocess.CompletedProcess[str]) -> bool:
@@ -185,4 +194,4 @@ def heal(addresses: Mapping[str, str]) -> list[Cut]:
 
 def can_change_rules() -> bool:
     """True if this process may run nft (root, and nft installed)."""
-    return os.geteuid() == 0 and (shutil.which("nft") is not None or os.access("/usr/sbin/nft", os.X_OK))
+    return os.geteuid() == 0 and _nft_path() is not None

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from client.cli.broker import broker_command
+from client.cli.chaos import chaos_group
 from client.cli.cluster import cluster_group
 from client.cli.consume import consume_command, record_json
 from client.cli.dump_log import dump_log
@@ -21,5 +22,5 @@ def main() -> None:
 
 
 for command in (broker_command, cluster_group, topic_group, produce_command, consume_command, dump_log,
-                verify_command):
+                verify_command, chaos_group):
     main.add_command(command)

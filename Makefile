@@ -40,5 +40,11 @@ bench-kafka: venv
 bench-verify: venv
 	$(BIN)/python -m bench.verify_bench --runs 3
 
+# Ten minutes of faults on a 3-broker cluster, ending in the verifier's verdict (root: partitions are nftables
+# rules). CHAOS_SEED=N replays a run; the summary is in minikafka-chaos/chaos-summary.json.
+CHAOS_SEED ?= $(shell od -An -N2 -tu2 /dev/urandom | tr -d ' ')
+chaos: venv
+	$(BIN)/minikafka chaos run --dir minikafka-chaos --duration 600 --seed $(CHAOS_SEED)
+
 clean:
 	rm -rf .venv .pytest_cache .ruff_cache .hypothesis

@@ -3,7 +3,7 @@
 PYTHON ?= python3
 BIN := .venv/bin
 
-.PHONY: setup venv lock test lint bench-log bench-produce bench-failover bench-kafka bench-verify sim-long clean
+.PHONY: setup venv lock test lint bench-log bench-produce bench-failover bench-kafka bench-verify sim-long chaos clean
 
 setup:
 	@PYTHON=$(PYTHON) tools/setup.sh

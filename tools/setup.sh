@@ -7,6 +7,7 @@
 #   zookeeper   ZooKeeper's jar from Debian (libzookeeper-java), without the desktop JRE of the `zookeeper` package
 #   test-tools  kcat (a stock Kafka client the tests drive) and Maven (to fetch Kafka's jars)
 #   kafka       Apache Kafka 3.9.1's jars from tools/kafka/pom.xml in build/kafka/libs, an oracle for the tests
+#   nftables    nft, for network partitions between a cluster's members (which need root too)
 #   containers  podman, runc, netavark, aardvark-dns, catatonit, mmdebstrap; then tools/containers.sh prepares the
 #               base image, the images' dependency layers and the fresh-machine caches (as root on Debian/Ubuntu;
 #               elsewhere it says what is missing, and the container tests skip: with CI=true it fails instead)
@@ -18,6 +19,7 @@ VENV=.venv
 LOCK=requirements/dev.lock
 STAMP=$VENV/.installed
 ZOOKEEPER_JAR=/usr/share/java/zookeeper.jar
+NFT=/usr/sbin/nft
 # shellcheck source=tools/common.sh
 . tools/common.sh
 
@@ -130,6 +132,16 @@ step_kafka() {
   kafka_works || fail "kafka: the jars are in $KAFKA_LIBS, but 'java -cp \"$KAFKA_LIBS/*\" kafka.Kafka --version' fails"
 }
 
+nftables_works() { "$NFT" --version >/dev/null 2>&1; }
+
+step_nftables() {
+  if nftables_works; then say "nftables: ok ($("$NFT" --version))"; return; fi
+  can_apt || fail "nftables: $NFT is missing: install Debian's nftables as root (network partitions need root too)"
+  say "nftables: installing nftables"
+  apt_install nftables
+  nftables_works || fail "nftables: nftables is installed but '$NFT --version' does not run"
+}
+
 # Without the container tools the container tests skip, except on CI, where they must run.
 containers_missing() {
   if [ "${CI:-}" = true ]; then fail "containers: $* (CI=true: the container tests must run)"; fi
@@ -157,10 +169,10 @@ step_containers() {
 }
 
 steps=("$@")
-[ ${#steps[@]} -gt 0 ] || steps=(python java zookeeper test-tools kafka containers)
+[ ${#steps[@]} -gt 0 ] || steps=(python java zookeeper test-tools kafka nftables containers)
 for step in "${steps[@]}"; do
   case $step in
-    python | java | zookeeper | test-tools | kafka | containers) "step_${step/-/_}" ;;
-    *) fail "unknown step $step (python, java, zookeeper, test-tools, kafka, containers)" ;;
+    python | java | zookeeper | test-tools | kafka | nftables | containers) "step_${step/-/_}" ;;
+    *) fail "unknown step $step (python, java, zookeeper, test-tools, kafka, nftables, containers)" ;;
   esac
 done

@@ -95,17 +95,17 @@ class Nemesis:
         await asyncio.sleep(self.timeouts.gap_s(plan.gap))  # the schedule's quiet time
 
     async def _kill(self, plan: FaultPlan) -> None:
-        broker_id = self._broker(plan.target)
-        hold = self.timeouts.hold_s(plan.hold)
-        self._say(plan, f"kill -9 broker {broker_id}, restart after {hold:.1f} s")
-        kill_broker(self.directory, broker_id, "KILL")
-        await asyncio.sleep(hold)  # the fault's duration
+        await self._signal_and_hold(plan, "KILL", "kill -9 broker {id}, restart after {hold:.1f} s")
 
     async def _pause(self, plan: FaultPlan) -> None:
+        await self._signal_and_hold(plan, "STOP", "SIGSTOP broker {id} for {hold:.1f} s")
+
+    async def _signal_and_hold(self, plan: FaultPlan, signal_name: str, what: str) -> None:
+        """Signal the plan's broker and hold; healing continues or restarts it."""
         broker_id = self._broker(plan.target)
         hold = self.timeouts.hold_s(plan.hold)
-        self._say(plan, f"SIGSTOP broker {broker_id} for {hold:.1f} s")
-        kill_broker(self.directory, broker_id, "STOP")
+        self._say(plan, what.format(id=broker_id, hold=hold))
+        kill_broker(self.directory, broker_id, signal_name)
         await asyncio.sleep(hold)  # the fault's duration
 
     async def _shutdown(self, plan: FaultPlan) -> None:

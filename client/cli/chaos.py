@@ -56,6 +56,9 @@ def chaos_run_command(directory: Path, duration: float, seed: int | None, faults
     except ChaosError as e:
         click.echo(f"Error: {e}", err=True)
         sys.exit(2)
+    except click.ClickException as e:  # the cluster failed under it: nothing was judged
+        click.echo(f"Error: {e.format_message()}", err=True)
+        sys.exit(2)
     click.echo(json.dumps(summary) if as_json else describe_summary(summary))
     if not summary["passed"]:
         click.echo(f"replay: {summary['replay']}", err=True)

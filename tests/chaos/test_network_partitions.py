@@ -30,15 +30,15 @@ from broker.log.checkpoint import LEADER_EPOCH_CHECKPOINT
 from client.chaos.history import HistoryWriter
 from client.chaos.verdict import verify_log_dirs
 from client.chaos.workload import HistoryProducers
-from client.cluster import ClusterState, load_cluster
+from client.cluster import ClusterState
 from client.producer import Producer
 from controller import zkdata
 from controller.zk import ZkClient
-from controller.zkserver import zookeeper_available
 from protocol.errors import ErrorCode
 from protocol.messages import ControlledShutdownRequest, ControlledShutdownResponse, CreatableTopic, CreateTopicsRequest
 from tests.chaos.test_failover import (
     Load,
+    _cluster_fixture,
     agreed_controller,
     check_no_loss,
     create_topic,
@@ -71,17 +71,7 @@ TIMEOUTS = {
 WAIT_S = 30.0
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClusterState]:
-    if not zookeeper_available():
-        pytest.fail("ZooKeeper (or java) is not installed: run make setup")
-    directory = tmp_path_factory.mktemp("partitions")
-    options = [item for key, value in TIMEOUTS.items() for item in ("--config", f"{key}={value}")]
-    cli("cluster", "up", "--brokers", "3", "--dir", str(directory), *options)
-    try:
-        yield load_cluster(directory)
-    finally:
-        cli("cluster", "down", "--dir", str(directory), check=False)
+cluster = _cluster_fixture("module", TIMEOUTS)
 
 
 @pytest_asyncio.fixture(loop_scope="function")
@@ -187,18 +177,26 @@ def history(tmp_path: Path) -> Iterator[HistoryWriter]:
     writer.close()
 
 
+async def _topic_under_load(cluster: ClusterState, topic: str, configs: dict[str, str],
+                            history: HistoryWriter) -> tuple[list[int], HistoryProducers, asyncio.Task]:
+    """A one-partition topic on [leader, follower, controller] (the leader is not the controller) and an acks=all
+    load on it that writes `history`; returns the replicas, the load and its task."""
+    controller = await agreed_controller(cluster)
+    leader_id, first_id = [b.id for b in cluster.brokers if b.id != controller]
+    replicas = [leader_id, first_id, controller]
+    await create_topic(cluster, topic, {0: replicas}, configs)
+    load = HistoryProducers(cluster.bootstrap_servers, topic, 1, history, label=topic, count=1, rate=200)
+    return replicas, load, asyncio.create_task(load.run())
+
+
 async def test_an_isolated_leader_acknowledges_nothing_and_truncates_after_a_new_leader_is_elected(
     healthy: ClusterState, history: HistoryWriter
 ):
     cluster = healthy
     topic = "isolated-leader"
-    controller = await agreed_controller(cluster)
-    leader_id, first_id = [b.id for b in cluster.brokers if b.id != controller]
-    replicas = [leader_id, first_id, controller]
-    await create_topic(cluster, topic, {0: replicas}, {"min.insync.replicas": "2",
-                                                       "unclean.leader.election.enable": "false"})
-    load = HistoryProducers(cluster.bootstrap_servers, topic, 1, history, label="isolated", count=1, rate=200)
-    task = asyncio.create_task(load.run())
+    replicas, load, task = await _topic_under_load(
+        cluster, topic, {"min.insync.replicas": "2", "unclean.leader.election.enable": "false"}, history)
+    leader_id, first_id, controller = replicas
     refused: list[ErrorCode] = []
     try:
         async with zk_observer(cluster) as zk:
@@ -250,13 +248,9 @@ async def test_with_min_insync_1_and_unclean_election_the_isolated_leader_acks_a
 ):
     cluster = healthy
     topic = "isolated-leader-unsafe"
-    controller = await agreed_controller(cluster)
-    leader_id, first_id = [b.id for b in cluster.brokers if b.id != controller]
-    replicas = [leader_id, first_id, controller]
-    await create_topic(cluster, topic, {0: replicas}, {"min.insync.replicas": "1",
-                                                       "unclean.leader.election.enable": "true"})
-    load = HistoryProducers(cluster.bootstrap_servers, topic, 1, history, label="unsafe", count=1, rate=200)
-    task = asyncio.create_task(load.run())
+    replicas, load, task = await _topic_under_load(
+        cluster, topic, {"min.insync.replicas": "1", "unclean.leader.election.enable": "true"}, history)
+    leader_id, first_id, controller = replicas
     try:
         async with zk_observer(cluster) as zk:
             before = await zk_state(zk, topic, 0)

@@ -64,8 +64,9 @@ CHAOS_CONFIG: dict[str, str] = {
 }
 _READ_TIMEOUT_S = 60.0
 
-#: Runs the replica verifier over broker log directories with a history; returns its JSON report.
-Verifier = Callable[[list[Path], Path], Mapping[str, Any]]
+#: Runs the replica verifier over broker log directories with a history (telling its progress); returns its JSON
+#: report.
+Verifier = Callable[[list[Path], Path, Callable[[str], None]], Mapping[str, Any]]
 
 
 class ChaosError(RuntimeError):
@@ -140,7 +141,8 @@ async def run_chaos(options: ChaosOptions, verify: Verifier) -> dict[str, Any]:
         progress("cluster stopped")
     log_dirs = [Path(b.log_dir) for b in state.brokers]
     progress(f"verifying {len(log_dirs)} log directories with the history")
-    report = dict(await asyncio.to_thread(verify, log_dirs, directory / HISTORY_FILE))
+    report = dict(await asyncio.to_thread(verify, log_dirs, directory / HISTORY_FILE,
+                                          lambda message: progress(f"verifier: {message}")))
     summary["verify"] = report
     summary["passed"] = summary["lost"] == 0 and summary["divergences"] == 0 and bool(report.get("consistent"))
     summary["replay"] = options.replay_command()

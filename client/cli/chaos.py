@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import random
 import sys
 from pathlib import Path
@@ -48,6 +49,7 @@ def chaos_run_command(directory: Path, duration: float, seed: int | None, faults
 
     Needs root (partitions are nftables rules). Exit status 0 when nothing acknowledged was lost and nothing
     diverged, 1 otherwise (the command that replays the run is printed), 2 when the soak could not run."""
+    logging.getLogger("client.producer").setLevel(logging.ERROR)  # retries during faults are expected
     options = ChaosOptions(directory=directory, duration_s=duration,
                            seed=random.SystemRandom().randrange(1 << 31) if seed is None else seed,
                            faults=faults, brokers=brokers, overrides=overrides)

@@ -31,6 +31,10 @@ class NetsplitError(RuntimeError):
     """A cut could not be made, listed or healed; the message says why. Nothing was changed."""
 
 
+class NoPermissionError(NetsplitError):
+    """This process may not change nftables rules (not root, or root without CAP_NET_ADMIN, as in a container)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Cut:
     """Packets from every member of `side_a` to every member of `side_b` are dropped (and back, unless
@@ -148,8 +152,8 @@ def _nft_path() -> str | None:
 def require_nft() -> str:
     """The nft executable; NetsplitError unless this process is root and nft is installed."""
     if os.geteuid() != 0:
-        raise NetsplitError("network partitions are nftables rules, which only root can change or list: run "
-                            "this command as root (e.g. with sudo); nothing was changed")
+        raise NoPermissionError("network partitions are nftables rules, which only root can change or list: run "
+                                "this command as root (e.g. with sudo); nothing was changed")
     nft = _nft_path()
     if nft is None:
         raise NetsplitError("nft is not installed (Debian's nftables package; `make setup` installs it); "
@@ -158,7 +162,11 @@ def require_nft() -> str:
 
 
 def _nft(*args: str, script: str | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([require_nft(), *args], input=script, capture_output=True, text=True, timeout=30)
+    result = subprocess.run([require_nft(), *args], input=script, capture_output=True, text=True, timeout=30)
+    if result.returncode != 0 and "Operation not permitted" in result.stderr:
+        raise NoPermissionError("this root may not change nftables rules (no CAP_NET_ADMIN: a container?); "
+                                "nothing was changed")
+    return result
 
 
 def _missing_table(result: subprocess.CompletedProcess[str]) -> bool:

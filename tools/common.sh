@@ -9,6 +9,7 @@ ZOOKEEPER_PACKAGE=libzookeeper-java
 TEST_TOOL_PACKAGES=(kcat maven)  # kcat: a stock Kafka client the tests drive; maven: fetches Kafka's jars
 KAFKA_POM=tools/kafka/pom.xml
 KAFKA_LIBS=build/kafka/libs
+NFTABLES_PACKAGE=nftables  # nft, for network partitions between a cluster's members
 CONTAINER_PACKAGES=(podman runc netavark aardvark-dns catatonit iptables mmdebstrap)  # netavark 1.4 drives iptables
 
 LOGS=build/setup

@@ -136,10 +136,10 @@ nftables_works() { "$NFT" --version >/dev/null 2>&1; }
 
 step_nftables() {
   if nftables_works; then say "nftables: ok ($("$NFT" --version))"; return; fi
-  can_apt || fail "nftables: $NFT is missing: install Debian's nftables as root (network partitions need root too)"
-  say "nftables: installing nftables"
-  apt_install nftables
-  nftables_works || fail "nftables: nftables is installed but '$NFT --version' does not run"
+  can_apt || fail "nftables: $NFT is missing: install Debian's $NFTABLES_PACKAGE as root (network partitions need root too)"
+  say "nftables: installing $NFTABLES_PACKAGE"
+  apt_install "$NFTABLES_PACKAGE"
+  nftables_works || fail "nftables: $NFTABLES_PACKAGE is installed but '$NFT --version' does not run"
 }
 
 # Without the container tools the container tests skip, except on CI, where they must run.

@@ -30,7 +30,6 @@ from typing import Any
 
 from client import netsplit
 from client.admin import Admin, NewTopic
-from client.chaos.history import HistoryWriter
 from client.chaos.nemesis import Nemesis, Timeouts
 from client.chaos.schedule import FAULT_KINDS, schedule
 from client.chaos.workload import CheckingConsumer, HistoryProducers, ReadRecord
@@ -44,6 +43,7 @@ from client.cluster import (
     load_cluster,
 )
 from client.consumer import Consumer
+from client.history import HistoryWriter
 from controller.zk import ZkClient
 
 TOPIC = "chaos"

@@ -12,13 +12,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from client.accumulator import FutureRecordMetadata
-from client.chaos.history import HistoryWriter
 from client.consumer import Consumer, ConsumerError, OffsetOutOfRangeError
+from client.history import FAILED, OK, UNKNOWN, HistoryWriter, Outcome, outcome_of
 from client.producer import Producer, ProducerError
-from protocol.errors import ErrorCode
 
 #: Errors after which a record may or may not have been written: no answer came.
-_NO_ANSWER = (ErrorCode.REQUEST_TIMED_OUT, ErrorCode.NETWORK_EXCEPTION)
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,7 +103,8 @@ class HistoryProducers:
                     future = await producer.send(self.topic, value.encode(), key=key.encode(), partition=partition)
                 except ProducerError as e:  # never sent: the record is not in any log
                     self.stats.failed += 1
-                    self.history.write(self.topic, partition, key, value, "failed", error=str(e))
+                    self.history.write(Outcome(self.topic, partition, None, key.encode(), value.encode(), FAILED,
+                                               str(e)))
                     continue
                 pending[partition].add(future)
                 future.add_done_callback(
@@ -123,19 +122,16 @@ class HistoryProducers:
                 pending: set[FutureRecordMetadata], settled: asyncio.Event) -> None:
         pending.discard(future)
         settled.set()
-        error = future.exception()
-        if error is None:
-            offset = future.result().offset
-            self.stats.acked.append(Acked(partition, offset, key, value))
+        outcome = outcome_of(self.topic, key.encode(), value.encode(), future)
+        self.history.write(outcome)
+        if outcome.status == OK:
+            assert outcome.offset is not None
+            self.stats.acked.append(Acked(partition, outcome.offset, key, value))
             self.stats.ack_times[partition].append(time.monotonic())
-            self.history.write(self.topic, partition, key, value, "ok", offset=offset)
-            return
-        no_answer = isinstance(error, ProducerError) and error.code in _NO_ANSWER
-        if no_answer:
+        elif outcome.status == UNKNOWN:
             self.stats.unknown += 1
         else:
             self.stats.failed += 1
-        self.history.write(self.topic, partition, key, value, "unknown" if no_answer else "failed", error=str(error))
 
 
 @dataclass(frozen=True, slots=True)

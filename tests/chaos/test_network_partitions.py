@@ -26,7 +26,6 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 from pyspark.sql import SparkSession
-from verifier.session import verifier_session
 
 import verifier
 from broker.log.checkpoint import (
@@ -36,9 +35,9 @@ from broker.log.checkpoint import (
     OffsetCheckpointFile,
     TopicPartition,
 )
-from client.chaos.history import HistoryWriter
 from client.chaos.workload import HistoryProducers
 from client.cluster import ClusterState
+from client.history import HistoryWriter
 from client.producer import Producer
 from controller import zkdata
 from controller.zk import ZkClient
@@ -120,13 +119,6 @@ async def registration(zk: ZkClient, broker_id: int) -> int | None:
     """The broker epoch (czxid) of the broker's registration, None while it is not registered."""
     stat = await zk.exists(zkdata.broker_path(broker_id))
     return stat.czxid if stat is not None else None
-
-
-@pytest.fixture(scope="module")
-def spark() -> Iterator[SparkSession]:
-    """One Spark session for the module's verifications (starting one takes seconds)."""
-    with verifier_session() as session:
-        yield session
 
 
 async def verify(cluster: ClusterState, topic: str, end: int, history: Path, spark: SparkSession) -> dict:

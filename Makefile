@@ -3,7 +3,7 @@
 PYTHON ?= python3
 BIN := .venv/bin
 
-.PHONY: setup venv lock test lint bench-log bench-produce bench-failover sim-long clean
+.PHONY: setup venv lock test lint bench-log bench-produce bench-failover bench-kafka bench-verify sim-long chaos clean
 
 setup:
 	@PYTHON=$(PYTHON) tools/setup.sh
@@ -33,6 +33,18 @@ bench-produce: venv
 
 bench-failover: venv
 	$(BIN)/python -m bench.failover_bench --runs 5
+
+bench-kafka: venv
+	$(BIN)/python -m bench.kafka_client_bench --runs 3
+
+bench-verify: venv
+	$(BIN)/python -m bench.verify_bench --runs 3
+
+# Ten minutes of faults on a 3-broker cluster, ending in the verifier's verdict (root: partitions are nftables
+# rules). CHAOS_SEED=N replays a run; the summary is in minikafka-chaos/chaos-summary.json.
+CHAOS_SEED ?= $(shell od -An -N2 -tu2 /dev/urandom | tr -d ' ')
+chaos: venv
+	$(BIN)/minikafka chaos run --dir minikafka-chaos --duration 600 --seed $(CHAOS_SEED)
 
 clean:
 	rm -rf .venv .pytest_cache .ruff_cache .hypothesis

@@ -41,7 +41,7 @@ from typing import Any
 import uvloop
 
 from client.admin import Admin, NewTopic
-from client.cluster import cluster_down, cluster_up
+from client.cluster import ClusterState, cluster_down, cluster_up
 from client.consumer import Consumer
 from client.producer import Producer
 
@@ -223,14 +223,14 @@ def describe(figures: dict[str, float]) -> Iterator[str]:
 
 
 @asynccontextmanager
-async def local_cluster(parent: Path | None) -> AsyncIterator[str]:
-    """Start ZooKeeper and 3 brokers in a temporary directory (under `parent`); yield the bootstrap address;
-    stop them and remove the directory after."""
-    directory = Path(tempfile.mkdtemp(prefix="minikafka-produce-bench-", dir=parent))
+async def local_cluster(parent: Path | None, overrides: dict[str, str] | None = None) -> AsyncIterator[ClusterState]:
+    """Start ZooKeeper and 3 brokers in a temporary directory (under `parent`), with `overrides` in their
+    server.properties; yield the cluster; stop it and remove the directory after."""
+    directory = Path(tempfile.mkdtemp(prefix="minikafka-bench-", dir=parent))
     try:
-        state = await cluster_up(directory, brokers=BROKERS)
+        state = await cluster_up(directory, brokers=BROKERS, overrides=overrides)
         try:
-            yield state.bootstrap_servers
+            yield state
         finally:
             await cluster_down(directory)
     finally:
@@ -253,9 +253,9 @@ async def run(args: argparse.Namespace) -> None:
     if args.bootstrap_server:
         results = await runs(args.bootstrap_server)
     else:
-        async with local_cluster(args.dir) as bootstrap:
-            print(f"started a local cluster of {BROKERS} brokers at {bootstrap}", flush=True)
-            results = await runs(bootstrap)
+        async with local_cluster(args.dir) as state:
+            print(f"started a local cluster of {BROKERS} brokers at {state.bootstrap_servers}", flush=True)
+            results = await runs(state.bootstrap_servers)
     all_figures = [r.figures() for r in results]
     median = {name: statistics.median(f[name] for f in all_figures) for name in all_figures[0]}
     print(f"median of {len(results)} runs ({PARTITIONS} partitions, RF {REPLICATION_FACTOR}, "

@@ -7,13 +7,16 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
+from broker.config_description import broker_config_entries, topic_config_entries
+from broker.log.config import LogConfigError
 from broker.metadata_cache import MetadataCache
-from broker.network import NO_RESPONSE, NoResponse, Request, Response
+from broker.network import CLOSE_CONNECTION, NO_RESPONSE, NoResponse, Request, Response
 from broker.replication.replica_manager import ReplicaManager
 from protocol.errors import ErrorCode
 from protocol.messages import (
     ApiVersionsRequest,
     ApiVersionsResponse,
+    ConfigResourceType,
     ControlledShutdownRequest,
     ControlledShutdownResponse,
     CreatableTopicResult,
@@ -23,12 +26,18 @@ from protocol.messages import (
     CreateTopicsResponse,
     DeleteTopicsRequest,
     DeleteTopicsResponse,
+    DescribeConfigsRequest,
+    DescribeConfigsResource,
+    DescribeConfigsResponse,
+    DescribeConfigsResult,
     DescribeReplicasRequest,
     DescribeReplicasResponse,
     ElectLeadersRequest,
     ElectLeadersResponse,
     FetchRequest,
     FollowerState,
+    InitProducerIdRequest,
+    InitProducerIdResponse,
     LeaderAndIsrRequest,
     ListOffsetsRequest,
     MetadataRequest,
@@ -67,18 +76,34 @@ class ControllerApi(Protocol):
     async def elect_leaders(self, request: ElectLeadersRequest) -> ElectLeadersResponse: ...
 
 
+class BrokerZkApi(Protocol):
+    """The broker's own ZooKeeper work the handlers use."""
+
+    async def topic_config(self, topic: str) -> dict[str, str]: ...
+
+
+class ProducerIdSource(Protocol):
+    """Where InitProducerId gets its ids."""
+
+    async def generate_producer_id(self) -> int: ...
+
+
 class KafkaApis:
     """Dispatches each decoded request to its handler; every handler answers, none raises."""
 
     def __init__(self, broker_id: int, replica_manager: ReplicaManager, metadata_cache: MetadataCache,
-                 controller: ControllerApi) -> None:
+                 controller: ControllerApi, zk_state: BrokerZkApi, producer_ids: ProducerIdSource) -> None:
         self.broker_id = broker_id
         self.replica_manager = replica_manager
         self.metadata_cache = metadata_cache
         self.controller = controller
+        self.zk_state = zk_state
+        self.producer_ids = producer_ids
         self._handlers: dict[type, Callable[[Any], Awaitable[Handled]]] = {
             ApiVersionsRequest: self.handle_api_versions,
             CreateTopicsRequest: self.handle_create_topics,
+            DescribeConfigsRequest: self.handle_describe_configs,
+            InitProducerIdRequest: self.handle_init_producer_id,
             ProduceRequest: self.handle_produce,
             FetchRequest: self.handle_fetch,
             ListOffsetsRequest: self.handle_list_offsets,
@@ -116,6 +141,42 @@ class KafkaApis:
                 for t in body.topics]))
         return Response(await self.controller.create_topics(body))
 
+    async def handle_describe_configs(self, body: DescribeConfigsRequest) -> Handled:
+        return Response(DescribeConfigsResponse(results=[await self._describe_configs(resource, body.include_synonyms)
+                                                         for resource in body.resources]))
+
+    async def _describe_configs(self, resource: DescribeConfigsResource,
+                                include_synonyms: bool) -> DescribeConfigsResult:
+        result = DescribeConfigsResult(error_code=ErrorCode.NONE, resource_type=resource.resource_type,
+                                       resource_name=resource.resource_name, configs=[])
+        config = self.replica_manager.config
+        if resource.resource_type == ConfigResourceType.TOPIC:
+            if resource.resource_name not in self.metadata_cache.topics():
+                result.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                result.error_message = f"topic {resource.resource_name} does not exist"
+                return result
+            try:
+                overrides = await self.zk_state.topic_config(resource.resource_name)
+                result.configs = topic_config_entries(config.log, overrides, resource.configuration_keys,
+                                                      include_synonyms)
+            except LogConfigError as e:
+                result.error_code, result.error_message = ErrorCode.INVALID_CONFIG, str(e)
+        elif resource.resource_type == ConfigResourceType.BROKER and resource.resource_name in ("",
+                                                                                             str(self.broker_id)):
+            result.configs = broker_config_entries(config.properties, resource.configuration_keys)
+        else:
+            result.error_code = ErrorCode.INVALID_REQUEST
+            result.error_message = (f"broker {self.broker_id} cannot describe resource type {resource.resource_type} "
+                                    f"named {resource.resource_name!r}")
+        return result
+
+    async def handle_init_producer_id(self, body: InitProducerIdRequest) -> Handled:
+        if body.transactional_id is not None:
+            return Response(InitProducerIdResponse(error_code=ErrorCode.INVALID_REQUEST,
+                                                   error_message="transactions are not supported"))
+        producer_id = await self.producer_ids.generate_producer_id()
+        return Response(InitProducerIdResponse(error_code=ErrorCode.NONE, producer_id=producer_id, producer_epoch=0))
+
     async def handle_produce(self, body: ProduceRequest) -> Handled:
         if body.acks not in VALID_ACKS:
             return Response(ProduceResponse(topics=[Topic(name=t.name, partitions=[
@@ -124,7 +185,9 @@ class KafkaApis:
                 for p in t.partitions]) for t in body.topics]))
         result = self.replica_manager.append_records(body)
         if body.acks == 0:
-            return NO_RESPONSE
+            assert isinstance(result, ProduceResponse)
+            failed = any(p.error_code != ErrorCode.NONE for t in result.topics for p in t.partitions)
+            return CLOSE_CONNECTION if failed else NO_RESPONSE
         return _respond(result)
 
     async def handle_fetch(self, body: FetchRequest) -> Handled:

@@ -97,8 +97,13 @@ class BrokerConfig:
     default_replication_factor: int = 1
     num_partitions: int = 1
     replication_truncation_mode: str = "leader-epoch"
+    #: source.address: the local address every connection this broker opens (fetchers, controller channel,
+    #: ZooKeeper) is bound to, so that each link between two members is identifiable; None: the kernel chooses.
+    source_address: str | None = None
     network: NetworkConfig = field(default_factory=NetworkConfig)
     log: LogConfig = field(default_factory=LogConfig)
+    #: Every property as given (server.properties and overrides), for DescribeConfigs.
+    properties: Mapping[str, str] = field(default_factory=dict)
 
     @classmethod
     def from_file(cls, path: Path, overrides: Iterable[str] = (), environ: Mapping[str, str] | None = None
@@ -180,8 +185,10 @@ class BrokerConfig:
             default_replication_factor=reader.integer("default.replication.factor", 1),
             num_partitions=reader.integer("num.partitions", 1),
             replication_truncation_mode=mode,
+            source_address=reader.text("source.address", "").strip() or None,
             network=network,
             log=log_config,
+            properties=dict(props),
         )
         if config.leader_imbalance_check_interval_seconds < 1:
             raise ConfigError("leader.imbalance.check.interval.seconds must be at least 1, got "

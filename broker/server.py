@@ -24,6 +24,7 @@ from broker.log.log import wall_clock_ms
 from broker.log.manager import LogManager
 from broker.metadata_cache import MetadataCache
 from broker.network import SocketServer
+from broker.producer_ids import ProducerIdManager
 from broker.replication.fetcher import ReplicaFetcherManager
 from broker.replication.replica_manager import ReplicaManager
 from broker.state_change import install_state_change_file
@@ -45,7 +46,8 @@ class BrokerServer:
         self.config = config
         self.log_manager = LogManager(config.log_dirs, config.broker_id, config.log, clock=wall_clock_ms)
         self.zk = ZkClient(config.zookeeper_connect, chroot=config.zookeeper_chroot,
-                           session_timeout_ms=config.zookeeper_session_timeout_ms)
+                           session_timeout_ms=config.zookeeper_session_timeout_ms,
+                           source_address=config.source_address)
         self.zk_state = BrokerZkState(self.zk)
         self.replica_manager = ReplicaManager(config, self.log_manager, self.zk_state.topic_config,
                                               self.zk_state.write_isr, wall_clock_ms)
@@ -63,7 +65,9 @@ class BrokerServer:
                                               config.leader_imbalance_check_interval_seconds),
                                           leader_imbalance_per_broker_percentage=(
                                               config.leader_imbalance_per_broker_percentage))
-        self.apis = KafkaApis(config.broker_id, self.replica_manager, self.metadata_cache, self.controller)
+        self.producer_ids = ProducerIdManager(self.zk, config.broker_id)
+        self.apis = KafkaApis(config.broker_id, self.replica_manager, self.metadata_cache, self.controller,
+                              self.zk_state, self.producer_ids)
         self.socket_server = SocketServer(config.network, self.apis.handle)
         self.endpoints: tuple[EndPoint, ...] = ()  # what this broker registered, once started
         self.host, self.port = "", -1  # its inter-broker endpoint, once started
@@ -72,11 +76,13 @@ class BrokerServer:
 
     def _fetcher_connection(self, host: str, port: int) -> BrokerConnection:
         return BrokerConnection(host, port, client_id=f"broker-{self.config.broker_id}-fetcher",
-                                request_timeout_ms=self.config.replica_socket_timeout_ms)
+                                request_timeout_ms=self.config.replica_socket_timeout_ms,
+                                local_address=self.config.source_address)
 
     def _controller_connection(self, host: str, port: int) -> BrokerConnection:
         return BrokerConnection(host, port, client_id=f"controller-{self.config.broker_id}",
-                                request_timeout_ms=self.config.controller_socket_timeout_ms)
+                                request_timeout_ms=self.config.controller_socket_timeout_ms,
+                                local_address=self.config.source_address)
 
     async def start(self) -> None:
         """Recover the logs, serve, register in ZooKeeper and start the controller."""

@@ -99,10 +99,12 @@ class ProducerBatch:
         self.retry_at_ms = created_ms
         self.attempts = 0
         self.last_error: str | None = None  # why the last attempt failed, for the message if the batch expires
+        self.maybe_written = False  # an attempt failed so that the records may have been written all the same
         self.sealed = False
         self.estimated_size = HEADER_SIZE
         self._builder = BatchBuilder()
         self._records: bytes | None = None
+        self.producer_id = -1  # set for an idempotent producer when the batch is first drained
         #: Set when the batch is completed: the offset of its first record (-1 for acks=0) and the broker's
         #: LogAppendTime (-1 for CreateTime); or when it failed: the error.
         self.base_offset = -1
@@ -131,6 +133,17 @@ class ProducerBatch:
         offset_delta = self._builder.append(value, key, headers, timestamp)
         self.estimated_size += estimate
         return new_named_tuple(FutureRecordMetadata, (self, offset_delta, timestamp))
+
+    @property
+    def built(self) -> bool:
+        """True once the batch bytes exist (they never change after)."""
+        return self._records is not None
+
+    def set_producer(self, producer_id: int, producer_epoch: int, base_sequence: int) -> None:
+        """Stamp an idempotent producer's id, epoch and first sequence number (before the batch is built)."""
+        assert self._records is None, "the batch is built already"
+        self.producer_id = producer_id
+        self._builder.set_producer(producer_id, producer_epoch, base_sequence)
 
     def records(self) -> bytes:
         """The batch bytes (built once; the batch is sealed from then on)."""
@@ -163,8 +176,12 @@ class RecordAccumulator:
     Batches waiting longer than delivery_timeout_ms since creation expire.
     """
 
-    def __init__(self, *, batch_size: int, linger_ms: float, delivery_timeout_ms: float) -> None:
+    def __init__(self, *, batch_size: int, linger_ms: float, delivery_timeout_ms: float,
+                 sequencer: Callable[[ProducerBatch], None] | None = None) -> None:
         self.batch_size = batch_size
+        #: Called with each batch when it is drained for the first time, before it is built (an idempotent
+        #: producer's sequence numbers are given then, in send order).
+        self._sequencer = sequencer
         self.linger_ms = linger_ms
         self.delivery_timeout_ms = delivery_timeout_ms
         self.buffered_bytes = 0
@@ -234,6 +251,8 @@ class RecordAccumulator:
         for tp in tps:
             queue = self._queues[tp]
             batch = queue[0]
+            if self._sequencer is not None and not batch.built:
+                self._sequencer(batch)
             batch_size = len(batch.records())
             if drained and size + batch_size > max_request_size:
                 break

@@ -1,8 +1,12 @@
-"""A local cluster described in a directory: one ZooKeeper and N broker processes on 127.0.0.1.
+"""A local cluster described in a directory: one ZooKeeper and N broker processes on loopback.
+
+Each member has its own loopback address in a 127.A.B.0/24 block of the cluster's own (ZooKeeper 127.A.B.1,
+broker N 127.A.B.(N+1)), and brokers bind every connection they open to theirs (`source.address`), so that a
+link between two members can be cut (client/netsplit.py). Clients connect from 127.0.0.1 and are never cut.
 
 Layout of the directory::
 
-    cluster.json                 what runs: ZooKeeper's port and pid, each broker's id, address, pid and paths
+    cluster.json                 what runs: ZooKeeper's address and pid, each broker's id, address, pid and paths
     zookeeper/                   ZooKeeper's data directory and zookeeper.log
     broker-<id>/server.properties
     broker-<id>/server.log       the broker's output
@@ -18,6 +22,7 @@ import asyncio
 import contextlib
 import json
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -28,6 +33,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from client import netsplit
 from client.connection import BrokerConnection, KafkaConnectionError
 from controller.zkserver import MAIN_CLASS, ZooKeeperError, ZooKeeperServer, stop_pid
 from protocol.errors import KafkaError
@@ -37,6 +43,8 @@ CLUSTER_FILE = "cluster.json"
 DEFAULT_DIR = Path("minikafka-data")
 CHROOT = "/minikafka"
 HOST = "127.0.0.1"
+#: The largest broker id `cluster up` starts: broker N is at 127.A.B.(N+1).
+MAX_BROKERS = 253
 SIGNALS = {"KILL": signal.SIGKILL, "TERM": signal.SIGTERM, "STOP": signal.SIGSTOP, "CONT": signal.SIGCONT}
 _PROJECT_ROOT = Path(__file__).resolve().parents[1]
 _POLL_S = 0.1
@@ -54,10 +62,11 @@ class ZooKeeperProcess:
     port: int
     pid: int
     data_dir: str
+    host: str = HOST
 
     @property
     def connect(self) -> str:
-        return f"{HOST}:{self.port}"
+        return f"{self.host}:{self.port}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +109,11 @@ class ClusterState:
         known = ", ".join(str(b.id) for b in self.brokers)
         raise ClusterError(f"no broker {broker_id} in {self.directory / CLUSTER_FILE} (brokers: {known})")
 
+    @property
+    def addresses(self) -> dict[str, str]:
+        """Each member's address: "zk" and the broker ids (as strings), as `cluster partition` names them."""
+        return {netsplit.ZOOKEEPER_MEMBER: self.zookeeper.host} | {str(b.id): b.host for b in self.brokers}
+
     def with_broker(self, broker: BrokerProcess) -> ClusterState:
         brokers = tuple(broker if b.id == broker.id else b for b in self.brokers)
         return ClusterState(self.directory, self.zookeeper, brokers, self.chroot)
@@ -116,7 +130,8 @@ class ClusterState:
         zk = data["zookeeper"]
         return cls(
             directory=directory,
-            zookeeper=ZooKeeperProcess(port=int(zk["port"]), pid=int(zk["pid"]), data_dir=str(zk["data_dir"])),
+            zookeeper=ZooKeeperProcess(port=int(zk["port"]), pid=int(zk["pid"]), data_dir=str(zk["data_dir"]),
+                                       host=str(zk.get("host", HOST))),
             brokers=tuple(
                 BrokerProcess(
                     id=int(b["id"]),
@@ -136,13 +151,15 @@ class ClusterState:
 
 
 def server_properties(
-    broker_id: int, port: int, log_dir: Path, zookeeper_connect: str, overrides: Mapping[str, str] | None = None
+    broker_id: int, port: int, log_dir: Path, zookeeper_connect: str, overrides: Mapping[str, str] | None = None,
+    *, host: str = HOST,
 ) -> str:
-    """A broker's server.properties: id, listener, log.dirs and zookeeper.connect, then the overrides (which
-    replace those keys too)."""
+    """A broker's server.properties: id, listener and source address on `host`, log.dirs and zookeeper.connect,
+    then the overrides (which replace those keys too)."""
     settings = {
         "broker.id": str(broker_id),
-        "listeners": f"PLAINTEXT://{HOST}:{port}",
+        "listeners": f"PLAINTEXT://{host}:{port}",
+        "source.address": host,
         "log.dirs": str(log_dir),
         "zookeeper.connect": zookeeper_connect,
         **(overrides or {}),
@@ -211,13 +228,68 @@ def zookeeper_running(zookeeper: ZooKeeperProcess) -> bool:
     return process_running(zookeeper.pid, MAIN_CLASS)
 
 
-def _free_ports(count: int) -> list[int]:
-    """`count` distinct loopback ports that nothing listens on right now."""
+def _free_ports(hosts: list[str]) -> list[int]:
+    """A port on each of `hosts` that nothing listens on right now."""
     with contextlib.ExitStack() as stack:
-        sockets = [stack.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) for _ in range(count)]
-        for s in sockets:
-            s.bind((HOST, 0))
+        sockets = [stack.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) for _ in hosts]
+        for s, host in zip(sockets, hosts, strict=True):
+            s.bind((host, 0))
         return [s.getsockname()[1] for s in sockets]
+
+
+# ----------------------------------------------------------------------------------------- addresses
+
+
+def member_address(block: tuple[int, int], member: int) -> str:
+    """The address of a member in a block: 0 is ZooKeeper (127.A.B.1), N is broker N (127.A.B.(N+1))."""
+    return f"127.{block[0]}.{block[1]}.{member + 1}"
+
+
+def block_of(state: ClusterState) -> tuple[int, int] | None:
+    """The 127.A.B.0/24 block of a cluster started with an address per member, or None."""
+    _, a, b, _ = state.zookeeper.host.split(".")
+    return (int(a), int(b)) if state.zookeeper.host != HOST else None
+
+
+def _listening_addresses() -> set[str]:
+    """IPv4 addresses that have a listening TCP socket on this machine (from /proc/net/tcp)."""
+    addresses = set()
+    try:
+        lines = Path("/proc/net/tcp").read_text().splitlines()[1:]
+    except OSError:
+        return addresses
+    for line in lines:
+        fields = line.split()
+        if len(fields) > 3 and fields[3] == "0A":  # TCP_LISTEN
+            raw = int(fields[1].split(":")[0], 16)
+            addresses.add(socket.inet_ntoa(raw.to_bytes(4, sys.byteorder)))
+    return addresses
+
+
+def choose_block(previous: tuple[int, int] | None = None) -> tuple[int, int]:
+    """A 127.A.B.0/24 block where nothing listens: the cluster's previous one if it is free, else a random one
+    (A >= 2: 127.0.x.x and 127.1.x.x are left to the rest of the machine)."""
+    busy = {tuple(int(part) for part in address.split(".")[1:3]) for address in _listening_addresses()
+            if address.startswith("127.")}
+    if previous is not None and previous not in busy:
+        return previous
+    chooser = random.SystemRandom()
+    for _ in range(1000):
+        block = (chooser.randint(2, 254), chooser.randint(0, 255))
+        if block not in busy:
+            return block
+    raise ClusterError("no free 127.A.B.0/24 block of loopback addresses")
+
+
+def _heal_if_possible(state: ClusterState) -> list[netsplit.Cut]:
+    """Remove the cluster's network cuts when this process may (root); otherwise there is nothing it could
+    have cut."""
+    if block_of(state) is None or not netsplit.can_change_rules():
+        return []
+    try:
+        return netsplit.heal(state.addresses)
+    except netsplit.NoPermissionError:  # root without CAP_NET_ADMIN (a container): it cannot have cut anything
+        return []
 
 
 _EXEC_WAIT_S = 5.0
@@ -359,7 +431,8 @@ async def wait_until_ready(brokers: list[BrokerProcess], expected: set[int], tim
 # ----------------------------------------------------------------------------------------- commands
 
 
-def _any_running(state: ClusterState) -> bool:
+def any_running(state: ClusterState) -> bool:
+    """True if ZooKeeper or any broker of the cluster still runs."""
     return any(broker_running(b) for b in state.brokers) or zookeeper_running(state.zookeeper)
 
 
@@ -375,29 +448,35 @@ async def cluster_up(
     """Start ZooKeeper and `brokers` brokers (ids 1..N) described in `directory` and wait until every broker
     lists all of them and a controller. Data of an earlier cluster in the directory is kept. On failure,
     everything started is stopped again."""
-    if brokers < 1:
-        raise ClusterError("a cluster needs at least one broker")
+    if not 1 <= brokers <= MAX_BROKERS:
+        raise ClusterError(f"a cluster has 1 to {MAX_BROKERS} brokers, not {brokers}")
     directory = directory.resolve()
-    if (directory / CLUSTER_FILE).exists() and _any_running(load_cluster(directory)):
+    previous = load_cluster(directory) if (directory / CLUSTER_FILE).exists() else None
+    if previous is not None and any_running(previous):
         raise ClusterError(f"a cluster is already running in {directory}; run `minikafka cluster down` first")
+    block = choose_block(block_of(previous) if previous is not None else None)
     directory.mkdir(parents=True, exist_ok=True)
-    zk_server = ZooKeeperServer(directory / "zookeeper", port=zookeeper_port)
+    zk_server = ZooKeeperServer(directory / "zookeeper", port=zookeeper_port, host=member_address(block, 0))
     try:
         await asyncio.to_thread(zk_server.start, detach=True)
     except ZooKeeperError as e:
         raise ClusterError(f"ZooKeeper did not start: {e}") from None
     assert zk_server.pid is not None
-    zookeeper = ZooKeeperProcess(port=zk_server.port, pid=zk_server.pid, data_dir=str(zk_server.data_dir))
+    zookeeper = ZooKeeperProcess(port=zk_server.port, pid=zk_server.pid, data_dir=str(zk_server.data_dir),
+                                 host=zk_server.host)
     state = ClusterState(directory, zookeeper, ())
     try:
-        ports = [base_port + i for i in range(brokers)] if base_port else _free_ports(brokers)
-        for broker_id, port in enumerate(ports, start=1):
+        _heal_if_possible(state)  # cuts left by an earlier cluster on these addresses
+        hosts = [member_address(block, broker_id) for broker_id in range(1, brokers + 1)]
+        ports = [base_port + i for i in range(brokers)] if base_port else _free_ports(hosts)
+        for broker_id, (host, port) in enumerate(zip(hosts, ports, strict=True), start=1):
             broker_dir = directory / f"broker-{broker_id}"
             broker_dir.mkdir(exist_ok=True)
             config = broker_dir / "server.properties"
             log_dir = broker_dir / "data"
-            config.write_text(server_properties(broker_id, port, log_dir, zookeeper.connect + CHROOT, overrides))
-            broker = BrokerProcess(broker_id, HOST, port, _spawn_broker(config), str(config), str(log_dir))
+            config.write_text(server_properties(broker_id, port, log_dir, zookeeper.connect + CHROOT, overrides,
+                                                host=host))
+            broker = BrokerProcess(broker_id, host, port, _spawn_broker(config), str(config), str(log_dir))
             state = ClusterState(directory, zookeeper, (*state.brokers, broker))
         save_cluster(state)
         await wait_until_ready(list(state.brokers), {b.id for b in state.brokers}, timeout_s)
@@ -418,8 +497,10 @@ def _stop_all(state: ClusterState, timeout_s: float) -> None:
 
 
 async def cluster_down(directory: Path, *, timeout_s: float = 30.0) -> ClusterState:
-    """Stop every broker (SIGTERM, SIGKILL after timeout_s), then ZooKeeper."""
+    """Heal every network cut (when run as root), stop every broker (SIGTERM, SIGKILL after timeout_s), then
+    ZooKeeper."""
     state = load_cluster(directory)
+    await asyncio.to_thread(_heal_if_possible, state)
     await asyncio.to_thread(_stop_all, state, timeout_s)
     return state
 
@@ -449,10 +530,41 @@ async def start_broker(directory: Path, broker_id: int, *, timeout_s: float = 60
     return restarted
 
 
+def partition_cluster(directory: Path, side_a: str, side_b: str, *, one_way: bool = False) -> netsplit.Cut:
+    """Drop every packet between two sides of the cluster (only from A to B if one_way). A side is a
+    comma-separated list of broker ids and/or "zk"."""
+    netsplit.require_nft()
+    state = load_cluster(directory)
+    cut = netsplit.make_cut(side_a, side_b, state.addresses, one_way=one_way)
+    netsplit.apply_cut(state.addresses, cut)
+    return cut
+
+
+def heal_cluster(directory: Path) -> list[netsplit.Cut]:
+    """Remove every cut of the cluster; returns those that were in force."""
+    netsplit.require_nft()
+    state = load_cluster(directory)
+    netsplit.check_addresses(state.addresses)
+    return netsplit.heal(state.addresses)
+
+
+def _cuts(state: ClusterState) -> list[str] | None:
+    """The cuts in force, or None when they cannot be listed (not root, or no address per member)."""
+    if block_of(state) is None or not netsplit.can_change_rules():
+        return None
+    try:
+        return [str(cut) for cut in netsplit.list_cuts(state.addresses)]
+    except netsplit.NetsplitError:
+        return None
+
+
 async def cluster_status(directory: Path) -> dict[str, Any]:
-    """{"controller", "controller_epoch", "zookeeper", "brokers": [{"id", "pid", "host", "port", "log_dir",
-    "alive", "exit_status"}]}: alive means the pid runs the broker and the broker answers Metadata; exit_status is
-    how a broker that no longer runs ended (128+N: killed by signal N), null while it runs or if unknown."""
+    """{"controller", "controller_epoch", "zookeeper": {"host", "port", "pid", "alive"}, "brokers": [{"id", "pid",
+    "host", "port", "kafka_address", "log_dir", "alive", "exit_status"}], "cuts": ["1 <-> 2,3,zk", ...] or None
+    when they cannot be listed}: alive means the pid runs the broker and the broker answers Metadata;
+    kafka_address is where Kafka's own clients connect ("host:port": the listener serves both protocols);
+    exit_status is how a broker that no longer runs ended (128+N: killed by signal N), null while it runs or if
+    unknown."""
     state = load_cluster(directory)
     answers = await asyncio.gather(*(_probe(b) for b in state.brokers))
     controllers = [a.controller_id for a in answers if a is not None and a.controller_id != -1]
@@ -460,19 +572,22 @@ async def cluster_status(directory: Path) -> dict[str, Any]:
     return {
         "controller": controllers[0] if controllers else None,
         "controller_epoch": await _controller_epoch(state) if zk_alive else None,
-        "zookeeper": {"port": state.zookeeper.port, "pid": state.zookeeper.pid, "alive": zk_alive},
+        "zookeeper": {"host": state.zookeeper.host, "port": state.zookeeper.port, "pid": state.zookeeper.pid,
+                      "alive": zk_alive},
         "brokers": [
             {
                 "id": b.id,
                 "pid": b.pid,
                 "host": b.host,
                 "port": b.port,
+                "kafka_address": b.address,
                 "log_dir": b.log_dir,
                 "alive": answer is not None,
                 "exit_status": None if broker_running(b) else exit_status(b),
             }
             for b, answer in zip(state.brokers, answers, strict=True)
         ],
+        "cuts": await asyncio.to_thread(_cuts, state),
     }
 
 

@@ -75,12 +75,16 @@ class BrokerConnection:
         client_id: str = "minikafka",
         request_timeout_ms: int = 30000,
         max_frame_bytes: int = 100 * 1024 * 1024,
+        local_address: str | None = None,
     ) -> None:
         self.host = host
         self.port = port
         self.client_id = client_id
         self.request_timeout_ms = request_timeout_ms
         self.max_frame_bytes = max_frame_bytes
+        #: The local address the socket is bound to (None: the kernel chooses), so that a broker's own
+        #: connections come from its own address.
+        self.local_address = local_address
         self._reader: asyncio.StreamReader | None = None
         self._writer: asyncio.StreamWriter | None = None
         self._reader_task: asyncio.Task[None] | None = None
@@ -106,9 +110,11 @@ class BrokerConnection:
         """Open the socket (within the request timeout) and start reading responses."""
         if self._writer is not None or self._closed:
             raise KafkaConnectionError(f"{self!r} is already {'closed' if self._closed else 'connected'}")
+        local_addr = (self.local_address, 0) if self.local_address else None
         try:
             self._reader, self._writer = await asyncio.wait_for(
-                asyncio.open_connection(self.host, self.port, limit=STREAM_BUFFER_LIMIT), self.request_timeout_ms / 1000
+                asyncio.open_connection(self.host, self.port, limit=STREAM_BUFFER_LIMIT, local_addr=local_addr),
+                self.request_timeout_ms / 1000,
             )
         except (OSError, TimeoutError) as e:
             self._closed = True

@@ -76,6 +76,8 @@ class OffsetOutOfRangeError(ConsumerError):
         )
         self.tp = tp
         self.offset = offset
+        self.log_start_offset = log_start_offset
+        self.high_watermark = high_watermark
 
 
 def _tp(tp: tuple[str, int]) -> TopicPartition:

@@ -19,10 +19,19 @@ from client.accumulator import (
 )
 from client.closing import AsyncClosing
 from client.connection import BrokerConnection, KafkaConnectionError, Reply, RequestTimedOutError
+from client.idempotence import ProducerIdentity
 from client.metadata import ClusterMetadata, TopicPartition
 from client.partitioner import Partitioner
 from protocol.errors import ErrorCode
-from protocol.messages import ProducePartition, ProduceRequest, ProduceResponse, ProtocolError, Topic
+from protocol.messages import (
+    InitProducerIdRequest,
+    InitProducerIdResponse,
+    ProducePartition,
+    ProduceRequest,
+    ProduceResponse,
+    ProtocolError,
+    Topic,
+)
 
 log = logging.getLogger(__name__)
 
@@ -30,13 +39,27 @@ _ACKS = {"all": -1, "-1": -1, "1": 1, "0": 0}
 _YIELD_INTERVAL_MS = 1.0  # send() lets the event loop run at least this often
 
 
-class ProducerError(Exception):
-    """A record could not be written; `code` is the Kafka error code that said why."""
+#: Errors after which a request may have been written all the same: its response was lost, or it was appended and
+#: then not replicated in time.
+_MAYBE_WRITTEN = frozenset({
+    ErrorCode.REQUEST_TIMED_OUT,
+    ErrorCode.NETWORK_EXCEPTION,
+    ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+    ErrorCode.UNKNOWN_SERVER_ERROR,
+    ErrorCode.KAFKA_STORAGE_ERROR,
+})
 
-    def __init__(self, code: ErrorCode, message: str) -> None:
+
+class ProducerError(Exception):
+    """A record could not be written; `code` is the Kafka error code that said why. `maybe_written` is True when an
+    attempt ended so that the record may be in the log anyway (a timeout or a lost connection on the way, for
+    instance): its outcome is unknown rather than failed."""
+
+    def __init__(self, code: ErrorCode, message: str, *, maybe_written: bool = False) -> None:
         super().__init__(f"{code.name}: {message}")
         self.code = code
         self.message = message
+        self.maybe_written = maybe_written
 
 
 def parse_acks(acks: str | int) -> int:
@@ -59,6 +82,9 @@ class Producer(AsyncClosing):
     its first record; all ready batches for one leader travel in one Produce request. Retriable errors are
     retried after a metadata refresh and retry_backoff_ms, in order (one batch per partition in flight),
     until delivery_timeout_ms after the batch was created; other errors fail the records with ProducerError.
+
+    With enable_idempotence (Kafka's enable.idempotence; it needs acks=all) the producer first gets a producer id
+    with InitProducerId and numbers its records per partition, so that a leader writes a retried batch only once.
     """
 
     def __init__(
@@ -66,6 +92,7 @@ class Producer(AsyncClosing):
         bootstrap_servers: str | Sequence[str],
         *,
         acks: str | int = "all",
+        enable_idempotence: bool = False,
         batch_size: int = 16384,
         linger_ms: int = 5,
         retries: int = 2**31 - 1,
@@ -81,6 +108,8 @@ class Producer(AsyncClosing):
         clock: Callable[[], float] = _monotonic_ms,
     ) -> None:
         self.acks = parse_acks(acks)
+        if enable_idempotence and self.acks != -1:
+            raise ValueError("enable_idempotence needs acks=all")
         self.retries = retries
         self.request_timeout_ms = request_timeout_ms
         self.retry_backoff_ms = retry_backoff_ms
@@ -91,8 +120,13 @@ class Producer(AsyncClosing):
         self.metadata = ClusterMetadata(
             bootstrap_servers, client_id=client_id, request_timeout_ms=request_timeout_ms
         )
+        self.identity = ProducerIdentity() if enable_idempotence else None
+        self._identity_request: asyncio.Task[None] | None = None
         self._accumulator = RecordAccumulator(
-            batch_size=batch_size, linger_ms=linger_ms, delivery_timeout_ms=delivery_timeout_ms
+            batch_size=batch_size,
+            linger_ms=linger_ms,
+            delivery_timeout_ms=delivery_timeout_ms,
+            sequencer=self.identity.stamp if self.identity is not None else None,
         )
         self._partitioner = partitioner or Partitioner()
         self._clock = clock
@@ -195,8 +229,9 @@ class Producer(AsyncClosing):
         self._wakeup.set()
         if self._sender is not None:
             await asyncio.gather(self._sender, return_exceptions=True)
-        if self._refresher is not None:
-            self._refresher.cancel()
+        for task in (self._refresher, self._identity_request):
+            if task is not None:
+                task.cancel()
         await self.metadata.close()
 
     # ----------------------------------------------------------------------------------- record intake
@@ -246,7 +281,8 @@ class Producer(AsyncClosing):
         if task.cancelled() or task.exception() is None:
             return
         log.error("the producer's sender failed", exc_info=task.exception())
-        error = ProducerError(ErrorCode.UNKNOWN_SERVER_ERROR, f"the producer's sender failed: {task.exception()}")
+        error = ProducerError(ErrorCode.UNKNOWN_SERVER_ERROR, f"the producer's sender failed: {task.exception()}",
+                              maybe_written=True)
         for batch in self._accumulator.incomplete():
             self._finish(batch, error=error)
 
@@ -271,6 +307,9 @@ class Producer(AsyncClosing):
         """Send the batches that may go now: one request per leader with fewer than max_in_flight requests
         outstanding, carrying the head batch of each of its ready partitions."""
         accumulator = self._accumulator
+        if self.identity is not None and not self.identity.has_id:
+            self._request_producer_id()
+            return
         by_leader: dict[int, list[TopicPartition]] = defaultdict(list)
         for tp in accumulator.ready(self._clock(), force=self._flushing > 0 or self._closing):
             info = self.metadata.leader_for(tp.topic, tp.partition)
@@ -392,15 +431,20 @@ class Producer(AsyncClosing):
         now = self._clock()
         retry_at = now + self.retry_backoff_ms
         where = f"{batch.tp.topic}-{batch.tp.partition}"
+        repeated = batch.last_error is not None and batch.last_error.startswith(f"{error.name}:")
         batch.last_error = f"{error.name}: {message}"
+        batch.maybe_written |= error in _MAYBE_WRITTEN
         if not error.retriable:
-            self._finish(batch, error=ProducerError(error, f"{where}: {message}"))
+            self._finish(batch, error=ProducerError(error, f"{where}: {message}", maybe_written=batch.maybe_written))
         elif batch.attempts >= self.retries:
-            self._finish(batch, error=ProducerError(error, f"{where}: {message} (after {batch.attempts} retries)"))
+            self._finish(batch, error=ProducerError(error, f"{where}: {message} (after {batch.attempts} retries)",
+                                                    maybe_written=batch.maybe_written))
         elif retry_at - batch.created_ms >= self._accumulator.delivery_timeout_ms:
             self._finish(batch, error=self._expired(batch, now))
         else:
-            log.debug("retrying %r after %s: %s", batch, error.name, message)
+            # As Kafka's producer logs each retry (a WARN line): here once per batch and error, not every backoff.
+            log.log(logging.DEBUG if repeated else logging.WARNING, "%s: retrying %d record(s) after %s: %s",
+                    where, batch.record_count, error.name, message)
             self._accumulator.reenqueue(batch, retry_at)
             self._request_refresh()
 
@@ -412,13 +456,49 @@ class Producer(AsyncClosing):
             ErrorCode.REQUEST_TIMED_OUT,
             f"expiring {batch.record_count} record(s) for {batch.tp.topic}-{batch.tp.partition}: "
             f"{now - batch.created_ms:.0f} ms has passed since batch creation{last_error}",
+            maybe_written=batch.maybe_written,
         )
 
     def _finish(self, batch: ProducerBatch, *, error: ProducerError | None = None) -> None:
         if error is not None:
             batch.fail(error)
+            if self.identity is not None:
+                self.identity.batch_failed(batch)
         self._accumulator.deallocate(batch)
         self._space.set()
+
+    # ----------------------------------------------------------------------------------- idempotence
+
+    def _request_producer_id(self) -> None:
+        """Get a producer id in the background (one request at a time), then send what is ready."""
+        if self._identity_request is None or self._identity_request.done():
+            self._identity_request = asyncio.get_running_loop().create_task(self._init_producer_id())
+
+    async def _init_producer_id(self) -> None:
+        """Ask the known brokers in turn for a producer id until one gives it, backing off between rounds."""
+        assert self.identity is not None
+        while not self.identity.has_id and not (self._closing and not self._accumulator.incomplete()):
+            if not self.metadata.brokers:
+                with contextlib.suppress(KafkaConnectionError):
+                    await self._refresh_metadata(self.metadata.topics())
+            for broker_id in list(self.metadata.brokers):
+                try:
+                    connection = await self.metadata.connection(broker_id)
+                    code, message, body = await connection.request_with_error(InitProducerIdRequest())
+                except (KafkaConnectionError, ProtocolError) as e:
+                    log.info("InitProducerId to broker %d failed: %s", broker_id, e)
+                    continue
+                assert body is None or isinstance(body, InitProducerIdResponse)
+                if code == ErrorCode.NONE and body is not None and body.error_code == ErrorCode.NONE:
+                    self.identity.set_id(body.producer_id, body.producer_epoch)
+                    break
+                log.info("InitProducerId to broker %d answered %s: %s", broker_id,
+                         ErrorCode.from_code(body.error_code if body is not None else code).name,
+                         message or (body.error_message if body is not None else ""))
+            else:
+                await asyncio.sleep(self.retry_backoff_ms / 1000)
+        self._send_ready()
+        self._wakeup.set()
 
     # ----------------------------------------------------------------------------------- metadata
 

@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import enum
 import logging
+import socket
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -20,7 +21,8 @@ from typing import Any
 
 from kazoo import exceptions as kz
 from kazoo.client import KazooClient, KazooState
-from kazoo.handlers.threading import KazooTimeoutError
+from kazoo.handlers import utils as kazoo_utils
+from kazoo.handlers.threading import KazooTimeoutError, SequentialThreadingHandler
 from kazoo.interfaces import IAsyncResult
 from kazoo.protocol.states import ZnodeStat as KazooStat
 from kazoo.recipe.watchers import ChildrenWatch, DataWatch
@@ -168,13 +170,41 @@ class Watch:
         self.cancelled = True
 
 
-class ZkClient:
-    """An asyncio ZooKeeper session under a chroot (created if missing)."""
+class _SourceBoundSocketModule:
+    """The `socket` module as kazoo's connection code uses it, except that every connection it opens is bound
+    to one local address."""
 
-    def __init__(self, connect: str, chroot: str = "/minikafka", session_timeout_ms: int = 18000) -> None:
+    def __init__(self, source_address: str) -> None:
+        self._source = (source_address, 0)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(socket, name)
+
+    def create_connection(self, address: tuple[str, int], timeout: float | None = None) -> socket.socket:
+        return socket.create_connection(address, timeout, source_address=self._source)
+
+
+class _SourceBoundHandler(SequentialThreadingHandler):
+    """kazoo's threading handler, opening its ZooKeeper connections from a given local address."""
+
+    def __init__(self, source_address: str) -> None:
+        super().__init__()
+        self._socket_module = _SourceBoundSocketModule(source_address)
+
+    def create_connection(self, *args: Any, **kwargs: Any) -> socket.socket:
+        return kazoo_utils.create_tcp_connection(self._socket_module, *args, **kwargs)
+
+
+class ZkClient:
+    """An asyncio ZooKeeper session under a chroot (created if missing). With `source_address`, the
+    connection to ZooKeeper is bound to that local address."""
+
+    def __init__(self, connect: str, chroot: str = "/minikafka", session_timeout_ms: int = 18000,
+                 source_address: str | None = None) -> None:
         self.connect = connect
         self.chroot = "/" + chroot.strip("/") if chroot.strip("/") else ""
         self.session_timeout_ms = session_timeout_ms
+        self.source_address = source_address
         self._client: KazooClient | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._state_listeners: list[Callable[[ZkState], None]] = []
@@ -335,6 +365,7 @@ class ZkClient:
     def _new_kazoo(self, hosts: str) -> KazooClient:
         return KazooClient(
             hosts=hosts,
+            handler=_SourceBoundHandler(self.source_address) if self.source_address else None,
             timeout=self.session_timeout_ms / 1000,
             connection_retry={"max_tries": -1, "delay": 0.05, "backoff": 2, "max_delay": 1.0},
             logger=logging.getLogger("controller.zk.kazoo"),

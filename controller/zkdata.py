@@ -29,6 +29,7 @@ PREFERRED_REPLICA_ELECTION_PATH = "/admin/preferred_replica_election"
 PENDING_REPLICA_DELETIONS_PATH = "/admin/pending_replica_deletions"
 ISR_CHANGE_NOTIFICATION_PATH = "/isr_change_notification"
 ISR_CHANGE_PREFIX = "isr_change_"
+PRODUCER_ID_BLOCK_PATH = "/latest_producer_id_block"
 
 # Persistent paths every broker makes sure of at start-up (Kafka's createTopLevelPaths).
 TOP_LEVEL_PATHS = (
@@ -39,6 +40,7 @@ TOP_LEVEL_PATHS = (
     DELETE_TOPICS_PATH,
     PENDING_REPLICA_DELETIONS_PATH,
     ISR_CHANGE_NOTIFICATION_PATH,
+    PRODUCER_ID_BLOCK_PATH,
 )
 
 INITIAL_CONTROLLER_EPOCH = 0  # /controller_epoch is created with 0; the first controller's epoch is 1
@@ -410,3 +412,45 @@ def decode_pending_deletions(data: bytes) -> list[PendingDeletion]:
         result.append(PendingDeletion(_field(entry, "topic", str, what), _field(entry, "partition", int, what),
                                       topic_id))
     return result
+
+
+# ---------------------------------------------------------------------------------------------
+# /latest_producer_id_block
+
+PRODUCER_ID_BLOCK_SIZE = 1000  # Kafka's ProducerIdsBlock.PRODUCER_ID_BLOCK_SIZE
+_MAX_PRODUCER_ID = 2**63 - 1
+
+
+@dataclass(frozen=True, slots=True)
+class ProducerIdBlock:
+    """A range of producer ids [first, last] handed to one broker."""
+
+    broker_id: int
+    first: int
+    last: int
+
+
+def encode_producer_id_block(block: ProducerIdBlock) -> bytes:
+    """Kafka's ProducerIdBlockZNode JSON (block bounds as strings, as Kafka writes them)."""
+    return _dump({"version": 1, "broker": block.broker_id, "block_start": str(block.first),
+                  "block_end": str(block.last)})
+
+
+def decode_producer_id_block(data: bytes) -> ProducerIdBlock | None:
+    """The last block handed out; None for the empty znode of a cluster that never handed one out."""
+    if not data:
+        return None
+    what = "producer id block"
+    value = _load(data, what)
+    try:
+        return ProducerIdBlock(_field(value, "broker", int, what), int(value["block_start"]), int(value["block_end"]))
+    except (KeyError, ValueError, TypeError):
+        raise ZkDataError(f"{what}: block_start and block_end must be integers: {value!r}") from None
+
+
+def next_producer_id_block(current: ProducerIdBlock | None, broker_id: int) -> ProducerIdBlock:
+    """The block after `current` (the first block starts at 0), for `broker_id`."""
+    first = 0 if current is None else current.last + 1
+    if first > _MAX_PRODUCER_ID - PRODUCER_ID_BLOCK_SIZE:
+        raise ZkDataError(f"producer ids are exhausted (the last block ends at {current.last if current else -1})")
+    return ProducerIdBlock(broker_id, first, first + PRODUCER_ID_BLOCK_SIZE - 1)

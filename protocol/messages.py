@@ -18,6 +18,8 @@ the same way, so a handler bug surfaces where it happens, not on the peer.
 """
 
 import dataclasses
+import os
+import struct
 import types
 import typing
 from collections.abc import Callable
@@ -684,6 +686,119 @@ class OffsetsForLeaderEpochResponse:
 
 
 # ---------------------------------------------------------------------------------------------
+# InitProducerId (22)
+
+
+@message
+class InitProducerIdRequest:
+    """Ask for a producer id for an idempotent producer (transactional ids are not supported)."""
+
+    transactional_id: str | None = None
+    transaction_timeout_ms: Int32 = -1
+
+
+@message
+class InitProducerIdResponse:
+    """A new producer id and its epoch (0)."""
+
+    error_code: Int16
+    error_message: str | None = None
+    producer_id: Int64 = -1
+    producer_epoch: Int16 = -1
+
+
+# ---------------------------------------------------------------------------------------------
+# DescribeConfigs (32)
+
+
+@unique
+class ConfigResourceType(IntEnum):
+    """Kafka's config resource types."""
+
+    TOPIC = 2
+    BROKER = 4
+
+
+@unique
+class ConfigSource(IntEnum):
+    """Where a config value comes from, with Kafka's numbers."""
+
+    UNKNOWN = 0
+    DYNAMIC_TOPIC_CONFIG = 1
+    STATIC_BROKER_CONFIG = 4
+    DEFAULT_CONFIG = 5
+
+
+@unique
+class ConfigType(IntEnum):
+    """A config's value type, with Kafka's numbers."""
+
+    UNKNOWN = 0
+    BOOLEAN = 1
+    STRING = 2
+    INT = 3
+    LONG = 5
+    LIST = 7
+
+
+@message
+class DescribeConfigsResource:
+    """A topic or broker whose configs to describe; configuration_keys None means all of them."""
+
+    resource_type: Int8
+    resource_name: str
+    configuration_keys: list[str] | None = None
+
+
+@message
+class DescribeConfigsRequest:
+    """Describe topic or broker configs."""
+
+    resources: list[DescribeConfigsResource]
+    include_synonyms: bool = False
+
+
+@message
+class ConfigSynonym:
+    """A config the value could also come from (a broker default behind a topic config)."""
+
+    name: str
+    value: str | None
+    source: Int8
+
+
+@message
+class ConfigEntry:
+    """One config: its value, where it comes from and its type."""
+
+    name: str
+    value: str | None
+    read_only: bool = False
+    config_source: Int8
+    is_sensitive: bool = False
+    synonyms: list[ConfigSynonym] = field(default_factory=list)
+    config_type: Int8 = 0
+
+
+@message
+class DescribeConfigsResult:
+    """The configs of one resource, or why not."""
+
+    error_code: Int16
+    error_message: str | None = None
+    resource_type: Int8
+    resource_name: str
+    configs: list[ConfigEntry]
+
+
+@message
+class DescribeConfigsResponse:
+    """Per-resource results."""
+
+    results: list[DescribeConfigsResult]
+
+
+# ---------------------------------------------------------------------------------------------
 # CreatePartitions (37)
 
 
@@ -850,7 +965,9 @@ class ApiKey(IntEnum):
     API_VERSIONS = 18
     CREATE_TOPICS = 19
     DELETE_TOPICS = 20
+    INIT_PRODUCER_ID = 22
     OFFSET_FOR_LEADER_EPOCH = 23
+    DESCRIBE_CONFIGS = 32
     CREATE_PARTITIONS = 37
     ELECT_LEADERS = 43
     DESCRIBE_REPLICAS = 1000
@@ -888,6 +1005,8 @@ APIS: dict[int, Api] = {
         Api(ApiKey.API_VERSIONS, "ApiVersions", 0, 0, ApiVersionsRequest, ApiVersionsResponse),
         Api(ApiKey.CREATE_TOPICS, "CreateTopics", 0, 0, CreateTopicsRequest, CreateTopicsResponse),
         Api(ApiKey.DELETE_TOPICS, "DeleteTopics", 0, 0, DeleteTopicsRequest, DeleteTopicsResponse),
+        Api(ApiKey.INIT_PRODUCER_ID, "InitProducerId", 0, 0, InitProducerIdRequest, InitProducerIdResponse),
+        Api(ApiKey.DESCRIBE_CONFIGS, "DescribeConfigs", 0, 0, DescribeConfigsRequest, DescribeConfigsResponse),
         Api(
             ApiKey.OFFSET_FOR_LEADER_EPOCH,
             "OffsetsForLeaderEpoch",
@@ -1220,13 +1339,8 @@ def decode_request(payload: bytes) -> tuple[RequestHeader, Any]:
     return header, body
 
 
-def encode_response(
-    correlation_id: int,
-    body: Any,
-    error_code: ErrorCode = ErrorCode.NONE,
-    error_message: str | None = None,
-) -> bytes:
-    """The payload of a response frame. body is None only for a request-level error."""
+def _response_envelope(correlation_id: int, body: Any, error_code: ErrorCode, error_message: str | None
+                       ) -> dict[str, Any]:
     if body is None and error_code == ErrorCode.NONE:
         raise ValueError("a response without a body must carry an error code")
     if body is not None and type(body) not in _RESPONSE_TYPES:
@@ -1236,7 +1350,61 @@ def encode_response(
     )
     envelope = _convert(_struct_codec(_ResponseHeader).encode, header, _label(_ResponseHeader))
     envelope["body"] = None if body is None else encode_body(body)
-    return msgpack.packb(envelope)
+    return envelope
+
+
+def encode_response(
+    correlation_id: int,
+    body: Any,
+    error_code: ErrorCode = ErrorCode.NONE,
+    error_message: str | None = None,
+) -> bytes:
+    """The payload of a response frame. body is None only for a request-level error."""
+    return msgpack.packb(_response_envelope(correlation_id, body, error_code, error_message))
+
+
+#: Byte fields at least this long are not copied into a response's msgpack buffer (encode_response_parts).
+PASS_THROUGH_BYTES = 64 * 1024
+_BIN32 = struct.Struct(">BI")
+
+
+def encode_response_parts(
+    correlation_id: int,
+    body: Any,
+    error_code: ErrorCode = ErrorCode.NONE,
+    error_message: str | None = None,
+) -> list[bytes | bytearray | memoryview]:
+    """encode_response's payload as buffers to write one after the other, the same bytes: byte fields of at least
+    PASS_THROUGH_BYTES (the record batches of a fetch response) are buffers of their own, not copied into msgpack's.
+    Each is packed as a unique placeholder first, then cut out of the packed bytes and replaced by its bin 32
+    header and the bytes themselves."""
+    envelope = _response_envelope(correlation_id, body, error_code, error_message)
+    large: list[bytes | bytearray | memoryview] = []
+    token = os.urandom(8)
+
+    def swap(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {key: swap(item) for key, item in value.items()}
+        if isinstance(value, list):
+            return [swap(item) for item in value]
+        if isinstance(value, bytes | bytearray | memoryview) and len(value) >= PASS_THROUGH_BYTES:
+            large.append(value)
+            return token + (len(large) - 1).to_bytes(8, "big")
+        return value
+
+    packed = msgpack.packb(swap(envelope))
+    if not large:
+        return [packed]
+    parts: list[bytes | bytearray | memoryview] = []
+    view = memoryview(packed)
+    position = 0
+    for index, value in enumerate(large):
+        placeholder = b"\xc4\x10" + token + index.to_bytes(8, "big")  # bin 8 of the 16-byte placeholder
+        found = packed.index(placeholder, position)
+        parts += (view[position:found], _BIN32.pack(0xC6, len(value)), value)
+        position = found + len(placeholder)
+    parts.append(view[position:])
+    return parts
 
 
 def decode_response(payload: bytes, api_key: int) -> tuple[int, ErrorCode, str | None, Any]:

@@ -611,6 +611,12 @@ class BatchBuilder:
         """Records appended so far."""
         return self._count
 
+    def set_producer(self, producer_id: int, producer_epoch: int, base_sequence: int) -> None:
+        """Stamp the batch with an idempotent producer's id, epoch and first sequence number (before build)."""
+        self._producer_id = producer_id
+        self._producer_epoch = producer_epoch
+        self._base_sequence = base_sequence
+
     def size_in_bytes(self) -> int:
         """Exact size in bytes of the batch build() would return now."""
         return HEADER_SIZE + len(self._body)

@@ -6,6 +6,10 @@
 PREREQUISITE_PACKAGES=(git make python3 python3-venv)  # the README's, before `make setup`
 JAVA_PACKAGE=default-jre-headless
 ZOOKEEPER_PACKAGE=libzookeeper-java
+TEST_TOOL_PACKAGES=(kcat maven)  # kcat: a stock Kafka client the tests drive; maven: fetches Kafka's jars
+KAFKA_POM=tools/kafka/pom.xml
+KAFKA_LIBS=build/kafka/libs
+NFTABLES_PACKAGE=nftables  # nft, for network partitions between a cluster's members
 CONTAINER_PACKAGES=(podman runc netavark aardvark-dns catatonit iptables mmdebstrap)  # netavark 1.4 drives iptables
 
 LOGS=build/setup

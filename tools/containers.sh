@@ -7,7 +7,8 @@
 #   images      docker-compose.yml's images (localhost/minikafka, localhost/minikafka-verifier), so that their
 #               dependency layers are cached and a test's build, offline, only adds the project's code
 #   fresh       what the fresh-machine test installs offline (build/fresh-machine/): the .deb files and package
-#               lists of the README's prerequisites and of make setup's packages, and the wheels of dev.lock
+#               lists of the README's prerequisites and of make setup's packages, the wheels of dev.lock, and a
+#               Maven repository with Kafka's jars
 # Each is skipped when it is in place: the images when they build offline, the fresh-machine cache while the
 # packages and the lock it was made from are unchanged.
 set -euo pipefail
@@ -85,8 +86,9 @@ prepare_images() {
 
 prepare_fresh() {
   local wanted have packages
-  packages=("${PREREQUISITE_PACKAGES[@]}" "$JAVA_PACKAGE" "$ZOOKEEPER_PACKAGE")
-  wanted=$(echo "${packages[*]}" | digest - requirements/dev.lock)
+  packages=("${PREREQUISITE_PACKAGES[@]}" "$JAVA_PACKAGE" "$ZOOKEEPER_PACKAGE" "${TEST_TOOL_PACKAGES[@]}"
+            "$NFTABLES_PACKAGE")
+  wanted=$(echo "${packages[*]}" | digest - requirements/dev.lock "$KAFKA_POM")
   have=$(cat "$FRESH/digest" 2>/dev/null || true)
   if [ "$wanted" = "$have" ]; then say "fresh-machine cache: ok ($FRESH)"; return; fi
   say "fresh-machine cache: downloading ${packages[*]} and the wheels of requirements/dev.lock into $FRESH"
@@ -100,6 +102,11 @@ prepare_fresh() {
     -r requirements/dev.lock -d "$FRESH/wheels"
   logged fresh-build-wheels .venv/bin/python -m pip download --disable-pip-version-check --no-deps \
     -d "$FRESH/wheels" wheel
+  # Maven's local repository with what the kafka step needs (the plugin and Kafka's jars), read offline
+  logged fresh-maven mvn -B -q -f "$KAFKA_POM" -Dmaven.repo.local="$PWD/$FRESH/m2" dependency:copy-dependencies \
+    -DincludeScope=runtime -DoutputDirectory="$PWD/$FRESH/kafka-libs-check"
+  rm -rf "$FRESH/kafka-libs-check"
+  printf '<settings><offline>true</offline></settings>\n' >"$FRESH/maven-settings.xml"
   echo "$wanted" >"$FRESH/digest"
 }
 

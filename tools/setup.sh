@@ -5,6 +5,9 @@
 #   python      .venv with exactly requirements/dev.lock, and minikafka itself (editable)
 #   java        a headless JRE (default-jre-headless on Debian/Ubuntu)
 #   zookeeper   ZooKeeper's jar from Debian (libzookeeper-java), without the desktop JRE of the `zookeeper` package
+#   test-tools  kcat (a stock Kafka client the tests drive) and Maven (to fetch Kafka's jars)
+#   kafka       Apache Kafka 3.9.1's jars from tools/kafka/pom.xml in build/kafka/libs, an oracle for the tests
+#   nftables    nft, for network partitions between a cluster's members (which need root too)
 #   containers  podman, runc, netavark, aardvark-dns, catatonit, mmdebstrap; then tools/containers.sh prepares the
 #               base image, the images' dependency layers and the fresh-machine caches (as root on Debian/Ubuntu;
 #               elsewhere it says what is missing, and the container tests skip: with CI=true it fails instead)
@@ -16,6 +19,7 @@ VENV=.venv
 LOCK=requirements/dev.lock
 STAMP=$VENV/.installed
 ZOOKEEPER_JAR=/usr/share/java/zookeeper.jar
+NFT=/usr/sbin/nft
 # shellcheck source=tools/common.sh
 . tools/common.sh
 
@@ -98,6 +102,46 @@ step_zookeeper() {
   zookeeper_works || fail "zookeeper: $ZOOKEEPER_PACKAGE is installed but ZooKeeper's jar does not run"
 }
 
+step_test_tools() {
+  local missing=() package
+  for package in "${TEST_TOOL_PACKAGES[@]}"; do
+    if has dpkg-query; then installed "$package" || missing+=("$package")
+    else has "${package/maven/mvn}" || missing+=("$package"); fi
+  done
+  if [ ${#missing[@]} -eq 0 ]; then say "test-tools: ok (${TEST_TOOL_PACKAGES[*]})"; return; fi
+  can_apt || fail "test-tools: ${missing[*]} missing: install them (Debian/Ubuntu: apt-get install ${missing[*]})"
+  say "test-tools: installing ${missing[*]}"
+  apt_install "${missing[@]}"
+  has kcat && has mvn || fail "test-tools: ${missing[*]} installed, but kcat or mvn does not run"
+}
+
+kafka_version() { java -cp "$KAFKA_LIBS/*" kafka.Kafka --version 2>/dev/null | head -n 1; }
+kafka_works() {
+  [ "$(cat "$KAFKA_LIBS/.pom-digest" 2>/dev/null)" = "$(sha256sum <"$KAFKA_POM" | cut -d' ' -f1)" ] &&
+    [ -n "$(kafka_version)" ]
+}
+
+step_kafka() {
+  if kafka_works; then say "kafka: ok (Apache Kafka $(kafka_version) in $KAFKA_LIBS)"; return; fi
+  has mvn || fail "kafka: Maven (mvn) is missing; run the test-tools step (apt-get install maven)"
+  say "kafka: fetching the jars of $KAFKA_POM into $KAFKA_LIBS"
+  rm -rf "$KAFKA_LIBS"
+  logged kafka-jars mvn -B -q -f "$KAFKA_POM" dependency:copy-dependencies -DincludeScope=runtime \
+    -DoutputDirectory="$PWD/$KAFKA_LIBS" || fail "kafka: Maven could not fetch Kafka's jars"
+  sha256sum <"$KAFKA_POM" | cut -d' ' -f1 >"$KAFKA_LIBS/.pom-digest"
+  kafka_works || fail "kafka: the jars are in $KAFKA_LIBS, but 'java -cp \"$KAFKA_LIBS/*\" kafka.Kafka --version' fails"
+}
+
+nftables_works() { "$NFT" --version >/dev/null 2>&1; }
+
+step_nftables() {
+  if nftables_works; then say "nftables: ok ($("$NFT" --version))"; return; fi
+  can_apt || fail "nftables: $NFT is missing: install Debian's $NFTABLES_PACKAGE as root (network partitions need root too)"
+  say "nftables: installing $NFTABLES_PACKAGE"
+  apt_install "$NFTABLES_PACKAGE"
+  nftables_works || fail "nftables: $NFTABLES_PACKAGE is installed but '$NFT --version' does not run"
+}
+
 # Without the container tools the container tests skip, except on CI, where they must run.
 containers_missing() {
   if [ "${CI:-}" = true ]; then fail "containers: $* (CI=true: the container tests must run)"; fi
@@ -125,10 +169,10 @@ step_containers() {
 }
 
 steps=("$@")
-[ ${#steps[@]} -gt 0 ] || steps=(python java zookeeper containers)
+[ ${#steps[@]} -gt 0 ] || steps=(python java zookeeper test-tools kafka nftables containers)
 for step in "${steps[@]}"; do
   case $step in
-    python | java | zookeeper | containers) "step_$step" ;;
-    *) fail "unknown step $step (python, java, zookeeper, containers)" ;;
+    python | java | zookeeper | test-tools | kafka | nftables | containers) "step_${step/-/_}" ;;
+    *) fail "unknown step $step (python, java, zookeeper, test-tools, kafka, nftables, containers)" ;;
   esac
 done

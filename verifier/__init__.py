@@ -1,1 +1,43 @@
-"""The PySpark replica-consistency verifier."""
+"""The PySpark replica verifier: reads broker log directories (minikafka's or Apache Kafka's) and proves, per
+partition, that every batch is intact and every offset accounted for, that the replicas agree below their high
+watermarks, that the leader-epoch checkpoints match the batches, that the checkpoints are sane, and, given a
+producer history, that no acknowledged record is missing.
+
+``verify(log_dirs, history=None, master=None)`` returns a Report whose ``to_json()`` is ``minikafka verify
+--json``'s object.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from client.history import HistoryError, read_history
+from verifier.layout import LayoutError, read_layout
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from verifier.report import Report
+
+__all__ = ["HistoryError", "LayoutError", "verify"]
+
+
+def verify(log_dirs: Sequence[Path | str], history: Path | str | None = None, master: str | None = None, *,
+           output: Path | str | None = None, spark: SparkSession | None = None,
+           progress: Callable[[str], None] | None = None) -> Report:
+    """Verify the log directories (and the history file, if given) on ``master`` (default local[*]; a running or
+    given session is used as it is). Raises LayoutError or HistoryError for input that cannot be read, before any
+    Spark work."""
+    from verifier.job import run_job
+    from verifier.session import get_session
+
+    say = progress or (lambda _: None)
+    layout = read_layout([Path(p) for p in log_dirs])
+    outcomes = read_history(history) if history is not None else None
+    if spark is None:
+        spark, started_s = get_session(master)
+        if started_s:
+            say(f"Spark session started in {started_s:.1f} s")
+    return run_job(spark, layout, outcomes, Path(output) if output is not None else None, say)

@@ -37,7 +37,7 @@ class LogConfig:
     def from_broker_properties(cls, props: Mapping[str, str]) -> LogConfig:
         """Defaults from a server.properties mapping (``log.*`` names); unrelated keys are ignored."""
         values: dict[str, str] = {}
-        for key, field_name in _BROKER_NAMES.items():
+        for key, field_name in BROKER_NAMES.items():
             if key in props:
                 values[field_name] = props[key]
         # Kafka: log.roll.hours is the coarse form; log.roll.ms wins when both are set.
@@ -92,7 +92,7 @@ def _parse(name: str, text: str, source: str) -> object:
 
 
 def _display(field_name: str, source: str) -> str:
-    names = _BROKER_NAMES if source == "broker" else TOPIC_NAMES
+    names = BROKER_NAMES if source == "broker" else TOPIC_NAMES
     return next((k for k, v in names.items() if v == field_name), field_name)
 
 
@@ -112,7 +112,7 @@ TOPIC_NAMES: dict[str, str] = {
 }
 
 # Broker-level property -> field (the server.properties names that give the defaults).
-_BROKER_NAMES: dict[str, str] = {
+BROKER_NAMES: dict[str, str] = {
     "log.segment.bytes": "segment_bytes",
     "log.roll.ms": "segment_ms",
     "log.index.size.max.bytes": "segment_index_bytes",

@@ -27,6 +27,7 @@ from broker.log.checkpoint import (
 from broker.log.config import LogConfig
 from broker.log.epoch_cache import LeaderEpochCache
 from broker.log.open_files import SEGMENT_FILES, OpenFiles
+from broker.log.producer_state import ProducerStateManager
 from broker.log.segment import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, LogSegment
 from protocol.records import (
     LOG_OVERHEAD,
@@ -124,6 +125,9 @@ class Log:
         self.epoch_cache.truncate_from_start(self.log_start_offset)
         self._unflushed_messages = 0
         self._last_flush_ms = clock()
+        #: Idempotent producers' state: built from the batch headers when first needed, then kept by appends;
+        #: dropped when the log end moves back.
+        self._producer_state: ProducerStateManager | None = None
 
     # -- loading ----------------------------------------------------------------------------
 
@@ -198,10 +202,24 @@ class Log:
 
     # -- appending --------------------------------------------------------------------------
 
+    def producer_state(self) -> ProducerStateManager:
+        """The idempotent producers' state of this log (rebuilt from every batch header the first time)."""
+        if self._producer_state is None:
+            self._producer_state = ProducerStateManager.from_headers(
+                header for segment in self._segments for header in segment.headers())
+        return self._producer_state
+
     def append_as_leader(self, records: bytes | bytearray | memoryview, leader_epoch: int) -> AppendInfo:
-        """Validate the batches, assign them offsets from the LEO, stamp ``leader_epoch`` and append."""
+        """Validate the batches, check idempotent producers' sequences, assign offsets from the LEO, stamp
+        ``leader_epoch`` and append. A single batch its producer wrote already is not written again: the
+        AppendInfo of its first write is returned (batch_count 0). Raises KafkaError for a fenced producer epoch
+        or a sequence out of order."""
         data = bytearray(records)
         batches = self._validate(data)
+        if any(header.producer_id >= 0 for _position, header in batches):
+            duplicate = self.producer_state().check_append([header for _position, header in batches])
+            if duplicate is not None:
+                return AppendInfo(duplicate.first_offset, duplicate.last_offset, -1, 0, 0, False, False)
         next_offset = self.log_end_offset
         for i, (position, header) in enumerate(batches):
             set_base_offset(data, position, next_offset)
@@ -257,6 +275,9 @@ class Log:
         else:
             segment.append(data if end == len(data) else memoryview(data)[:end], batches)
             rolled = False
+        if self._producer_state is not None:
+            for _position, header in batches:
+                self._producer_state.update(header)
         self._unflushed_messages += records
         return AppendInfo(batches[0][1].base_offset, last_offset, max_timestamp, len(batches), end, rolled,
                           rolled or self._unflushed_messages >= self.config.flush_messages)
@@ -362,6 +383,7 @@ class Log:
         self._after_end_moved_back()
 
     def _after_end_moved_back(self) -> None:
+        self._producer_state = None  # rebuilt from what is left when next needed
         leo = self.log_end_offset
         self.epoch_cache.truncate_from_end(leo)
         self.recovery_point = min(self.recovery_point, leo)

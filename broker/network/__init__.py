@@ -2,6 +2,7 @@
 
 from broker.network.config import NetworkConfig
 from broker.network.request import (
+    CLOSE_CONNECTION,
     NO_RESPONSE,
     HandlerResult,
     NoResponse,
@@ -14,6 +15,7 @@ from broker.network.server import SocketServer
 from broker.network.stats import NetworkStats
 
 __all__ = [
+    "CLOSE_CONNECTION",
     "NO_RESPONSE",
     "HandlerResult",
     "NetworkConfig",

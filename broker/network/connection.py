@@ -1,24 +1,19 @@
 """One client connection: frames in, requests to the channel, responses out in request order."""
 
 import asyncio
+import contextlib
 import logging
 import struct
 import time
 from collections import deque
 
 from broker.network.channel import RequestChannel, ResponseSlot
-from broker.network.request import NO_RESPONSE, Request, Response
+from broker.network.request import CLOSE_CONNECTION, NO_RESPONSE, Request, Response, ResponseResult
 from broker.network.stats import NetworkStats
-from protocol.errors import ErrorCode
+from broker.network.wire import ENCODING_ERRORS, Rejection, Wire, sniff
 from protocol.framing import LENGTH_PREFIX_SIZE, FrameTooLargeError, InvalidFrameError, parse_frame_length
-from protocol.messages import (
-    APIS,
-    MalformedRequestError,
-    RequestHeader,
-    RequestRejectedError,
-    decode_request,
-    encode_response,
-)
+from protocol.kafka.codec import Buffer
+from protocol.messages import MalformedRequestError, RequestHeader, RequestRejectedError
 
 logger = logging.getLogger(__name__)
 
@@ -31,9 +26,12 @@ class Connection:
     responses in request order, each as soon as it and all earlier ones are done (requests may be
     pipelined and may complete out of order).
 
-    A request that cannot be served (unknown api, unsupported version, invalid body) is answered with
-    its error and the connection stays open. An oversized or non-positive frame length, a payload that
-    is not a request, or end of stream closes the connection; so does a failed write.
+    The first frame decides the codec (broker.network.wire): minikafka's msgpack or Kafka's protocol. A request
+    that cannot be served (unknown api, unsupported version, invalid body) is answered with its error and the
+    connection stays open, or, where the codec says so (Kafka's unknown apis and versions), the connection is
+    closed once the responses before it are written. An oversized or non-positive frame length, a payload that
+    is not a request, or end of stream closes the connection; so does a failed write, and a handler's
+    CLOSE_CONNECTION.
     """
 
     def __init__(
@@ -53,7 +51,9 @@ class Connection:
         self._channel = channel
         self._max_frame_bytes = max_frame_bytes
         self._stats = stats
-        self._slots: deque[tuple[RequestHeader, ResponseSlot]] = deque()
+        self._wire: Wire | None = None
+        #: (header, request object, response slot) of each request not answered yet, in arrival order.
+        self._slots: deque[tuple[RequestHeader, object, ResponseSlot]] = deque()
         self._slot_added = asyncio.Event()
         self._last_active = time.monotonic()
         self._task: asyncio.Task[None] | None = None
@@ -88,7 +88,7 @@ class Connection:
             self._writer.close()
         finally:
             writer_task.cancel()
-            for _, slot in self._slots:
+            for _, _, slot in self._slots:
                 slot.cancel()
             await asyncio.wait([writer_task])
 
@@ -97,7 +97,7 @@ class Connection:
             return
         if (error := task.exception()) is not None:
             logger.error("writer of %s failed", self.id, exc_info=error)
-        self.close("writing failed")
+        self.close("the response writer stopped")
 
     async def _read_requests(self) -> None:
         reader = self._reader
@@ -121,8 +121,11 @@ class Connection:
                 self._stats.malformed_requests += 1
                 logger.warning("closing %s: %s", self.id, e)
                 return
+            if self._wire is None:
+                self._wire = sniff(payload)
+                logger.debug("%s speaks %s", self.id, self._wire.name)
             try:
-                header, body = decode_request(payload)
+                header, body = self._wire.decode(payload)
             except MalformedRequestError as e:
                 self._stats.malformed_requests += 1
                 logger.warning("closing %s: malformed request of %d bytes: %s", self.id, length, e)
@@ -130,17 +133,20 @@ class Connection:
             except RequestRejectedError as e:
                 self._stats.requests_received += 1
                 self._stats.invalid_requests += 1
-                logger.info("rejecting request %d from %s: %s", e.header.correlation_id, self.id, e)
-                self._add_slot(e.header).set_result(Response(None, e.error_code, str(e)))
+                rejection = self._wire.reject(e)
+                logger.info("%s request %d from %s: %s", "rejecting" if rejection.payload is not None else
+                            "closing the connection on", e.header.correlation_id, self.id, e)
+                self._add_slot(e.header, None).set_result(
+                    rejection if rejection.payload is not None else CLOSE_CONNECTION)
                 continue
             self._stats.requests_received += 1
-            slot = self._add_slot(header)
+            slot = self._add_slot(header, body)
             request = Request(header, body, self.id, LENGTH_PREFIX_SIZE + length, self.listener_name)
             await self._channel.send_request(request, slot)
 
-    def _add_slot(self, header: RequestHeader) -> ResponseSlot:
+    def _add_slot(self, header: RequestHeader, body: object) -> ResponseSlot:
         slot: ResponseSlot = asyncio.get_running_loop().create_future()
-        self._slots.append((header, slot))
+        self._slots.append((header, body, slot))
         self._slot_added.set()
         self._last_active = time.monotonic()
         return slot
@@ -152,40 +158,49 @@ class Connection:
                 self._slot_added.clear()
                 await self._slot_added.wait()
                 continue
-            await slots[0][1]
-            buffers: list[bytes] = []
+            await slots[0][2]
+            buffers: list[Buffer] = []
             batch_bytes = 0
-            while slots and slots[0][1].done() and batch_bytes < _WRITE_BATCH_BYTES:
-                header, slot = slots.popleft()
-                response = slot.result()
-                if response is not NO_RESPONSE:
-                    payload = self._encode(header, response)
-                    buffers += (_LENGTH_PREFIX.pack(len(payload)), payload)
-                    batch_bytes += len(payload)
-            if not buffers:
-                continue
+            responses = 0
+            close = False
+            while slots and slots[0][2].done() and batch_bytes < _WRITE_BATCH_BYTES:
+                header, request, slot = slots.popleft()
+                result: ResponseResult | Rejection = slot.result()
+                if result is CLOSE_CONNECTION:
+                    close = True
+                    break
+                if result is NO_RESPONSE:
+                    continue
+                payload = [result.payload] if isinstance(result, Rejection) else self._encode(header, request, result)
+                size = sum(len(part) for part in payload)
+                buffers.append(_LENGTH_PREFIX.pack(size))
+                buffers += payload
+                batch_bytes += size
+                responses += 1
             if self._writer.transport.is_closing():
                 return
-            try:
-                self._writer.writelines(buffers)
-                await self._writer.drain()
-            except OSError as e:
-                logger.debug("writing to %s failed: %s", self.id, e)
+            if buffers:
+                try:
+                    self._writer.writelines(buffers)
+                    await self._writer.drain()
+                except OSError as e:
+                    logger.debug("writing to %s failed: %s", self.id, e)
+                    return
+                self._stats.responses_sent += responses
+                self._last_active = time.monotonic()
+            if close:
+                logger.info("closing %s as its codec or a handler asked", self.id)
+                with contextlib.suppress(OSError):  # first let what was answered before it reach the socket
+                    self._writer.transport.set_write_buffer_limits(0)
+                    await self._writer.drain()
                 return
-            self._stats.responses_sent += len(buffers) // 2
-            self._last_active = time.monotonic()
 
-    def _encode(self, header: RequestHeader, response: Response) -> bytes:
-        """The response payload; a response that does not fit the api's declaration becomes UNKNOWN_SERVER_ERROR."""
+    def _encode(self, header: RequestHeader, request: object, response: Response) -> list[Buffer]:
+        """The response payload; one that does not fit the api's declaration becomes UNKNOWN_SERVER_ERROR."""
+        assert self._wire is not None
         try:
-            body = response.body
-            api = APIS.get(header.api_key)
-            if body is not None and (api is None or type(body) is not api.response):
-                raise TypeError(f"{type(body).__name__} is not the response of api key {header.api_key}")
-            return encode_response(header.correlation_id, body, response.error_code, response.error_message)
-        except (TypeError, ValueError) as e:
+            return self._wire.encode(header, request, response)
+        except ENCODING_ERRORS as e:
             self._stats.handler_errors += 1
             logger.exception("cannot encode the response to request %d from %s", header.correlation_id, self.id)
-            return encode_response(
-                header.correlation_id, None, ErrorCode.UNKNOWN_SERVER_ERROR, f"cannot encode the response: {e}"
-            )
+            return self._wire.encode_failure(header, request, f"cannot encode the response: {e}")

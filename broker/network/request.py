@@ -31,13 +31,17 @@ class Response:
 
 
 class NoResponse(enum.Enum):
-    """The type of NO_RESPONSE."""
+    """The type of NO_RESPONSE and CLOSE_CONNECTION."""
 
     NO_RESPONSE = "NO_RESPONSE"
+    CLOSE_CONNECTION = "CLOSE_CONNECTION"
 
 
 NO_RESPONSE: Final = NoResponse.NO_RESPONSE
 """Returned for an acks=0 produce: nothing is written back, later responses keep their order."""
+CLOSE_CONNECTION: Final = NoResponse.CLOSE_CONNECTION
+"""Returned for an acks=0 produce that failed (Kafka's way to tell a producer that reads no responses): the
+responses before it are written, then the connection is closed."""
 
 ResponseResult: TypeAlias = Response | NoResponse
 HandlerResult: TypeAlias = ResponseResult | asyncio.Future[ResponseResult]

@@ -52,7 +52,7 @@ from protocol.messages import (
     StopReplicaResponse,
     Topic,
 )
-from protocol.records import RecordBatchError
+from protocol.records import RecordBatchError, UnsupportedCompressionError
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +68,8 @@ def error_code_of(error: Exception) -> ErrorCode:
         return error.code
     if isinstance(error, RecordTooLargeError):
         return ErrorCode.MESSAGE_TOO_LARGE
+    if isinstance(error, UnsupportedCompressionError):
+        return ErrorCode.UNSUPPORTED_COMPRESSION_TYPE
     if isinstance(error, RecordBatchError):
         return ErrorCode.CORRUPT_MESSAGE
     if isinstance(error, OffsetOutOfRangeError):

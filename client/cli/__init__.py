@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from client.cli.broker import broker_command
+from client.cli.chaos import chaos_group
 from client.cli.cluster import cluster_group
 from client.cli.consume import consume_command, record_json
 from client.cli.dump_log import dump_log
@@ -14,6 +15,7 @@ from client.cli.reassign_partitions import reassign_partitions_command
 from client.cli.replica_verification import replica_verification_command
 from client.cli.state_change_log import state_change_log_group
 from client.cli.topic import describe_json, describe_lines, topic_group
+from client.cli.verify import verify_command
 
 __all__ = ["describe_json", "describe_lines", "main", "record_json", "split_key"]
 
@@ -25,5 +27,5 @@ def main() -> None:
 
 for command in (broker_command, cluster_group, topic_group, produce_command, consume_command, dump_log,
                 leader_election_command, reassign_partitions_command, replica_verification_command,
-                state_change_log_group):
+                state_change_log_group, verify_command, chaos_group):
     main.add_command(command)

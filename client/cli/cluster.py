@@ -15,14 +15,17 @@ from client.cluster import (
     cluster_status,
     cluster_up,
     describe_exit,
+    heal_cluster,
     kill_broker,
+    partition_cluster,
     start_broker,
 )
+from client.netsplit import NetsplitError
 
 
 @click.group("cluster")
 def cluster_group() -> None:
-    """Run a local cluster: ZooKeeper and N brokers on 127.0.0.1, described in a directory."""
+    """Run a local cluster: ZooKeeper and N brokers, each on its own loopback address, described in a directory."""
 
 
 @cluster_group.command("up")
@@ -70,19 +73,26 @@ def cluster_up_command(
 @dir_option
 @click.option("--json", "as_json", is_flag=True, help="One JSON object.")
 def cluster_status_command(directory: Path, as_json: bool) -> None:
-    """Show the controller, its epoch and which brokers are alive."""
+    """Show each member's address, the controller and its epoch, which brokers are alive, and the network cuts
+    in force (listing them needs root)."""
     status = run(cluster_status(directory))
     if as_json:
         click.echo(json.dumps(status))
         return
     zk = status["zookeeper"]
-    click.echo(f"zookeeper: port {zk['port']} pid {zk['pid']} {'alive' if zk['alive'] else 'down'}")
+    click.echo(f"zookeeper: {zk['host']}:{zk['port']} pid {zk['pid']} {'alive' if zk['alive'] else 'down'}")
     click.echo(f"controller: {status['controller']} (epoch {status['controller_epoch']})")
     for b in status["brokers"]:
         state = "alive" if b["alive"] else "down"
         if b["exit_status"] is not None:
             state += f" ({describe_exit(b['exit_status'])})"
-        click.echo(f"broker {b['id']}: {b['host']}:{b['port']} pid {b['pid']} {state} log_dir {b['log_dir']}")
+        click.echo(f"broker {b['id']}: {b['host']}:{b['port']} (kafka {b['kafka_address']}) pid {b['pid']} {state} "
+                   f"log_dir {b['log_dir']}")
+    cuts = status["cuts"]
+    if cuts is None:
+        click.echo("cuts: unknown (listing nftables rules needs root)")
+    else:
+        click.echo(f"cuts: {'; '.join(cuts) if cuts else 'none'}")
 
 
 @cluster_group.command("down")
@@ -90,7 +100,7 @@ def cluster_status_command(directory: Path, as_json: bool) -> None:
 @click.option("--timeout", type=click.FloatRange(min=0), default=30, show_default=True,
               help="Seconds to wait for a clean stop before SIGKILL.")
 def cluster_down_command(directory: Path, timeout: float) -> None:
-    """Stop every broker (SIGTERM, then SIGKILL after --timeout), then ZooKeeper."""
+    """Heal every network cut, stop every broker (SIGTERM, then SIGKILL after --timeout), then ZooKeeper."""
     state = run(cluster_down(directory, timeout_s=timeout))
     click.echo(f"stopped {len(state.brokers)} brokers and ZooKeeper in {state.directory}", err=True)
 
@@ -123,3 +133,31 @@ def cluster_start_command(broker_id: int, directory: Path, timeout: float) -> No
     """Restart stopped broker BROKER_ID with its configuration and data."""
     broker = run(start_broker(directory, broker_id, timeout_s=timeout))
     click.echo(f"broker {broker.id} on {broker.address} (pid {broker.pid})", err=True)
+
+
+@cluster_group.command("partition")
+@click.argument("side_a")
+@click.argument("side_b")
+@click.option("--one-way", is_flag=True, help="Drop only the packets from SIDE_A to SIDE_B.")
+@dir_option
+def cluster_partition_command(side_a: str, side_b: str, one_way: bool, directory: Path) -> None:
+    """Cut the network between SIDE_A and SIDE_B: each is a comma-separated list of broker ids and/or zk.
+
+    `partition 1 2,3,zk` isolates broker 1; `partition 2 zk` cuts broker 2 from ZooKeeper only. The cuts are
+    nftables drop rules on lo (root only); they add up until `cluster heal` (or `cluster down`)."""
+    try:
+        cut = partition_cluster(directory, side_a, side_b, one_way=one_way)
+    except (ClusterError, NetsplitError) as e:
+        raise click.ClickException(str(e)) from None
+    click.echo(f"cut {cut}", err=True)
+
+
+@cluster_group.command("heal")
+@dir_option
+def cluster_heal_command(directory: Path) -> None:
+    """Remove every network cut of the cluster."""
+    try:
+        cuts = heal_cluster(directory)
+    except (ClusterError, NetsplitError) as e:
+        raise click.ClickException(str(e)) from None
+    click.echo(f"healed {'; '.join(map(str, cuts)) if cuts else 'nothing (no cuts were in force)'}", err=True)

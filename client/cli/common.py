@@ -3,19 +3,23 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import sys
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
 import click
 
-from broker.config import parse_overrides
+from broker.config import ConfigError, parse_overrides
 from client.admin import AdminError
+from client.client_configs import consumer_config, producer_config, read_config_file
 from client.cluster import CHROOT, DEFAULT_DIR, ClusterError, load_cluster
 from client.connection import KafkaConnectionError
 from client.consumer import ConsumerError
 from client.metadata import parse_bootstrap_servers
+from client.netsplit import NetsplitError
 from client.producer import ProducerError
 from protocol.errors import KafkaError
 
@@ -23,7 +27,8 @@ T = TypeVar("T")
 
 # A mistyped topic name should fail in seconds, not after the library's minute.
 CLI_MAX_BLOCK_MS = 10000
-_CLIENT_ERRORS = (ClusterError, AdminError, ProducerError, ConsumerError, KafkaConnectionError, KafkaError)
+_CLIENT_ERRORS = (ClusterError, NetsplitError, AdminError, ProducerError, ConsumerError, KafkaConnectionError,
+                  KafkaError)
 
 
 def run(coro: Coroutine[Any, Any, T]) -> T:
@@ -107,3 +112,48 @@ zookeeper_option = click.option(
 def text(value: bytes | None) -> str | None:
     """Bytes shown as UTF-8, undecodable bytes escaped."""
     return None if value is None else value.decode("utf-8", errors="backslashreplace")
+
+
+def client_config_options(kind: str) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """Kafka's console-tool options for a client's configs: ``--KIND-property KEY=VALUE`` (repeatable) and
+    ``--KIND.config FILE`` (kind: producer or consumer). Resolve them with `client_config`."""
+
+    def decorate(f: Callable[..., None]) -> Callable[..., None]:
+        f = click.option(f"--{kind}.config", f"{kind}_config_file", type=click.Path(dir_okay=False, path_type=Path),
+                         help=f"A {kind}.properties file with Kafka's {kind} config names.")(f)
+        return click.option(f"--{kind}-property", f"{kind}_properties", multiple=True, metavar="KEY=VALUE",
+                            callback=key_values,
+                            help=f"A {kind} config with Kafka's name (acks, linger.ms, ...); repeatable; "
+                                 f"overrides --{kind}.config.")(f)
+
+    return decorate
+
+
+def client_config(kind: str, config_file: Path | None, properties: dict[str, str],
+                  explicit: dict[str, Any]) -> dict[str, Any]:
+    """The client's keyword arguments: the config file, then the properties, then the explicit options given
+    (those that are not None). Warnings (unknown names) go to stderr; a bad value is a usage error."""
+    mapping = producer_config if kind == "producer" else consumer_config
+    try:
+        merged = read_config_file(config_file) if config_file is not None else {}
+        config = mapping(merged | properties)
+    except ConfigError as e:
+        raise click.BadParameter(str(e), param_hint=f"--{kind}-property/--{kind}.config") from None
+    for warning in config.warnings:
+        click.echo(f"warning: {warning}", err=True)
+    return config.kwargs | {name: value for name, value in explicit.items() if value is not None}
+
+
+@contextmanager
+def show_client_warnings() -> Iterator[None]:
+    """Within the block, the client library's warnings (a producer's retries, for instance) go to stderr as they
+    happen, one line each."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setLevel(logging.WARNING)
+    handler.setFormatter(logging.Formatter("warning: %(message)s"))
+    logger = logging.getLogger("client")
+    logger.addHandler(handler)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)

@@ -5,10 +5,19 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
+from typing import Any
 
 import click
 
-from client.cli.common import client_options, resolve_bootstrap, run, text
+from client.cli.common import (
+    client_config,
+    client_config_options,
+    client_options,
+    resolve_bootstrap,
+    run,
+    show_client_warnings,
+    text,
+)
 from client.consumer import Consumer, ConsumerRecord
 
 
@@ -35,10 +44,11 @@ async def _consume(
     max_messages: int | None,
     timeout_ms: int | None,
     as_json: bool,
+    config: dict[str, Any],
 ) -> int:
     """Print records until max_messages or timeout_ms without a record; return how many were printed."""
     count = 0
-    async with Consumer(bootstrap, client_id="minikafka-cli") as consumer:
+    async with Consumer(bootstrap, **({"client_id": "minikafka-cli"} | config)) as consumer:
         if partition is None:
             await consumer.metadata.refresh([topic])
             partitions = consumer.metadata.partitions(topic)
@@ -80,6 +90,7 @@ async def _consume(
 @click.option("--max-messages", type=click.IntRange(min=1), help="Stop after this many records.")
 @click.option("--timeout-ms", type=click.IntRange(min=0), help="Stop when no record arrived for this long.")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per record.")
+@client_config_options("consumer")
 @client_options
 def consume_command(
     topic: str,
@@ -89,14 +100,21 @@ def consume_command(
     max_messages: int | None,
     timeout_ms: int | None,
     as_json: bool,
+    consumer_config_file: Path | None,
+    consumer_properties: dict[str, str],
     bootstrap_server: str | None,
     directory: Path,
 ) -> None:
-    """Print the records of TOPIC, one per line (the value, or JSON with --json)."""
+    """Print the records of TOPIC, one per line (the value, or JSON with --json).
+
+    An error is reported on stderr with Kafka's error name, and the exit status is then 1."""
     if from_beginning and offset is not None:
         raise click.UsageError("--from-beginning and --offset exclude each other")
     if offset is not None and partition is None:
         raise click.UsageError("--offset needs --partition")
+    config = client_config("consumer", consumer_config_file, consumer_properties, {})
     bootstrap = resolve_bootstrap(bootstrap_server, directory)
-    count = run(_consume(bootstrap, topic, partition, from_beginning, offset, max_messages, timeout_ms, as_json))
+    with show_client_warnings():
+        count = run(_consume(bootstrap, topic, partition, from_beginning, offset, max_messages, timeout_ms, as_json,
+                             config))
     click.echo(f"Processed a total of {count} messages", err=True)

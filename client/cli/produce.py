@@ -7,12 +7,21 @@ import json
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 import click
 
 from client.accumulator import FutureRecordMetadata
-from client.cli.common import CLI_MAX_BLOCK_MS, client_options, resolve_bootstrap, run
+from client.cli.common import (
+    CLI_MAX_BLOCK_MS,
+    client_config,
+    client_config_options,
+    client_options,
+    resolve_bootstrap,
+    run,
+    show_client_warnings,
+)
+from client.history import FAILED, OK, UNKNOWN, HistoryWriter, Outcome, outcome_of
 from client.producer import Producer, ProducerError
 
 
@@ -39,66 +48,112 @@ def split_key(line: bytes, separator: bytes | None, number: int) -> tuple[bytes 
     return key, value
 
 
-async def _produce(
-    bootstrap: str, topic: str, partition: int | None, acks: str, separator: bytes | None, as_json: bool
-) -> list[str]:
-    """Send stdin's lines; print acknowledgements in input order; return the failures."""
-    failures: list[str] = []
-    acknowledged: asyncio.Queue[tuple[int, FutureRecordMetadata] | None] = asyncio.Queue()
+class _Outcomes:
+    """Reports each record's outcome as it arrives: a failure on stderr at once (with Kafka's error name), a line in
+    the history file if there is one; counts the failures."""
+
+    def __init__(self, topic: str, history: HistoryWriter | None) -> None:
+        self.topic = topic
+        self.history = history
+        self.failures = 0
+
+    def track(self, number: int, key: bytes | None, value: bytes, future: FutureRecordMetadata) -> None:
+        future.add_done_callback(lambda settled: self._settled(number, key, value, settled))
+
+    def _settled(self, number: int, key: bytes | None, value: bytes, future: FutureRecordMetadata) -> None:
+        outcome = outcome_of(self.topic, key, value, future)
+        if self.history is not None:
+            self.history.write(outcome)
+        if outcome.status != OK:
+            self.failures += 1
+            maybe = " (it may have been written)" if outcome.status == UNKNOWN else ""
+            click.echo(f"error: line {number}: {outcome.error}{maybe}", err=True)
+
+
+async def _produce(bootstrap: str, topic: str, partition: int | None, separator: bytes | None, as_json: bool,
+                   config: dict[str, Any], history: HistoryWriter | None) -> int:
+    """Send stdin's lines; print acknowledgements in input order; return how many records failed."""
+    acknowledged: asyncio.Queue[FutureRecordMetadata | None] = asyncio.Queue()
+    outcomes = _Outcomes(topic, history)
 
     async def report() -> None:
-        while (item := await acknowledged.get()) is not None:
-            number, future = item
+        while (future := await acknowledged.get()) is not None:
             try:
                 metadata = await future
-            except ProducerError as e:
-                failures.append(f"line {number}: {e}")
-                continue
+            except ProducerError:
+                continue  # already reported as it failed
             if as_json:
                 click.echo(json.dumps({"partition": metadata.partition, "offset": metadata.offset}))
 
-    producer = Producer(bootstrap, acks=acks, max_block_ms=CLI_MAX_BLOCK_MS, client_id="minikafka-cli")
+    producer = Producer(bootstrap, **({"max_block_ms": CLI_MAX_BLOCK_MS, "client_id": "minikafka-cli"} | config))
     reporter = asyncio.create_task(report())
     try:
         number = 0
         async for line in _read_lines(sys.stdin.buffer):
             number += 1
             key, value = split_key(line, separator, number)
-            future = await producer.send(topic, value, key=key, partition=partition)
-            acknowledged.put_nowait((number, future))
+            try:
+                future = await producer.send(topic, value, key=key, partition=partition)
+            except ProducerError as e:
+                if history is not None:
+                    history.write(Outcome(topic, partition, None, key, value, FAILED, str(e)))
+                click.echo(f"error: line {number}: {e}", err=True)
+                outcomes.failures += 1
+                continue
+            outcomes.track(number, key, value, future)
+            acknowledged.put_nowait(future)
         await producer.flush()
     finally:
         acknowledged.put_nowait(None)
         await reporter
         await producer.close()
-    return failures
+    return outcomes.failures
 
 
 @click.command("produce")
 @click.argument("topic")
 @click.option("--partition", type=click.IntRange(min=0), help="Write every record to this partition.")
-@click.option(
-    "--acks", type=click.Choice(["all", "-1", "1", "0"]), default="all", show_default=True, help="Acknowledgements."
-)
+@click.option("--acks", type=click.Choice(["all", "-1", "1", "0"]),
+              help="Acknowledgements [default: all, or acks from the producer configs].")
 @click.option("--key-separator", metavar="SEP", help="Split each line at the first SEP into key and value.")
 @click.option("--json", "as_json", is_flag=True, help='Print {"partition", "offset"} per acknowledged record.')
+@click.option("--history", "history_file", type=click.Path(dir_okay=False, path_type=Path),
+              help="Append each record's outcome to FILE as a JSON line, as it arrives.")
+@client_config_options("producer")
 @client_options
 def produce_command(
     topic: str,
     partition: int | None,
-    acks: str,
+    acks: str | None,
     key_separator: str | None,
     as_json: bool,
+    history_file: Path | None,
+    producer_config_file: Path | None,
+    producer_properties: dict[str, str],
     bootstrap_server: str | None,
     directory: Path,
 ) -> None:
     """Send each line of stdin to TOPIC as one record.
 
-    Exits with status 1 if any record could not be written."""
+    A record that fails is reported on stderr as it fails (retries too, once per batch and error); the exit
+    status is 1 if any record could not be written."""
     if key_separator == "":
         raise click.BadParameter("must not be empty", param_hint="--key-separator")
     separator = key_separator.encode() if key_separator is not None else None
+    config = client_config("producer", producer_config_file, producer_properties, {"acks": acks})
     bootstrap = resolve_bootstrap(bootstrap_server, directory)
-    failures = run(_produce(bootstrap, topic, partition, acks, separator, as_json))
+    history = None
+    if history_file is not None:
+        try:
+            history = HistoryWriter(history_file)
+        except OSError as e:
+            raise click.BadParameter(f"cannot open {history_file}: {e.strerror}", param_hint="--history") from None
+    try:
+        with show_client_warnings():
+            failures = run(_produce(bootstrap, topic, partition, separator, as_json, config, history))
+    finally:
+        if history is not None:
+            history.close()
     if failures:
-        raise click.ClickException(f"{len(failures)} record(s) were not written; the first: {failures[0]}")
+        click.echo(f"{failures} record(s) were not written", err=True)
+        sys.exit(1)

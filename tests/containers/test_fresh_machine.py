@@ -1,8 +1,8 @@
 """`make setup` on a bare machine: a clean debian:bookworm-slim container with only the README's prerequisites and
 a copy of this checkout. The first `make setup` must install everything, a second one must change nothing, and a
 cluster then runs inside. The container has no network: its .deb files, package lists and wheels come from the
-cache `make setup` filled on the host (build/fresh-machine/), and pip reads the wheels through PIP_FIND_LINKS, so
-the install path is the README's own."""
+cache `make setup` filled on the host (build/fresh-machine/): pip reads the wheels through PIP_FIND_LINKS and Maven
+its repository offline (a settings.xml), so the install path is the README's own."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ import pytest
 from tests.containers.podman import BASE_IMAGE, ROOT, podman, podman_env, require_containers
 
 FRESH = ROOT / "build" / "fresh-machine"
-STEPS = ("python", "java", "zookeeper", "containers")
+STEPS = ("python", "java", "zookeeper", "test-tools", "kafka", "nftables", "containers")
 
 SCRIPT = """
 set -eu
@@ -67,6 +67,8 @@ def test_make_setup_installs_everything_on_a_bare_machine_once_and_a_cluster_run
         "-v", f"{FRESH / 'apt-archives'}:/var/cache/apt/archives:O",
         "-v", f"{FRESH / 'apt-lists'}:/var/lib/apt/lists:O",
         "-v", f"{FRESH / 'wheels'}:/wheels:ro",
+        "-v", f"{FRESH / 'm2'}:/root/.m2/repository:O",
+        "-v", f"{FRESH / 'maven-settings.xml'}:/root/.m2/settings.xml:ro",
         "-e", "PIP_NO_INDEX=1", "-e", "PIP_FIND_LINKS=/wheels",
         BASE_IMAGE, "bash", "-c", SCRIPT,
     ]
@@ -81,10 +83,13 @@ def test_make_setup_installs_everything_on_a_bare_machine_once_and_a_cluster_run
     assert "setup: python: making .venv from requirements/dev.lock" in first
     assert "setup: java: installing default-jre-headless" in first
     assert "setup: zookeeper: installing libzookeeper-java" in first
+    assert "setup: test-tools: installing kcat maven" in first
+    assert "setup: kafka: fetching the jars of tools/kafka/pom.xml" in first
+    assert "setup: nftables: installing nftables" in first
     assert "setup: containers: this is a podman container" in first
 
     second = section(output, "second make setup")
     lines = [line for line in second.splitlines() if line.startswith("setup: ")]
     assert [line.split(":")[1].strip() for line in lines] == list(STEPS), second
-    assert all(": ok (" in line for line in lines[:3]), second  # nothing installed the second time
+    assert all(": ok (" in line for line in lines[:6]), second  # nothing installed the second time
     assert "== done" in output

@@ -1,6 +1,6 @@
-"""Short runs of the benchmarks behind `make bench-log`, `make bench-produce` and `make bench-failover`, as a user runs
-them (`python -m bench.NAME`), so that they keep working. What they measure is not asserted: only that each run
-completes and reports every figure."""
+"""Short runs of the benchmarks behind `make bench-log`, `make bench-produce`, `make bench-failover`,
+`make bench-kafka` and `make bench-verify`, as a user runs them (`python -m bench.NAME`), so that they keep working.
+What they measure is not asserted: only that each run completes and reports every figure."""
 
 from __future__ import annotations
 
@@ -63,3 +63,35 @@ def test_the_failover_benchmark_reports_both_ways_of_losing_a_leader(zookeeper_i
                          rf"({NUMBER}) ms", median)
     assert match, median
     assert all(float(value) > 0 for value in match.groups())
+
+
+def test_the_kafka_client_benchmark_reports_both_clients(tmp_path: Path, zookeeper_installed: None):
+    out = run_bench("kafka_client_bench", "--runs", "1", "--seconds", "0.3", "--dir", str(tmp_path))
+    lines = out.splitlines()
+    heading = next(i for i, line in enumerate(lines) if line.startswith("median of 1 runs (3 partitions, RF 3"))
+    median = [line.strip() for line in lines[heading + 1:]]
+    rates = rf"({NUMBER}) records/s\s+({NUMBER}) MB/s"
+    latency = rf"\s+latency p50\s+{NUMBER} ms p99\s+{NUMBER} ms"
+    cpu = rf"\s+CPU client\s+{NUMBER}% broker-1\s+{NUMBER}% broker-2\s+{NUMBER}% broker-3\s+{NUMBER}%"
+    patterns = [rf"{client}\s+{phase}\s+{rates}{latency if phase != 'consume' else ''}{cpu}"
+                for client in ("librdkafka", "minikafka") for phase in ("acks=all", "acks=1", "consume")]
+    assert len(median) == len(patterns), out
+    for line, pattern in zip(median, patterns, strict=True):
+        match = re.fullmatch(pattern, line)
+        assert match, line
+        assert all(float(value.replace(",", "")) > 0 for value in match.groups()), line  # records moved
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_verify_benchmark_reports_start_up_read_and_verify_rates(tmp_path: Path, zookeeper_installed: None):
+    out = run_bench("verify_bench", "--size-mb", "3", "--runs", "1", "--dir", str(tmp_path), timeout=300)
+    lines = out.splitlines()
+    assert re.fullmatch(rf"data: 3 brokers, 3 partitions x RF 3, {NUMBER} MB in \d+ segment files \(written in "
+                        rf"{NUMBER} s\)", lines[0]), lines[0]
+    assert re.fullmatch(rf"Spark session start-up \(local\[\*\]\): {NUMBER} s", lines[1]), lines[1]
+    rates = rf"read ({NUMBER}) MB/s, verify ({NUMBER}) MB/s, ratio ({NUMBER})"
+    match = re.fullmatch(rf"median of 1 runs: cold {rates}; warm {rates}", lines[-1])
+    assert match, lines[-1]
+    rates_read = [match.group(i) for i in (1, 2, 4, 5)]
+    assert all(float(value.replace(",", "")) > 0 for value in rates_read), lines[-1]
+    assert list(tmp_path.iterdir()) == []  # the cluster and its data are removed

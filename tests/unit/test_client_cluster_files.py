@@ -26,6 +26,7 @@ from client.cluster import (
     cluster_down,
     kill_broker,
     load_cluster,
+    member_address,
     process_running,
     save_cluster,
     server_properties,
@@ -43,8 +44,17 @@ def test_server_properties_are_what_the_broker_reads(tmp_path):
     config = BrokerConfig.from_properties(props)
     assert config.broker_id == 2
     assert config.listeners.advertised_listeners == (EndPoint("PLAINTEXT", "127.0.0.1", 9093),)
+    assert config.source_address == "127.0.0.1"
     assert config.log_dirs == [tmp_path / "data"]
     assert (config.zookeeper_connect, config.zookeeper_chroot) == ("127.0.0.1:2181", "/minikafka")
+
+
+def test_a_member_address_is_both_the_listener_and_the_source_of_connections(tmp_path):
+    props = parse_properties(server_properties(3, 9092, tmp_path, "127.9.8.1:2181/minikafka", host="127.9.8.4"))
+    config = BrokerConfig.from_properties(props)
+    assert config.listeners.advertised_listeners == (EndPoint("PLAINTEXT", "127.9.8.4", 9092),)
+    assert config.source_address == "127.9.8.4"
+    assert member_address((9, 8), 0) == "127.9.8.1" and member_address((9, 8), 3) == "127.9.8.4"
 
 
 def test_overrides_replace_the_generated_settings(tmp_path):
@@ -73,7 +83,7 @@ def test_cluster_json_round_trip_and_shape(tmp_path):
     assert load_cluster(tmp_path) == state
     data = json.loads((tmp_path / CLUSTER_FILE).read_text())
     assert data["zookeeper"] == {"port": 2181, "pid": DEAD_PID, "data_dir": str(tmp_path / "zk"),
-                                 "connect": "127.0.0.1:2181"}
+                                 "host": "127.0.0.1", "connect": "127.0.0.1:2181"}
     config, log_dir = str(tmp_path / "broker-1/server.properties"), str(tmp_path / "d1")
     assert data["brokers"][0] == {"id": 1, "host": "127.0.0.1", "port": 9092, "pid": 100, "config": config,
                                   "log_dir": log_dir}

@@ -18,10 +18,16 @@ from protocol.messages import (
     EARLIEST_TIMESTAMP,
     LATEST_TIMESTAMP,
     LEADER_DURING_DELETE,
+    PASS_THROUGH_BYTES,
     ApiKey,
     ApiVersionRange,
     ApiVersionsRequest,
     ApiVersionsResponse,
+    ConfigEntry,
+    ConfigResourceType,
+    ConfigSource,
+    ConfigSynonym,
+    ConfigType,
     ControlledShutdownRequest,
     ControlledShutdownResponse,
     CreatableReplicaAssignment,
@@ -37,6 +43,10 @@ from protocol.messages import (
     DeletableTopicResult,
     DeleteTopicsRequest,
     DeleteTopicsResponse,
+    DescribeConfigsRequest,
+    DescribeConfigsResource,
+    DescribeConfigsResponse,
+    DescribeConfigsResult,
     DescribeReplicasRequest,
     DescribeReplicasResponse,
     ElectionType,
@@ -48,6 +58,8 @@ from protocol.messages import (
     FetchRequest,
     FetchResponse,
     FollowerState,
+    InitProducerIdRequest,
+    InitProducerIdResponse,
     InvalidRequestError,
     LeaderAndIsrPartitionState,
     LeaderAndIsrRequest,
@@ -101,6 +113,7 @@ from protocol.messages import (
     encode_body,
     encode_request,
     encode_response,
+    encode_response_parts,
     supported_api_versions,
 )
 
@@ -340,6 +353,35 @@ SAMPLES: dict[int, tuple[Any, Any]] = {
             ]
         ),
     ),
+    ApiKey.DELETE_TOPICS: (
+        DeleteTopicsRequest(topic_names=["orders", "gone"], timeout_ms=5_000),
+        DeleteTopicsResponse(responses=[
+            DeletableTopicResult(name="orders", error_code=0),
+            DeletableTopicResult(name="gone", error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, error_message="no"),
+        ]),
+    ),
+    ApiKey.INIT_PRODUCER_ID: (
+        InitProducerIdRequest(),
+        InitProducerIdResponse(error_code=0, producer_id=1000, producer_epoch=0),
+    ),
+    ApiKey.DESCRIBE_CONFIGS: (
+        DescribeConfigsRequest(resources=[
+            DescribeConfigsResource(resource_type=ConfigResourceType.TOPIC, resource_name="orders"),
+            DescribeConfigsResource(resource_type=ConfigResourceType.BROKER, resource_name="1",
+                                    configuration_keys=["broker.id"]),
+        ], include_synonyms=True),
+        DescribeConfigsResponse(results=[
+            DescribeConfigsResult(error_code=0, resource_type=ConfigResourceType.TOPIC, resource_name="orders",
+                                  configs=[ConfigEntry(name="retention.ms", value="1000",
+                                                       config_source=ConfigSource.DYNAMIC_TOPIC_CONFIG,
+                                                       config_type=ConfigType.LONG,
+                                                       synonyms=[ConfigSynonym(name="retention.ms", value="1000",
+                                                                               source=1)])]),
+            DescribeConfigsResult(error_code=0, resource_type=ConfigResourceType.BROKER, resource_name="1",
+                                  configs=[ConfigEntry(name="broker.id", value="1", read_only=True,
+                                                       config_source=ConfigSource.STATIC_BROKER_CONFIG)]),
+        ]),
+    ),
     ApiKey.OFFSET_FOR_LEADER_EPOCH: (
         OffsetsForLeaderEpochRequest(
             replica_id=2,
@@ -461,7 +503,9 @@ def test_api_table() -> None:
         18: "ApiVersions",
         19: "CreateTopics",
         20: "DeleteTopics",
+        22: "InitProducerId",
         23: "OffsetsForLeaderEpoch",
+        32: "DescribeConfigs",
         37: "CreatePartitions",
         43: "ElectLeaders",
         1000: "DescribeReplicas",
@@ -968,3 +1012,16 @@ def test_fuzz_truncated_and_flipped_valid_requests(api_key: int, data: st.DataOb
     payload[flip] ^= data.draw(st.integers(1, 255))
     assert_only_protocol_errors(bytes(payload))
     assert_only_protocol_errors(bytes(payload[:cut]))
+
+
+@settings(max_examples=30, deadline=None)
+@given(sizes=st.lists(st.sampled_from([0, 10, 65535, 65536, 200_000]), max_size=5), data=st.data())
+def test_response_parts_are_the_response_with_large_records_left_uncopied(sizes: list[int], data: Any) -> None:
+    records = [data.draw(st.binary(min_size=size, max_size=size)) if size < 1000 else bytes([size % 251]) * size
+               for size in sizes]
+    response = FetchResponse(error_code=0, topics=[Topic(name="t", partitions=[FetchPartitionResponse(
+        partition=i, error_code=0, high_watermark=1, records=r) for i, r in enumerate(records)])])
+    parts = encode_response_parts(7, response)
+    assert b"".join(parts) == encode_response(7, response)
+    assert sum(any(part is r for part in parts) for r in records if len(r) >= PASS_THROUGH_BYTES) == sum(
+        len(r) >= PASS_THROUGH_BYTES for r in records)

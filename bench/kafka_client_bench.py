@@ -1,0 +1,249 @@
+"""The brokers driven by Kafka's own C client (librdkafka, through confluent-kafka) and, in the same run, by
+minikafka's producer and consumer.
+
+A 3-broker cluster (started here unless --bootstrap-server is given), topics of 3 partitions with replication
+factor 3, 100-byte values. Per run and per client: produce with acks=all, then with acks=1, each to a topic of its
+own as fast as the client takes records for --seconds; then read everything the client produced back from the
+beginning. librdkafka is set as the brief for the figures says: linger.ms 5, batch.size 1 MB, no compression.
+Each phase reports records/s, MB/s (value bytes, 10^6), the p50/p99 acknowledgement latency (send to delivery
+report, sampled every 100th record) and the CPU each process used as a share of one core: the benchmark's own
+process (the client: librdkafka's threads included) and each broker (from /proc). The last lines are the medians
+over --runs runs.
+
+    python -m bench.kafka_client_bench --runs 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import random
+import statistics
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import uvloop
+from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
+
+from bench.produce_bench import (
+    ACKS,
+    LATENCY_SAMPLE_EVERY,
+    PARTITIONS,
+    REPLICATION_FACTOR,
+    VALUE_SIZE,
+    create_topics,
+    local_cluster,
+)
+from bench.produce_bench import consume as minikafka_consume
+from bench.produce_bench import produce as minikafka_produce
+from client.cluster import ClusterState, load_cluster
+
+CLIENTS = ("librdkafka", "minikafka")
+LIBRDKAFKA = {"linger.ms": 5, "batch.size": 1_000_000, "compression.type": "none",
+              "queue.buffering.max.messages": 1_000_000}
+MINIKAFKA = {"linger_ms": 5, "batch_size": 1_000_000, "buffer_memory": 16 * 1024 * 1024}
+CONSUME_TIMEOUT_S = 120.0
+_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+# ------------------------------------------------------------------------------------------------ CPU accounting
+
+
+def process_cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of a process (0 if it is gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / _TICKS
+
+
+@dataclass(slots=True)
+class Phase:
+    """One produce or consume: records and value bytes moved, wall time, CPU shares of one core by process
+    ("client", "broker-N"), and the sampled acknowledgement latencies in seconds (produce only)."""
+
+    records: int
+    value_bytes: int
+    seconds: float
+    cpu_share: dict[str, float]
+    latencies: list[float] = field(default_factory=list)
+
+    def figures(self, prefix: str) -> dict[str, float]:
+        figures = {f"{prefix}.records_per_s": self.records / self.seconds,
+                   f"{prefix}.mb_per_s": self.value_bytes / 1e6 / self.seconds}
+        if self.latencies:
+            ordered = sorted(self.latencies)
+            for name, quantile in (("p50_ms", 0.5), ("p99_ms", 0.99)):
+                figures[f"{prefix}.{name}"] = ordered[min(len(ordered) - 1, int(quantile * len(ordered)))] * 1000
+        figures |= {f"{prefix}.cpu.{who}": share for who, share in self.cpu_share.items()}
+        return figures
+
+
+class CpuMeter:
+    """CPU shares of the benchmark's process and of every broker over a phase."""
+
+    def __init__(self, brokers: dict[str, int]) -> None:
+        self._brokers = brokers
+
+    def measure(self, work: Callable[[], tuple[int, int, list[float]]]) -> Phase:
+        """Run `work` (returning records, value bytes, latencies) and account the CPU it and the brokers used."""
+        brokers_before = {name: process_cpu_seconds(pid) for name, pid in self._brokers.items()}
+        start, client_before = time.perf_counter(), time.process_time()
+        records, value_bytes, latencies = work()
+        seconds, client = time.perf_counter() - start, time.process_time() - client_before
+        shares = {"client": client / seconds}
+        shares |= {name: (process_cpu_seconds(pid) - brokers_before[name]) / seconds
+                   for name, pid in self._brokers.items()}
+        return Phase(records, value_bytes, seconds, shares, latencies)
+
+
+# ------------------------------------------------------------------------------------------------ librdkafka
+
+
+def librdkafka_produce(bootstrap: str, topic: str, acks: str, value: bytes, seconds: float) -> tuple[int, int, list]:
+    """Produce `value` as fast as librdkafka takes it for `seconds`, then flush; (records, bytes, latencies)."""
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": acks, **LIBRDKAFKA})
+    producer.produce(topic, value)  # metadata and connections before the clock starts
+    producer.flush(30)
+    latencies: list[float] = []
+    errors: list[Any] = []
+
+    def sampled(sent_at: float) -> Callable[[Any, Any], None]:
+        return lambda error, _message: errors.append(error) if error else latencies.append(
+            time.perf_counter() - sent_at)
+
+    produce, poll, clock = producer.produce, producer.poll, time.perf_counter
+    deadline = clock() + seconds
+    sent = 0
+    while clock() < deadline:
+        produce(topic, value, on_delivery=sampled(clock()))
+        for _ in range(LATENCY_SAMPLE_EVERY - 1):
+            while True:
+                try:
+                    produce(topic, value)
+                    break
+                except BufferError:  # librdkafka's queue is full: serve delivery reports until there is room
+                    poll(0.001)
+        sent += LATENCY_SAMPLE_EVERY
+        poll(0)
+    remaining = producer.flush(60)
+    if remaining or errors:
+        raise RuntimeError(f"librdkafka: {remaining} records not delivered, errors {errors[:3]}")
+    return sent, sent * len(value), latencies
+
+
+def librdkafka_consume(bootstrap: str, topics: list[str], expected: int) -> tuple[int, int, list]:
+    """Read every partition of `topics` from the beginning until `expected` records arrived."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-{uuid.uuid4().hex[:8]}",
+                         "enable.auto.commit": False})
+    consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for topic in topics for p in range(PARTITIONS)])
+    records = value_bytes = 0
+    deadline = time.perf_counter() + CONSUME_TIMEOUT_S
+    try:
+        while records < expected:
+            if time.perf_counter() > deadline:
+                raise RuntimeError(f"librdkafka read {records} of {expected} records in {CONSUME_TIMEOUT_S:.0f} s")
+            for message in consumer.consume(10_000, 1.0):
+                if message.error() is None:
+                    records += 1
+                    value_bytes += len(message.value())
+    finally:
+        consumer.close()
+    if records != expected:
+        raise RuntimeError(f"librdkafka read {records} records, {expected} were produced")
+    return records, value_bytes, []
+
+
+# ------------------------------------------------------------------------------------------------ runs
+
+
+async def one_run(bootstrap: str, meter: CpuMeter, value: bytes, seconds: float) -> dict[str, float]:
+    """Both clients, both acks, and their consumes; every figure by name."""
+    figures: dict[str, float] = {}
+    for client in CLIENTS:
+        topics = {acks: f"kafka-bench-{client}-{acks}-{uuid.uuid4().hex[:8]}" for acks in ACKS}
+        await create_topics(bootstrap, list(topics.values()))
+        produced = 0
+        for acks, topic in topics.items():
+            if client == "librdkafka":
+                phase = meter.measure(lambda t=topic, a=acks: librdkafka_produce(bootstrap, t, a, value, seconds))
+            else:
+                phase = await measure_async(meter, minikafka_produce(bootstrap, topic, acks, [value], seconds,
+                                                                     2**62, MINIKAFKA))
+            produced += phase.records + 1  # + the record sent before the clock started
+            figures |= phase.figures(f"{client}.{acks}")
+        if client == "librdkafka":
+            names = list(topics.values())
+            phase = meter.measure(lambda n=names, e=produced: librdkafka_consume(bootstrap, n, e))
+        else:
+            phase = await measure_async(meter, minikafka_consume(bootstrap, list(topics.values()), produced))
+        figures |= phase.figures(f"{client}.consume")
+    return figures
+
+
+async def measure_async(meter: CpuMeter, work: Any) -> Phase:
+    """CpuMeter.measure for minikafka's async clients: the coroutine runs on a loop of its own in this thread."""
+    def run() -> tuple[int, int, list[float]]:
+        result = uvloop.run(work)
+        return result.records, result.value_bytes, getattr(result, "latencies", [])
+
+    return await asyncio.to_thread(meter.measure, run)
+
+
+def describe(figures: dict[str, float], brokers: list[str]) -> Iterator[str]:
+    for client in CLIENTS:
+        for phase in (*(f"acks={acks}" for acks in ACKS), "consume"):
+            prefix = f"{client}.{phase.removeprefix('acks=')}"
+            line = (f"  {client:<10} {phase:<8} {figures[f'{prefix}.records_per_s']:>10,.0f} records/s "
+                    f"{figures[f'{prefix}.mb_per_s']:6.1f} MB/s")
+            if f"{prefix}.p50_ms" in figures:
+                line += f"  latency p50 {figures[f'{prefix}.p50_ms']:6.1f} ms p99 {figures[f'{prefix}.p99_ms']:6.1f} ms"
+            shares = " ".join(f"{who} {figures[f'{prefix}.cpu.{who}'] * 100:3.0f}%" for who in ["client", *brokers])
+            yield f"{line}  CPU {shares}"
+
+
+async def run(args: argparse.Namespace) -> None:
+    value = random.Random(0).randbytes(VALUE_SIZE)
+    print(f"librdkafka: {LIBRDKAFKA}; minikafka: {MINIKAFKA}", flush=True)
+
+    async def runs(state: ClusterState) -> None:
+        brokers = {f"broker-{b.id}": b.pid for b in state.brokers}
+        meter = CpuMeter(brokers)
+        await one_run(state.bootstrap_servers, meter, value, min(args.seconds, 1.0))  # warm-up
+        results = []
+        for number in range(1, args.runs + 1):
+            results.append(await one_run(state.bootstrap_servers, meter, value, args.seconds))
+            print(f"run {number}:", *describe(results[-1], list(brokers)), sep="\n", flush=True)
+        median = {name: statistics.median(r[name] for r in results) for name in results[0]}
+        print(f"median of {len(results)} runs ({PARTITIONS} partitions, RF {REPLICATION_FACTOR}, {VALUE_SIZE}-byte "
+              "values; CPU as a share of one core):", *describe(median, list(brokers)), sep="\n")
+
+    if args.cluster_dir:
+        await runs(load_cluster(args.cluster_dir))
+    else:
+        async with local_cluster(args.dir) as state:
+            print(f"started a local cluster of {len(state.brokers)} brokers at {state.bootstrap_servers}",
+                  flush=True)
+            await runs(state)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--seconds", type=float, default=10.0, help="duration of each produce (default 10)")
+    parser.add_argument("--cluster-dir", type=Path, help="a running `cluster up` directory (default: start one)")
+    parser.add_argument("--dir", type=Path, default=None, help="parent of the local cluster's temporary directory")
+    args = parser.parse_args()
+    if args.runs < 1 or args.seconds <= 0:
+        parser.error("--runs and --seconds must be positive")
+    uvloop.run(run(args))
+
+
+if __name__ == "__main__":
+    main()

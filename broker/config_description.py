@@ -1,0 +1,64 @@
+"""What DescribeConfigs answers: a topic's configs (its overrides over the broker's defaults) and a broker's
+properties, with Kafka's config sources and types."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from broker.log.config import BROKER_NAMES, TOPIC_NAMES, LogConfig
+from protocol.messages import ConfigEntry, ConfigSource, ConfigSynonym, ConfigType
+
+#: Kafka's type of each topic config minikafka has.
+TOPIC_CONFIG_TYPES: dict[str, ConfigType] = {
+    "segment.bytes": ConfigType.INT,
+    "segment.ms": ConfigType.LONG,
+    "segment.index.bytes": ConfigType.INT,
+    "index.interval.bytes": ConfigType.INT,
+    "retention.bytes": ConfigType.LONG,
+    "retention.ms": ConfigType.LONG,
+    "flush.messages": ConfigType.LONG,
+    "flush.ms": ConfigType.LONG,
+    "max.message.bytes": ConfigType.INT,
+    "min.insync.replicas": ConfigType.INT,
+    "unclean.leader.election.enable": ConfigType.BOOLEAN,
+}
+_BROKER_NAME_OF = {field: name for name, field in BROKER_NAMES.items()}
+_BUILT_IN = LogConfig()
+
+
+def _text(value: object) -> str:
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def topic_config_entries(broker_defaults: LogConfig, overrides: Mapping[str, str], keys: list[str] | None,
+                         include_synonyms: bool) -> list[ConfigEntry]:
+    """Every topic config (or those in `keys`): an override is DYNAMIC_TOPIC_CONFIG, a value the broker's
+    properties set is STATIC_BROKER_CONFIG, the rest DEFAULT_CONFIG. Synonyms, when asked for, list where the
+    value comes from and what it would fall back to, most specific first (as Kafka does)."""
+    effective = broker_defaults.with_topic_overrides(overrides)
+    entries = []
+    for name, field in TOPIC_NAMES.items():
+        if keys is not None and name not in keys:
+            continue
+        broker_name = _BROKER_NAME_OF[field]
+        broker_value = getattr(broker_defaults, field)
+        broker_set = broker_value != getattr(_BUILT_IN, field)
+        synonyms = []
+        if name in overrides:
+            synonyms.append(ConfigSynonym(name=name, value=overrides[name], source=ConfigSource.DYNAMIC_TOPIC_CONFIG))
+        if broker_set:
+            synonyms.append(ConfigSynonym(name=broker_name, value=_text(broker_value),
+                                          source=ConfigSource.STATIC_BROKER_CONFIG))
+        synonyms.append(ConfigSynonym(name=broker_name, value=_text(getattr(_BUILT_IN, field)),
+                                      source=ConfigSource.DEFAULT_CONFIG))
+        entries.append(ConfigEntry(name=name, value=_text(getattr(effective, field)),
+                                   config_source=synonyms[0].source, config_type=TOPIC_CONFIG_TYPES[name],
+                                   synonyms=synonyms if include_synonyms else []))
+    return entries
+
+
+def broker_config_entries(properties: Mapping[str, str], keys: list[str] | None) -> list[ConfigEntry]:
+    """The properties the broker was started with (or those in `keys`), read-only, STATIC_BROKER_CONFIG."""
+    return [ConfigEntry(name=name, value=value, read_only=True, config_source=ConfigSource.STATIC_BROKER_CONFIG,
+                        config_type=ConfigType.STRING)
+            for name, value in sorted(properties.items()) if keys is None or name in keys]

@@ -1,0 +1,48 @@
+"""An idempotent producer's identity: its producer id and epoch from InitProducerId, and the next sequence number
+of each partition (the idempotence part of Kafka's TransactionManager)."""
+
+from __future__ import annotations
+
+import logging
+
+from client.accumulator import ProducerBatch
+from client.metadata import TopicPartition
+
+log = logging.getLogger(__name__)
+
+NO_PRODUCER_ID = -1
+
+
+class ProducerIdentity:
+    """Gives each batch, when first sent, the producer id, epoch and the sequence of its first record. A batch
+    that fails for good after it was given a sequence leaves a gap the partition's leader would refuse: the
+    identity is then dropped, and later batches go under a new producer id (Kafka resets the producer id)."""
+
+    def __init__(self) -> None:
+        self.producer_id = NO_PRODUCER_ID
+        self.epoch = -1
+        self._next_sequence: dict[TopicPartition, int] = {}
+
+    @property
+    def has_id(self) -> bool:
+        return self.producer_id != NO_PRODUCER_ID
+
+    def set_id(self, producer_id: int, epoch: int) -> None:
+        """Adopt a new producer id; every partition's sequence starts again at 0."""
+        self.producer_id, self.epoch = producer_id, epoch
+        self._next_sequence.clear()
+        log.info("idempotent producer id %d, epoch %d", producer_id, epoch)
+
+    def stamp(self, batch: ProducerBatch) -> None:
+        """Give a batch about to be built its producer id, epoch and sequence numbers."""
+        assert self.has_id, "no producer id yet"
+        sequence = self._next_sequence.get(batch.tp, 0)
+        batch.set_producer(self.producer_id, self.epoch, sequence)
+        self._next_sequence[batch.tp] = (sequence + batch.record_count) % 2**31
+
+    def batch_failed(self, batch: ProducerBatch) -> None:
+        """A batch failed for good: if it was sent under the current id, later batches need a new one."""
+        if batch.producer_id != NO_PRODUCER_ID and batch.producer_id == self.producer_id:
+            log.warning("dropping producer id %d after %r failed; later batches get a new one", self.producer_id,
+                        batch)
+            self.producer_id, self.epoch = NO_PRODUCER_ID, -1

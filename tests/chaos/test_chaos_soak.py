@@ -1,0 +1,66 @@
+"""`minikafka chaos run` as a user runs it: a real cluster under acks=all load, every kind of fault on a seeded
+schedule, and the replica verifier's verdict over the brokers' directories and the producers' history.
+
+A safe configuration (RF 3, min.insync.replicas 2, unclean election off) loses nothing; an unsafe one
+(min.insync.replicas 1 and unclean election, with the leader cut from its followers and then from ZooKeeper,
+as Jepsen did) must make the same checker fail.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from client.chaos.runner import HISTORY_FILE
+from client.chaos.schedule import FAULT_KINDS, ISOLATE_LEADER, schedule
+from tests.integration.clusterutil import PROJECT_ROOT
+
+SOAK_S = 60
+UNSAFE = ("--config", "min.insync.replicas=1", "--config", "unclean.leader.election.enable=true")
+MAX_UNSAFE_SEEDS = 3
+
+
+def chaos_run(directory: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "client.cli", "chaos", "run", "--dir", str(directory), "--json",
+                           *args], capture_output=True, text=True, cwd=PROJECT_ROOT, timeout=900)
+
+
+def test_a_soak_with_every_kind_of_fault_loses_no_acknowledged_record(tmp_path: Path):
+    result = chaos_run(tmp_path / "soak", "--duration", str(SOAK_S), "--seed", "7")
+    assert result.returncode == 0, f"{result.stdout}\n{result.stderr}"
+    summary = json.loads(result.stdout)
+    assert set(summary["faults"]) == set(FAULT_KINDS) and min(summary["faults"].values()) >= 1, summary["faults"]
+    assert (summary["lost"], summary["divergences"]) == (0, 0), summary
+    assert summary["acked"] > 0 and summary["attempted"] == summary["acked"] + summary["failed"] + summary["unknown"]
+    verify = summary["verify"]
+    assert verify["consistent"] and verify["lost"] == 0 and verify["acked"] == summary["acked"], verify
+    assert set(summary["unavailable_ms"]) == {"chaos-0", "chaos-1", "chaos-2"}
+    history = (tmp_path / "soak" / HISTORY_FILE).read_text().splitlines()
+    assert len(history) == summary["attempted"]
+    assert sum(json.loads(line)["status"] == "ok" for line in history) == summary["acked"]
+    for kind in FAULT_KINDS:  # a line of progress per fault
+        assert f" {kind}: " in result.stderr, result.stderr
+
+
+def test_the_checker_fails_a_soak_with_unclean_election_and_min_insync_replicas_1(tmp_path: Path):
+    # Seeds whose first fault cuts the leader from its followers before ZooKeeper: the ISR shrinks to the leader
+    # alone, it acknowledges alone, and the unclean election of a follower drops those records.
+    staged = (s for s in itertools.count(1) if next(schedule(s, (ISOLATE_LEADER,))).staged)
+    seeds = list(itertools.islice(staged, MAX_UNSAFE_SEEDS))
+    runs = []
+    for seed in seeds:
+        result = chaos_run(tmp_path / f"unsafe-{seed}", "--duration", "0", "--seed", str(seed),
+                           "--faults", ISOLATE_LEADER, *UNSAFE)
+        runs.append(result)
+        if result.returncode == 1:
+            break
+    result = runs[-1]
+    assert result.returncode == 1, "\n".join(f"{r.returncode}: {r.stdout}\n{r.stderr}" for r in runs)
+    summary = json.loads(result.stdout)
+    assert summary["lost"] > 0 or summary["divergences"] > 0, summary
+    assert summary["verify"]["lost"] > 0 and not summary["verify"]["consistent"], summary["verify"]
+    assert summary["verify"]["lost"] == summary["lost"], summary
+    assert f"replay: minikafka chaos run --dir {tmp_path}/unsafe-{summary['seed']}-replay" in result.stderr

@@ -1,0 +1,142 @@
+"""Idempotent producers on a real cluster: a batch retried after the leader appended it (its acknowledgement
+timed out while the followers were paused) is written once, for librdkafka (confluent-kafka) and for minikafka's
+own producer; and an idempotent acks=all stream through a leader killed with SIGKILL loses nothing acknowledged
+and duplicates nothing, checked against the producers' history of acknowledgements."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import uuid
+
+import pytest
+from confluent_kafka import Producer as ConfluentProducer
+
+from client.cluster import ClusterState, kill_broker
+from client.consumer import Consumer
+from client.producer import Producer
+from tests.integration.clusterutil import cluster_fixture, connect, create_topic, eventually, metadata, paused
+
+# A killed broker's session ends within seconds; paused followers stay in the ISR longer than a request timeout.
+cluster = cluster_fixture(brokers=3, configs={"zookeeper.session.timeout.ms": "3000",
+                                               "replica.lag.time.max.ms": "10000"})
+REQUEST_TIMEOUT_MS = 1500
+TIMEOUT_S = 60
+
+
+async def new_topic(cluster: ClusterState, partitions: int = 1) -> str:
+    name = f"idempotent-{uuid.uuid4().hex[:8]}"
+    await create_topic(cluster, name, partitions=partitions, replication_factor=3)
+    return name
+
+
+async def leaders(cluster: ClusterState, topic: str) -> dict[int, int]:
+    async with connect(cluster.brokers[0]) as connection:
+        [described] = (await metadata(connection, [topic])).topics
+    return {p.partition: p.leader for p in described.partitions}
+
+
+async def read_all(cluster: ClusterState, topic: str, partitions: int, expected: int) -> list[tuple[int, bytes]]:
+    """Every record of the topic as (partition, value), in offset order per partition."""
+    records: list[tuple[int, bytes]] = []
+    async with Consumer(cluster.bootstrap_servers) as consumer:
+        consumer.assign([(topic, p) for p in range(partitions)])
+        await consumer.seek_to_beginning()
+
+        async def everything() -> bool | None:
+            records.extend((r.partition, r.value) for r in await consumer.poll(timeout_ms=200))
+            return True if len(records) >= expected else None
+
+        await eventually(everything, lambda: f"{expected} records (got {len(records)})", timeout_s=TIMEOUT_S)
+        records.extend((r.partition, r.value) for r in await consumer.poll(timeout_ms=500))
+    return records
+
+
+async def retried_while_followers_paused(cluster: ClusterState, topic: str, send, retried) -> None:
+    """Pause both followers, send (the leader appends, the acknowledgement times out and the producer retries
+    the same batch), wait until it retried, then let the followers catch up."""
+    leader = (await leaders(cluster, topic))[0]
+    followers = [b.id for b in cluster.brokers if b.id != leader]
+    async with paused(cluster, followers[0]), paused(cluster, followers[1]):
+        send()
+        await eventually(retried, "the producer to retry its batch", timeout_s=TIMEOUT_S)
+
+
+async def test_librdkafka_retrying_an_appended_batch_writes_it_once(cluster: ClusterState) -> None:
+    topic = await new_topic(cluster)
+    stats: list[dict] = []
+    producer = ConfluentProducer({
+        "bootstrap.servers": cluster.bootstrap_servers, "enable.idempotence": True, "acks": "all",
+        "request.timeout.ms": REQUEST_TIMEOUT_MS, "retry.backoff.ms": 100, "linger.ms": 5,
+        "statistics.interval.ms": 100, "stats_cb": lambda text: stats.append(json.loads(text))})
+    values = [f"once-{i}".encode() for i in range(10)]
+    failures: list[object] = []
+
+    def send() -> None:
+        for value in values:
+            producer.produce(topic, value, partition=0, on_delivery=lambda e, _m: failures.append(e) if e else None)
+
+    async def retried() -> bool | None:
+        producer.poll(0)
+        produce_requests = max((b["req"].get("Produce", 0) for s in stats[-1:] for b in s["brokers"].values()),
+                               default=0)
+        return True if produce_requests >= 2 else None
+
+    await retried_while_followers_paused(cluster, topic, send, retried)
+    assert await asyncio.to_thread(producer.flush, TIMEOUT_S) == 0 and failures == []
+    producer.close()
+    assert [value for _p, value in await read_all(cluster, topic, 1, len(values))] == values
+
+
+async def test_minikafkas_producer_retrying_an_appended_batch_writes_it_once(
+        cluster: ClusterState, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG, logger="client.producer")
+    topic = await new_topic(cluster)
+    values = [f"once-{i}".encode() for i in range(10)]
+    async with Producer(cluster.bootstrap_servers, enable_idempotence=True,
+                        request_timeout_ms=REQUEST_TIMEOUT_MS, retry_backoff_ms=100) as producer:
+        futures = []
+
+        def send() -> None:
+            futures.append(asyncio.ensure_future(asyncio.gather(*[producer.send(topic, v, partition=0)
+                                                                  for v in values])))
+
+        async def retried() -> bool | None:
+            return True if "retrying" in caplog.text else None
+
+        await retried_while_followers_paused(cluster, topic, send, retried)
+        sent = await futures[0]
+        offsets = [(await future).offset for future in sent]
+    assert offsets == list(range(10))
+    assert [value for _p, value in await read_all(cluster, topic, 1, len(values))] == values
+
+
+async def test_an_idempotent_stream_through_a_killed_leader_loses_and_duplicates_nothing(
+        cluster: ClusterState) -> None:
+    topic = await new_topic(cluster, partitions=3)
+    victim = (await leaders(cluster, topic))[0]
+    acknowledged: list[bytes] = []
+    failed: list[str] = []
+    producer = ConfluentProducer({"bootstrap.servers": cluster.bootstrap_servers, "enable.idempotence": True,
+                                  "acks": "all", "linger.ms": 5, "message.timeout.ms": 60000})
+
+    def delivered(error: object, message: object) -> None:
+        (failed.append(str(error)) if error else acknowledged.append(message.value()))  # type: ignore[attr-defined]
+
+    count = 3000
+    for i in range(count):
+        producer.produce(topic, f"record-{i:05d}".encode(), on_delivery=delivered)
+        if i == count // 3:
+            producer.flush(TIMEOUT_S)
+            kill_broker(cluster.directory, victim, "KILL")
+        if i % 100 == 0:
+            producer.poll(0)
+            await asyncio.sleep(0.01)  # a stream, not one burst
+    assert await asyncio.to_thread(producer.flush, TIMEOUT_S) == 0
+    producer.close()
+    assert failed == [] and len(acknowledged) == count
+    history = await read_all(cluster, topic, 3, count)
+    values = [value for _p, value in history]
+    assert len(values) == len(set(values)), "duplicated records"
+    assert set(acknowledged) <= set(values), "acknowledged records were lost"

@@ -1,0 +1,58 @@
+"""Kafka's producer and consumer config names on the command line: mapped to the clients' arguments, unknown names
+warned about as Kafka's clients do, bad values refused with a usage error (exit status 2) before any connection."""
+
+from __future__ import annotations
+
+import pytest
+from click.testing import CliRunner
+
+from broker.config import ConfigError
+from client.cli import main
+from client.client_configs import consumer_config, producer_config, read_config_file
+
+
+def test_producer_configs_map_to_the_producer_arguments():
+    config = producer_config({"acks": "1", "linger.ms": "0", "batch.size": "32768", "delivery.timeout.ms": "5000",
+                              "retries": "3", "request.timeout.ms": "1000", "retry.backoff.ms": "50",
+                              "max.in.flight.requests.per.connection": "1", "client.id": "me",
+                              "compression.type": "none"})
+    assert config.kwargs == {"acks": "1", "linger_ms": 0, "batch_size": 32768, "delivery_timeout_ms": 5000,
+                             "retries": 3, "request_timeout_ms": 1000, "retry_backoff_ms": 50, "max_in_flight": 1,
+                             "client_id": "me"}
+    assert config.warnings == ()
+
+
+def test_consumer_configs_map_to_the_consumer_arguments():
+    config = consumer_config({"fetch.min.bytes": "10", "fetch.max.wait.ms": "100", "max.partition.fetch.bytes": "99",
+                              "auto.offset.reset": "earliest", "group.id": "g", "foo.bar": "1"})
+    assert config.kwargs == {"fetch_min_bytes": 10, "fetch_max_wait_ms": 100, "max_partition_fetch_bytes": 99,
+                             "auto_offset_reset": "earliest"}
+    assert [w.split(":")[0] for w in config.warnings] == [
+        "the consumer config 'group.id' has no effect here",
+        "the consumer config 'foo.bar' was supplied but isn't a known config"]
+
+
+@pytest.mark.parametrize(("name", "value"), [("acks", "2"), ("linger.ms", "-1"), ("batch.size", "big"),
+                                             ("compression.type", "gzip"), ("retries", "9999999999")])
+def test_a_bad_producer_value_is_refused(name, value):
+    with pytest.raises(ConfigError, match=name):
+        producer_config({name: value})
+
+
+def test_a_config_file_is_read_as_java_properties(tmp_path):
+    path = tmp_path / "producer.properties"
+    path.write_text("# a comment\nacks = all\nlinger.ms: 7\n")
+    assert read_config_file(path) == {"acks": "all", "linger.ms": "7"}
+    with pytest.raises(ConfigError, match="cannot read"):
+        read_config_file(tmp_path / "missing.properties")
+
+
+@pytest.mark.parametrize("arguments", [
+    ["produce", "t", "--producer-property", "linger.ms=soon"],
+    ["produce", "t", "--producer-property", "no-equals-sign"],
+    ["produce", "t", "--producer.config", "/nonexistent/producer.properties"],
+    ["consume", "t", "--consumer-property", "fetch.min.bytes=-5"],
+])
+def test_bad_client_configs_are_usage_errors_before_connecting(arguments, tmp_path):
+    result = CliRunner().invoke(main, [*arguments, "--bootstrap-server", "127.0.0.1:1"], input="x\n")
+    assert result.exit_code == 2, result.output

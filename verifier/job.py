@@ -1,0 +1,91 @@
+"""The verification job: the layout's segments as a DataFrame, the checks, the history, the report."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from pyspark.sql import DataFrame, Row, SparkSession
+from pyspark.sql import functions as F
+
+from client.history import History
+from verifier import checks
+from verifier.history_check import check_history, history_table
+from verifier.layout import Layout
+from verifier.report import ReplicaRow, Report, TornTail, Violation
+from verifier.source import read_splits
+from verifier.splits import plan_splits
+
+Progress = Callable[[str], None]
+_TORN = "torn-tail"  # a pseudo-kind: torn tails travel with the violations, and are reported apart from them
+
+
+def _quiet(_: str) -> None:
+    """The default progress sink: nothing."""
+
+
+def run_job(spark: SparkSession, layout: Layout, history: History | None = None, output: Path | None = None,
+            progress: Progress = _quiet) -> Report:
+    splits = plan_splits(layout.replicas)
+    progress(f"{len(layout.log_dirs)} log directories: {len(layout.partitions)} partitions, "
+             f"{len(layout.replicas)} replicas, {sum(len(r.segments) for r in layout.replicas)} segment files "
+             f"in {len(splits)} splits")
+    spark.conf.set("spark.sql.shuffle.partitions", str(max(1, spark.sparkContext.defaultParallelism)))
+    batches = read_splits(spark, splits).cache()
+    summary = checks.replica_summary(batches, checks.replica_table(spark, layout)).cache()
+    try:
+        summary_rows = summary.collect()
+        progress(f"read {sum(r['batches'] for r in summary_rows)} batches, {sum(r['bytes'] for r in summary_rows)} "
+                 "bytes")
+        tails = checks.torn_tails(batches).select(
+            F.lit(_TORN).alias("kind"), "topic", "partition", "broker", F.col("position").alias("offset"),
+            F.format_string("%d %d %s", "segment", "bytes", "detail").alias("detail"))
+        found = checks.violations(batches, summary, checks.epoch_table(spark, layout)).unionByName(tails).collect()
+        violations = [Violation(**row.asDict()) for row in found if row["kind"] != _TORN]
+        torn = [_torn_tail(row) for row in found if row["kind"] == _TORN]
+        violations += layout.findings
+        notes = list(layout.notes)
+        history_counts = None
+        if history is not None:
+            progress(f"checking {len(history.outcomes)} history records")
+            topics = {o.topic for o in history.outcomes}
+            records = read_splits(spark, [s for s in splits if s.topic in topics], rows="records")
+            findings = check_history(history_table(spark, history), records, summary)
+            violations += [Violation(**row.asDict()) for row in findings.violations.collect()]
+            history_counts = {"acked": findings.acked, "lost": findings.lost, "failed": findings.failed,
+                              "failed_present": findings.failed_present, "unknown": findings.unknown,
+                              "unknown_present": findings.unknown_present,
+                              "duplicates": len(findings.duplicates)}
+            notes += list(history.warnings)
+            notes += [f"duplicate: the acknowledged value of {topic}-{partition} is at offsets "
+                      f"{', '.join(map(str, offsets))}" for topic, partition, offsets in findings.duplicates]
+        epochs = {r.replica_id: r.epochs for r in layout.replicas}
+        report = Report([_replica_row(row, epochs[row["replica_id"]]) for row in summary_rows], violations, torn,
+                        notes, history_counts)
+        if output is not None:
+            _write_parquet(spark, output, batches, summary, report)
+            progress(f"wrote batches.parquet, replicas.parquet and violations.parquet to {output}")
+        return report
+    finally:
+        summary.unpersist()
+        batches.unpersist()
+
+
+def _torn_tail(row: Row) -> TornTail:
+    segment, size, detail = row["detail"].split(" ", 2)
+    return TornTail(row["broker"], row["topic"], row["partition"], int(segment), row["offset"], int(size), detail)
+
+
+def _replica_row(row: Row, epochs: tuple[tuple[int, int], ...] | None) -> ReplicaRow:
+    return ReplicaRow(row["broker"], row["topic"], row["partition"], row["log_start"], row["hw"],
+                      row["hw_checkpoint"], row["leo"], row["recovery_point"], row["batches"], row["records"],
+                      row["bytes"], epochs)
+
+
+def _write_parquet(spark: SparkSession, output: Path, batches: DataFrame, summary: DataFrame, report: Report) -> None:
+    target = output.resolve().as_uri()
+    batches.write.mode("overwrite").parquet(f"{target}/batches.parquet")
+    summary.write.mode("overwrite").parquet(f"{target}/replicas.parquet")
+    rows = [(v.kind, v.topic, v.partition, v.broker, v.offset, v.detail) for v in report.violations]
+    schema = "kind string, topic string, partition int, broker int, offset bigint, detail string"
+    spark.createDataFrame(rows, schema).coalesce(1).write.mode("overwrite").parquet(f"{target}/violations.parquet")

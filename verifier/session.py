@@ -1,0 +1,72 @@
+"""The Spark session the verifier runs in, quiet: Spark's output goes to a log file, never to the terminal.
+
+Under ``spark-submit`` the session (and its master) is spark-submit's. Otherwise one is started here: workers run
+this interpreter (PYSPARK_PYTHON), everything binds 127.0.0.1 unless SPARK_LOCAL_IP says otherwise, the UI and the
+console progress bar are off, log4j reads verifier/conf/log4j2.properties, and the driver JVM's standard error (its
+log, the Python workers' output) goes to a log file (``spark_log``).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+
+CONF_DIR = Path(__file__).resolve().parent / "conf"
+DEFAULT_MASTER = "local[*]"
+DRIVER_MEMORY = "512m"
+
+
+def spark_log_path() -> Path:
+    """Where the driver JVM started by this process writes its output."""
+    return Path(tempfile.gettempdir()) / f"minikafka-verify-spark-{os.getpid()}.log"
+
+
+def under_spark_submit() -> bool:
+    """True when spark-submit started this process (its JVM is already running)."""
+    return "PYSPARK_GATEWAY_PORT" in os.environ
+
+
+def get_session(master: str | None = None) -> tuple[SparkSession, float]:
+    """(the session, seconds it took to start: 0 if one was running). ``master`` is ignored under spark-submit."""
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        return active, 0.0
+    started = time.monotonic()
+    if under_spark_submit():
+        return SparkSession.builder.getOrCreate(), time.monotonic() - started
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    os.environ.setdefault("SPARK_CONF_DIR", str(CONF_DIR))
+    os.environ.setdefault("PYSPARK_SUBMIT_ARGS", f"--driver-memory {DRIVER_MEMORY} pyspark-shell")
+    builder = (SparkSession.builder.master(master or DEFAULT_MASTER).appName("minikafka-verify")
+               .config("spark.ui.enabled", "false")
+               .config("spark.ui.showConsoleProgress", "false")
+               .config("spark.pyspark.python", os.environ["PYSPARK_PYTHON"]))
+    with _stderr_to(spark_log_path()):
+        spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark, time.monotonic() - started
+
+
+@contextmanager
+def _stderr_to(path: Path) -> Iterator[None]:
+    """File descriptor 2 points at ``path`` inside the block, so that the JVM started there (and every process it
+    starts) inherits it; the Python process gets its own standard error back afterwards."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    log_fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    try:
+        os.dup2(log_fd, 2)
+        yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(log_fd)

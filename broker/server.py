@@ -38,6 +38,9 @@ from protocol.messages import ControlledShutdownRequest, ControlledShutdownRespo
 
 log = logging.getLogger(__name__)
 
+#: Asks a broker for a clean shutdown without the controlled one (see `serve`).
+UNCONTROLLED_SHUTDOWN_SIGNAL = signal.SIGUSR1
+
 
 class BrokerServer:
     """One minikafka broker: log manager, replica manager, fetchers, network, controller."""
@@ -156,11 +159,11 @@ class BrokerServer:
             return None
         return len(response.remaining_partitions)
 
-    async def shutdown(self) -> None:
+    async def shutdown(self, *, controlled: bool = True) -> None:
         """Stop serving, stop fetching, flush and checkpoint every log, leave the clean-shutdown marker.
-        With controlled.shutdown.enable, leaderships move to other replicas first."""
-        log.info("broker %d shutting down", self.config.broker_id)
-        if self.config.controlled_shutdown_enable:
+        With controlled.shutdown.enable (and `controlled`), leaderships move to other replicas first."""
+        log.info("broker %d shutting down%s", self.config.broker_id, "" if controlled else " (not controlled)")
+        if controlled and self.config.controlled_shutdown_enable:
             await self.controlled_shutdown()
         await self.controller.shutdown()
         await self.fetchers.shutdown()
@@ -178,18 +181,25 @@ def _validate_topic_config(configs: dict[str, str]) -> None:
 
 
 async def serve(config: BrokerConfig, ready_file: Path | None = None) -> None:
-    """Run a broker until SIGTERM or SIGINT."""
+    """Run a broker until SIGTERM or SIGINT (a clean shutdown, controlled first when enabled) or SIGUSR1 (a clean
+    shutdown without the controlled one: `cluster down` stops every broker at once, leaving none to take over
+    leaderships, so asking the controller to move them would only wait out its retries)."""
     server = BrokerServer(config)
-    stop = asyncio.Event()
     loop = asyncio.get_running_loop()
+    stopping: asyncio.Future[bool] = loop.create_future()
+
+    def stop(controlled: bool) -> None:
+        if not stopping.done():
+            stopping.set_result(controlled)
+
     loop.set_exception_handler(_log_loop_exception)
     for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
+        loop.add_signal_handler(sig, stop, True)
+    loop.add_signal_handler(UNCONTROLLED_SHUTDOWN_SIGNAL, stop, False)
     await server.start()
     if ready_file is not None:
         ready_file.write_text(json.dumps({"broker_id": config.broker_id, "host": server.host, "port": server.port}))
-    await stop.wait()
-    await server.shutdown()
+    await server.shutdown(controlled=await stopping)
 
 
 def _descriptors() -> str:

@@ -359,8 +359,10 @@ def _signal_broker(broker: BrokerProcess, sig: signal.Signals) -> bool:
 
 
 def _stop_brokers(brokers: list[BrokerProcess], timeout_s: float) -> None:
-    """SIGTERM (and SIGCONT, for stopped ones), then SIGKILL whatever still runs after timeout_s."""
-    running = [b for b in brokers if _signal_broker(b, signal.SIGTERM)]
+    """SIGUSR1 (and SIGCONT, for stopped ones), then SIGKILL whatever still runs after timeout_s. SIGUSR1 is a
+    broker's clean shutdown without the controlled one (broker.server.serve): every broker stops, so none is left
+    to take over leaderships."""
+    running = [b for b in brokers if _signal_broker(b, signal.SIGUSR1)]
     for broker in running:
         _signal_broker(broker, signal.SIGCONT)
     for sig in (None, signal.SIGKILL):
@@ -497,8 +499,8 @@ def _stop_all(state: ClusterState, timeout_s: float) -> None:
 
 
 async def cluster_down(directory: Path, *, timeout_s: float = 30.0) -> ClusterState:
-    """Heal every network cut (when run as root), stop every broker (SIGTERM, SIGKILL after timeout_s), then
-    ZooKeeper."""
+    """Heal every network cut (when run as root), stop every broker (a clean shutdown, not a controlled one;
+    SIGKILL after timeout_s), then ZooKeeper."""
     state = load_cluster(directory)
     await asyncio.to_thread(_heal_if_possible, state)
     await asyncio.to_thread(_stop_all, state, timeout_s)

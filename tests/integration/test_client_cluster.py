@@ -3,7 +3,7 @@ with `minikafka cluster up` on 127.0.0.1.
 
 Topic creation with seed 001's assignment, produce/consume round trips for replication factors 1..3 and acks
 0/1/all, replicas converging, `produce --json` acknowledgements in input order, `consume --json` fields, admin
-errors, and restarting a broker with `cluster kill` / `cluster start`. Waits poll with deadlines.
+errors, restarting a broker with `cluster kill` / `cluster start`, and `cluster down`. Waits poll with deadlines.
 """
 
 from __future__ import annotations
@@ -339,3 +339,21 @@ def test_cluster_kill_and_start_a_broker(cluster_dir):
     client_cli(cluster_dir, "cluster", "start", str(victim))
     status = json.loads(client_cli(cluster_dir, "cluster", "status", "--json").stdout)
     assert all(b["alive"] for b in status["brokers"])
+
+
+def test_cluster_down_stops_every_broker_cleanly_without_asking_the_controller_to_move_leaderships(tmp_path):
+    """The whole cluster stops: each broker shuts down cleanly (exit 0, clean-shutdown marker) and none asks for a
+    controlled shutdown, which would wait out its retries with no broker left to take the leaderships."""
+    directory = tmp_path / "cluster"
+    cli("cluster", "up", "--brokers", str(BROKERS), "--dir", str(directory))
+    try:
+        cli("topic", "create", "replicated", "--partitions", "3", "--replication-factor", "3", "--dir", str(directory))
+    finally:
+        cli("cluster", "down", "--dir", str(directory))
+    for broker in load_cluster(directory).brokers:
+        home = Path(broker.config).parent
+        server_log = (home / "server.log").read_text()
+        assert (home / "exit-status").read_text().strip() == "0", server_log[-2000:]
+        assert (Path(broker.log_dir) / ".kafka_cleanshutdown").exists()
+        assert f"broker {broker.id} shutting down (not controlled)" in server_log
+        assert "controlled shutdown" not in server_log.replace("shutting down (not controlled)", "")

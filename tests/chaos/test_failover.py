@@ -91,6 +91,9 @@ SMALL_TIMEOUTS = {
     "replica.fetch.wait.max.ms": str(FETCH_WAIT_MS),
     "controlled.shutdown.retry.backoff.ms": "200",
     "replica.high.watermark.checkpoint.interval.ms": "500",
+    # The tests assert which broker leads after a failure: the automatic preferred election (every 300 s) would
+    # hand a restarted preferred replica its leaderships back whenever a module outlives its first check.
+    "auto.leader.rebalance.enable": "false",
 }
 ISR_SESSION_MS = 6000
 #: How long UpdateMetadata may take to reach the brokers after a change in ZooKeeper, for the time bounds.

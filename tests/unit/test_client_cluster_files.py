@@ -124,12 +124,16 @@ def test_an_exited_child_is_not_running():
 
 
 # A process whose command line looks like the broker's for a given config file: `python -c CODE client.cli CONFIG`.
-SLEEPER = "import signal, sys, time\n{setup}\ntime.sleep(60)"
+SLEEPER = "import signal, sys, time\n{setup}\nprint('ready', flush=True)\ntime.sleep(60)"
 
 
 def _fake_broker(tmp_path: Path, broker_id: int, setup: str = "") -> tuple[BrokerProcess, subprocess.Popen]:
+    """A sleeping process whose command line names a broker config; returns once `setup` has run."""
     config = tmp_path / f"broker-{broker_id}" / "server.properties"
-    process = subprocess.Popen([sys.executable, "-c", SLEEPER.format(setup=setup), "client.cli", str(config)])
+    process = subprocess.Popen([sys.executable, "-c", SLEEPER.format(setup=setup), "client.cli", str(config)],
+                               stdout=subprocess.PIPE, text=True)
+    assert process.stdout is not None and process.stdout.readline() == "ready\n"
+    process.stdout.close()  # it prints nothing more
     return BrokerProcess(broker_id, "127.0.0.1", 1, process.pid, str(config), "d"), process
 
 
@@ -166,20 +170,20 @@ def test_kill_sends_the_signal_to_the_recorded_pid(tmp_path):
         process.wait()
 
 
-async def test_cluster_down_terminates_stopped_and_stubborn_brokers(tmp_path):
+async def test_cluster_down_stops_stopped_and_stubborn_brokers(tmp_path):
+    """cluster down sends SIGUSR1 (a clean shutdown without the controlled one), continues stopped brokers, and
+    kills what is still running after its timeout."""
     polite, polite_process = _fake_broker(tmp_path, 1)
-    stubborn, stubborn_process = _fake_broker(tmp_path, 2, "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
-                                                           "print('ready', flush=True)")
+    stubborn, stubborn_process = _fake_broker(tmp_path, 2, "signal.signal(signal.SIGUSR1, signal.SIG_IGN)")
     stopped, stopped_process = _fake_broker(tmp_path, 3)
     processes = [polite_process, stubborn_process, stopped_process]
     try:
         os.kill(stopped_process.pid, signal.SIGSTOP)
-        time.sleep(0.5)  # let the stubborn process install its SIGTERM handler before being asked to stop
         save_cluster(_state(tmp_path, polite, stubborn, stopped))
         await cluster_down(tmp_path, timeout_s=1)
-        assert polite_process.wait(10) == -signal.SIGTERM
+        assert polite_process.wait(10) == -signal.SIGUSR1
         assert stubborn_process.wait(10) == -signal.SIGKILL
-        assert stopped_process.wait(10) == -signal.SIGTERM
+        assert stopped_process.wait(10) == -signal.SIGUSR1
     finally:
         for process in processes:
             process.kill()

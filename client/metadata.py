@@ -164,9 +164,15 @@ class ClusterMetadata:
         for host, port in candidates:
             try:
                 connection = await self.connection_to(host, port)
-                return await connection.request(request)
+                response = await connection.request(request)
             except (KafkaConnectionError, KafkaError) as e:
                 errors.append(f"{host}:{port}: {e}")
+                continue
+            if response.brokers:
+                return response
+            # A broker that has not had the controller's UpdateMetadata yet (just started) knows no brokers and no
+            # topics; its answer is ignored, as Kafka's clients ignore an empty metadata response.
+            errors.append(f"{host}:{port}: knows no brokers yet (starting up)")
         raise KafkaConnectionError("no broker answered a Metadata request: " + "; ".join(errors))
 
     def _apply(self, response: MetadataResponse, *, replace_all: bool) -> None:

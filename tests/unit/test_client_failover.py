@@ -1,6 +1,7 @@
 """Producer and consumer against stand-in brokers (real sockets, in-memory partitions) whose leadership and errors
 the test scripts: retries with metadata refresh, order kept across retries, non-retriable errors, the delivery
-timeout, acks=0, and a consumer following a leader change and skipping records below its position."""
+timeout, acks=0, a consumer following a leader change and skipping records below its position, and metadata
+that passes over a broker still starting up."""
 
 from __future__ import annotations
 
@@ -14,8 +15,9 @@ from typing import Any
 import pytest
 
 from client.accumulator import estimate_record_size
+from client.connection import KafkaConnectionError
 from client.consumer import Consumer, ConsumerRecord
-from client.metadata import TopicPartition
+from client.metadata import ClusterMetadata, TopicPartition
 from client.partitioner import Partitioner
 from client.producer import Producer, ProducerError
 from protocol.errors import ErrorCode
@@ -75,6 +77,7 @@ class FakeCluster:
         self.ports: dict[int, int] = {}
         self.produce_requests: list[tuple[int, int]] = []  # (broker, acks)
         self.produce_gate: asyncio.Event | None = None  # if set, produce responses wait for it
+        self.starting: set[int] = set()  # brokers that have had no UpdateMetadata yet: they know no brokers
         self._servers: list[asyncio.Server] = []
         self._writers: list[asyncio.StreamWriter] = []
 
@@ -129,6 +132,10 @@ class FakeCluster:
 
     async def _handle(self, broker_id: int, body: Any) -> Any:
         if isinstance(body, MetadataRequest):
+            if broker_id in self.starting:
+                return MetadataResponse(brokers=[], controller_id=-1, topics=[
+                    MetadataTopic(error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name=t, partitions=[])
+                    for t in body.topics or ()])
             return self._metadata()
         if isinstance(body, ProduceRequest):
             self.produce_requests.append((broker_id, body.acks))
@@ -239,6 +246,22 @@ async def send_all(p: Producer, values: list[bytes], **options: Any) -> list[Any
 
 def values(n: int, start: int = 0) -> list[bytes]:
     return [f"v{i}".encode() for i in range(start, start + n)]
+
+
+async def test_metadata_passes_over_a_broker_that_knows_no_brokers_yet():
+    async with fake_cluster(brokers=2) as cluster:
+        cluster.starting = {1}
+        metadata = ClusterMetadata([f"127.0.0.1:{cluster.ports[b]}" for b in cluster.ids])
+        try:
+            await metadata.refresh([TOPIC])
+            assert metadata.partition_count(TOPIC) == 1 and sorted(metadata.brokers) == cluster.ids
+            assert TOPIC not in metadata.topic_errors
+            cluster.starting = {1, 2}
+            metadata.brokers.clear()
+            with pytest.raises(KafkaConnectionError, match="knows no brokers yet"):
+                await metadata.refresh([TOPIC])
+        finally:
+            await metadata.close()
 
 
 async def test_the_producer_follows_a_leader_change():

@@ -49,6 +49,18 @@ def test_healthchecks_use_the_cmd_shell_form(name: str):
     assert test[0] == "CMD-SHELL" and len(test) == 2
 
 
+@pytest.mark.parametrize("name", BROKERS.values())
+def test_a_broker_has_time_for_a_controlled_shutdown_that_gets_no_answer_before_it_is_killed(name: str):
+    """Every try of the controlled shutdown may wait out controller.socket.timeout.ms and then the back-off; a broker
+    killed before its shutdown ends leaves no checkpoints."""
+    grace = SERVICES[name]["stop_grace_period"]
+    assert grace.endswith("s")
+    defaults = BrokerConfig.from_properties({"broker.id": "1", "zookeeper.connect": "zookeeper:2181"})
+    worst_ms = defaults.controlled_shutdown_max_retries * (defaults.controller_socket_timeout_ms
+                                                           + defaults.controlled_shutdown_retry_backoff_ms)
+    assert int(grace[:-1]) * 1000 > worst_ms
+
+
 def test_the_images_are_built_from_the_dockerfile_whose_only_image_is_bookworm_slim():
     built = {name: s["build"]["target"] for name, s in SERVICES.items() if "build" in s}
     assert built == {"zookeeper": "broker", "verifier": "verifier"}
@@ -115,3 +127,13 @@ def test_the_readme_shows_the_container_session(command: str):
 def test_the_readme_names_the_variables_services_and_profile(name: str):
     assert name in containers_section()
     assert name in (ROOT / "docker-compose.yml").read_text()
+
+
+def test_the_build_context_leaves_out_everything_git_ignores():
+    """Data directories of local clusters and soaks, venvs and caches never go into an image (a soak still writing
+    its segments would even break the build)."""
+    def entries(name: str) -> set[str]:
+        lines = (ROOT / name).read_text().splitlines()
+        return {line.strip().rstrip("/").removeprefix("**/") for line in lines if line.strip() and line[0] != "#"}
+
+    assert entries(".gitignore") <= entries(".dockerignore")

@@ -50,7 +50,8 @@ class BrokerServer:
         self.log_manager = LogManager(config.log_dirs, config.broker_id, config.log, clock=wall_clock_ms)
         self.zk = ZkClient(config.zookeeper_connect, chroot=config.zookeeper_chroot,
                            session_timeout_ms=config.zookeeper_session_timeout_ms,
-                           source_address=config.source_address)
+                           source_address=config.source_address,
+                           connection_timeout_ms=config.zookeeper_connection_timeout_ms)
         self.zk_state = BrokerZkState(self.zk)
         self.replica_manager = ReplicaManager(config, self.log_manager, self.zk_state.topic_config,
                                               self.zk_state.write_isr, wall_clock_ms)

@@ -197,13 +197,20 @@ class _SourceBoundHandler(SequentialThreadingHandler):
 
 class ZkClient:
     """An asyncio ZooKeeper session under a chroot (created if missing). With `source_address`, the
-    connection to ZooKeeper is bound to that local address."""
+    connection to ZooKeeper is bound to that local address.
+
+    kazoo holds a request made while it reconnects until it has reconnected, which may be never (ZooKeeper gone
+    for good). Every request still waiting once the connection has been down for `connection_timeout_ms` (Kafka's
+    zookeeper.connection.timeout.ms, the session timeout unless given) fails with ZkSessionError instead."""
 
     def __init__(self, connect: str, chroot: str = "/minikafka", session_timeout_ms: int = 18000,
-                 source_address: str | None = None) -> None:
+                 source_address: str | None = None, connection_timeout_ms: int | None = None) -> None:
         self.connect = connect
         self.chroot = "/" + chroot.strip("/") if chroot.strip("/") else ""
         self.session_timeout_ms = session_timeout_ms
+        self.connection_timeout_ms = session_timeout_ms if connection_timeout_ms is None else connection_timeout_ms
+        self._waiting: set[asyncio.Future[Any]] = set()  # requests not answered yet
+        self._disconnected: asyncio.TimerHandle | None = None  # fails the waiting requests when it fires
         self.source_address = source_address
         self._client: KazooClient | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -238,6 +245,7 @@ class ZkClient:
         if client is None:
             return
         client.remove_listener(self._on_kazoo_state)
+        self._connection_back()
         await asyncio.to_thread(client.stop)
         client.close()
 
@@ -394,10 +402,16 @@ class ZkClient:
             self._post(_settle, future, value, error)
 
         result.rawlink(completed)
+        self._waiting.add(future)
         try:
             return await future
+        except _NoConnection:
+            raise ZkSessionError(f"{what}: no connection to ZooKeeper for {self.connection_timeout_ms} ms "
+                                 "(zookeeper.connection.timeout.ms)") from None
         except Exception as e:
             raise _translate(e, what) from None
+        finally:
+            self._waiting.discard(future)
 
     def _post(self, fn: Callable[..., None], *args: Any) -> None:
         """Run fn(*args) on the loop; called from kazoo's threads."""
@@ -424,13 +438,35 @@ class ZkClient:
             event = ZkState.SUSPENDED if state == KazooState.SUSPENDED else ZkState.LOST
         self._post(self._dispatch_state, event)
 
+    def _connection_lost(self) -> None:
+        if self._disconnected is None and self._loop is not None:
+            self._disconnected = self._loop.call_later(self.connection_timeout_ms / 1000, self._fail_waiting)
+
+    def _connection_back(self) -> None:
+        if self._disconnected is not None:
+            self._disconnected.cancel()
+            self._disconnected = None
+
+    def _fail_waiting(self) -> None:
+        self._disconnected = None
+        for future in list(self._waiting):
+            _settle(future, None, _NoConnection())
+
     def _dispatch_state(self, event: ZkState) -> None:
         log.info("ZooKeeper session %s: %s", self.connect + self.chroot, event.value)
+        if event in (ZkState.CONNECTED, ZkState.NEW_SESSION):
+            self._connection_back()
+        else:
+            self._connection_lost()
         for callback in list(self._state_listeners):
             try:
                 callback(event)
             except Exception:
                 log.exception("ZooKeeper state listener failed on %s", event.value)
+
+
+class _NoConnection(Exception):
+    """The connection has been down for the whole connection timeout."""
 
 
 def _settle(future: asyncio.Future[Any], value: Any, error: BaseException | None) -> None:

@@ -525,6 +525,7 @@ class ReplicaManager:
                                             zk_version=partition.zk_version)
 
         async def update() -> None:
+            log.info("%s: writing ISR %s -> %s (%s)", tp, sorted(partition.isr), list(state.isr), reason)
             try:
                 version = await self._isr_writer(tp, state)
             except Exception:

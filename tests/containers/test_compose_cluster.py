@@ -21,6 +21,7 @@ T = TypeVar("T")
 TOPIC = "events"
 FIRST, SECOND = 10_000, 2_000
 WAIT_S = 120.0
+BROKERS = ("broker-1", "broker-2", "broker-3")
 
 def poll(probe: Callable[[], T | None], what: str, timeout_s: float = WAIT_S) -> T:
     """Call `probe` until it returns something other than None; fail after timeout_s."""
@@ -49,7 +50,7 @@ def produce(project: ComposeProject, values: list[str]) -> list[tuple[int, int]]
 
 def all_healthy(project: ComposeProject) -> bool | None:
     """podman runs no healthchecks by itself (no systemd here): run each service's check once."""
-    services = ("zookeeper", "broker-1", "broker-2", "broker-3")
+    services = ("zookeeper", *BROKERS)
     checks = [podman("healthcheck", "run", project.container(s), check=False).returncode for s in services]
     return True if checks == [0, 0, 0, 0] else None
 
@@ -112,9 +113,18 @@ def test_a_cluster_in_containers_keeps_every_acknowledged_record_through_a_leade
         assert set(records.values()) <= set(values)
 
         project.compose("stop", timeout=180)
+        exits = {b: podman("inspect", "-f", "{{.State.ExitCode}}", project.container(b)).stdout.strip()
+                 for b in BROKERS}
+        for broker in (b for b, code in exits.items() if code != "0"):
+            logs = podman("logs", project.container(broker), check=False)
+            shutdown = [line for line in (logs.stdout + logs.stderr).splitlines()
+                        if not any(noise in line for noise in ("state.change", "kazoo", "fetcher"))]
+            print(f"--- {broker}: its log without state changes, kazoo and fetcher lines", *shutdown[-60:], sep="\n")
+        assert set(exits.values()) == {"0"}, f"compose stop did not stop every broker cleanly: {exits}"
         verdict = project.compose("--profile", "verify", "run", "--rm", "verifier", check=False, timeout=600)
-        assert verdict.returncode == 0, (verdict.stdout[-2000:], verdict.stderr[-3000:])
-        assert "CONSISTENT: 3 partitions, 9 replicas" in verdict.stdout, verdict.stdout[-2000:]
+        print(verdict.stdout, verdict.stderr, sep="\n")  # the verifier's report, in full, with a failure
+        assert verdict.returncode == 0, "the verifier found a violation: see the captured output"
+        assert "CONSISTENT: 3 partitions, 9 replicas" in verdict.stdout
 
         project.compose("--profile", "verify", "down", "-v", "-t", "5")
         for image in project.images():

@@ -332,12 +332,13 @@ async def test_a_broker_cut_off_from_zookeeper_registers_again_with_a_new_epoch_
             return epoch if epoch is not None and epoch > old_epoch else None
 
         new_epoch = await eventually(registered_again, f"broker {victim_id} to register again", timeout_s=WAIT_S)
-        # A request from its old incarnation is fenced by the controller.
+        # Back in the ISR, so the controller has seen the new registration: a request from the broker's old
+        # incarnation is fenced. (Asked earlier, it may still answer BROKER_NOT_AVAILABLE.)
+        await wait_zk_state(zk, topic, 0, lambda s: set(s.isr) == set(replicas), "it to rejoin the ISR")
         async with connect(cluster.broker(controller)) as to_controller:
             answer: ControlledShutdownResponse = await to_controller.request(
                 ControlledShutdownRequest(broker_id=victim_id, broker_epoch=old_epoch))
         assert answer.error_code == ErrorCode.STALE_BROKER_EPOCH, answer
-        await wait_zk_state(zk, topic, 0, lambda s: set(s.isr) == set(replicas), "it to rejoin the ISR")
     await wait_converged(cluster, topic, [0], replicas)
     server_log = Path(cluster.broker(victim_id).server_log).read_text()
     assert f"registered again after a ZooKeeper session expiry (broker epoch {new_epoch})" in server_log, \

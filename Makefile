@@ -3,7 +3,7 @@
 PYTHON ?= python3
 BIN := .venv/bin
 
-.PHONY: setup venv lock test lint bench-log bench-produce bench-failover bench-kafka bench-verify sim-long chaos clean
+.PHONY: setup venv lock test lint bench-log bench-produce bench-failover bench-kafka bench-verify bench-scale sim-long chaos clean
 
 setup:
 	@PYTHON=$(PYTHON) tools/setup.sh
@@ -39,6 +39,11 @@ bench-kafka: venv
 
 bench-verify: venv
 	$(BIN)/python -m bench.verify_bench --runs 3
+
+# 10,000 partitions (RF 3) on 3 brokers: creation, kill -9 of a broker and of the controller, controlled shutdown,
+# restart, memory and descriptors
+bench-scale: venv
+	$(BIN)/python -m bench.scale_bench --runs 3
 
 # Ten minutes of faults on a 3-broker cluster, ending in the verifier's verdict (root: partitions are nftables
 # rules). CHAOS_SEED=N replays a run; the summary is in minikafka-chaos/chaos-summary.json.

@@ -10,6 +10,7 @@ from pathlib import Path
 from broker.listeners import ListenerConfig, ListenerConfigError
 from broker.log.config import LogConfig, LogConfigError
 from broker.network import NetworkConfig
+from controller.zk_ops import JUTE_MAXBUFFER
 
 log = logging.getLogger(__name__)
 
@@ -71,6 +72,9 @@ class BrokerConfig:
     zookeeper_session_timeout_ms: int = 18000
     #: how long start-up waits for ZooKeeper (Kafka's default: the session timeout)
     zookeeper_connection_timeout_ms: int = 18000
+    #: the ZooKeeper servers' jute.maxbuffer (their -Djute.maxbuffer; Kafka's brokers take it as a JVM system
+    #: property): no request to them is over half of it (controller.zk_ops.request_budget)
+    zookeeper_jute_maxbuffer: int = JUTE_MAXBUFFER
     replica_lag_time_max_ms: int = 30000
     replica_fetch_wait_max_ms: int = 500
     max_incremental_fetch_session_cache_slots: int = 1000
@@ -155,6 +159,7 @@ class BrokerConfig:
             zookeeper_chroot="/" + chroot.strip("/") if slash and chroot.strip("/") else "/minikafka",
             zookeeper_session_timeout_ms=session_timeout_ms,
             zookeeper_connection_timeout_ms=reader.integer("zookeeper.connection.timeout.ms", session_timeout_ms),
+            zookeeper_jute_maxbuffer=reader.integer("zookeeper.jute.maxbuffer", JUTE_MAXBUFFER),
             replica_lag_time_max_ms=reader.integer("replica.lag.time.max.ms", 30000),
             replica_fetch_wait_max_ms=reader.integer("replica.fetch.wait.max.ms", 500),
             replica_fetch_min_bytes=reader.integer("replica.fetch.min.bytes", 1),

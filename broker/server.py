@@ -33,6 +33,7 @@ from client.connection import BrokerConnection, KafkaConnectionError
 from controller.channel import ControllerChannelManager
 from controller.controller import KafkaController
 from controller.zk import ZkClient, ZkState, register_broker
+from controller.zk_ops import request_budget
 from protocol.errors import ErrorCode, KafkaError
 from protocol.messages import ControlledShutdownRequest, ControlledShutdownResponse
 
@@ -51,7 +52,8 @@ class BrokerServer:
         self.zk = ZkClient(config.zookeeper_connect, chroot=config.zookeeper_chroot,
                            session_timeout_ms=config.zookeeper_session_timeout_ms,
                            source_address=config.source_address,
-                           connection_timeout_ms=config.zookeeper_connection_timeout_ms)
+                           connection_timeout_ms=config.zookeeper_connection_timeout_ms,
+                           max_request_bytes=request_budget(config.zookeeper_jute_maxbuffer))
         self.zk_state = BrokerZkState(self.zk)
         self.replica_manager = ReplicaManager(config, self.log_manager, self.zk_state.topic_config,
                                               self.zk_state.write_isr, wall_clock_ms)

@@ -28,14 +28,14 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from client import netsplit
 from client.connection import BrokerConnection, KafkaConnectionError
-from controller.zkserver import MAIN_CLASS, ZooKeeperError, ZooKeeperServer, stop_pid
+from controller.zkserver import MAIN_CLASS, ZooKeeperError, ZooKeeperServer, jute_maxbuffer, stop_pid
 from protocol.errors import KafkaError
 from protocol.messages import MetadataRequest, MetadataResponse
 
@@ -445,11 +445,13 @@ async def cluster_up(
     overrides: Mapping[str, str] | None = None,
     base_port: int | None = None,
     zookeeper_port: int = 0,
+    zookeeper_jvm_flags: Sequence[str] = (),
     timeout_s: float = 60.0,
 ) -> ClusterState:
     """Start ZooKeeper and `brokers` brokers (ids 1..N) described in `directory` and wait until every broker
     lists all of them and a controller. Data of an earlier cluster in the directory is kept. On failure,
-    everything started is stopped again."""
+    everything started is stopped again. ZooKeeper's JVM gets `zookeeper_jvm_flags`; a -Djute.maxbuffer=N among
+    them is the brokers' zookeeper.jute.maxbuffer too, unless `overrides` set it."""
     if not 1 <= brokers <= MAX_BROKERS:
         raise ClusterError(f"a cluster has 1 to {MAX_BROKERS} brokers, not {brokers}")
     directory = directory.resolve()
@@ -458,7 +460,11 @@ async def cluster_up(
         raise ClusterError(f"a cluster is already running in {directory}; run `minikafka cluster down` first")
     block = choose_block(block_of(previous) if previous is not None else None)
     directory.mkdir(parents=True, exist_ok=True)
-    zk_server = ZooKeeperServer(directory / "zookeeper", port=zookeeper_port, host=member_address(block, 0))
+    zk_server = ZooKeeperServer(directory / "zookeeper", port=zookeeper_port, host=member_address(block, 0),
+                                jvm_flags=zookeeper_jvm_flags)
+    maxbuffer = jute_maxbuffer(zookeeper_jvm_flags)
+    if maxbuffer is not None:
+        overrides = {"zookeeper.jute.maxbuffer": str(maxbuffer), **(overrides or {})}
     try:
         await asyncio.to_thread(zk_server.start, detach=True)
     except ZooKeeperError as e:

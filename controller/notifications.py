@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from controller import zkdata
 from controller.context import TopicPartitionKey
 from controller.topic_config import CHANGE_EXPIRATION_MS, TOPIC_ENTITY, config_change_sequence, decode_config_change
-from controller.zk import DeleteOp, NoNodeError
+from controller.zk import DeleteOp, NoNodeError, RolledBackError, ZkError
 
 if TYPE_CHECKING:
     from controller.controller import KafkaController
@@ -73,14 +73,16 @@ class Notifications:
         return known
 
     async def _delete_notifications(self, paths: list[str]) -> None:
-        """Delete processed ISR change notifications, fenced (as Kafka's deleteIsrChangeNotifications)."""
+        """Delete processed ISR change notifications, fenced (as Kafka's deleteIsrChangeNotifications), in as
+        few transactions as fit in a request."""
         store = self._host.store
-        try:
-            await store.fenced_multi([DeleteOp(path) for path in paths])
-        except NoNodeError:  # some went meanwhile: delete the others one by one
-            for path in paths:
+        outcomes = await store.fenced_transactions([[DeleteOp(path)] for path in paths])
+        for path, outcome in zip(paths, outcomes, strict=True):
+            if isinstance(outcome, RolledBackError):  # another one went meanwhile: this one alone
                 with contextlib.suppress(NoNodeError):
                     await store.fenced_multi([DeleteOp(path)])
+            elif isinstance(outcome, ZkError) and not isinstance(outcome, NoNodeError):
+                raise outcome
 
     # -- config changes ---------------------------------------------------------------------
 

@@ -109,12 +109,21 @@ class PartitionStateMachine:
             except NoNodeError:
                 existing = None
             try:
-                await host.store.create_partition_states(topic, states, existing)
+                failed = await host.store.create_partition_states(topic, states, existing)
             except NodeExistsError as e:
                 log.warning("Controller %d: partition states of %s exist already: %s", host.broker_id, topic, e)
                 continue
-            self.record_new_states(batch, topic, states, "new partition")
+            if failed:
+                self.log_not_initialized(topic, failed)
+            self.record_new_states(batch, topic, {p: s for p, s in states.items() if p not in failed},
+                                   "new partition")
         host.send(batch)
+
+    def log_not_initialized(self, topic: str, failed: Mapping[int, Exception]) -> None:
+        """Partitions whose first state could not be written stay New (the next controller initialises them)."""
+        for partition, error in sorted(failed.items()):
+            log.error("Controller %d: the first state of %s-%d was not written, it stays New: %s",
+                      self._host.broker_id, topic, partition, error)
 
     def record_new_states(
         self,

@@ -1,8 +1,10 @@
 """`TopicCreation`: CreateTopics requests, and topics that appear or go in /brokers/topics.
 
 A topic is validated against the controller's view (name, collisions, live brokers, seed 001's assignment or an
-explicit one, its configs), then its config, assignment and first partition states are written in one fenced
-transaction and sent to the replicas. Topics written by other tools are picked up from the /brokers/topics watch.
+explicit one, its configs), then its config, assignment and first partition states are written (one fenced
+transaction, or for a large topic its config and assignment first, then its states in pipelined transactions:
+controller.zk_store) and sent to the replicas. Topics written by other tools are picked up from the /brokers/topics
+watch.
 """
 
 from __future__ import annotations
@@ -103,9 +105,13 @@ class TopicCreation:
                 results.extend(not_controller(t.name, host.broker_id) for t in request.topics[index:])
                 await host.step_down()
                 return results, {}
+            new = created.get(topic.name, assignment)
             results.append(CreatableTopicResult(
                 name=topic.name,
-                error_code=ErrorCode.NONE,
+                error_code=ErrorCode.NONE if len(new) == len(assignment) else ErrorCode.UNKNOWN_SERVER_ERROR,
+                error_message=None if len(new) == len(assignment) else (
+                    f"Topic '{topic.name}' was created, but the first states of {len(assignment) - len(new)} of its "
+                    "partitions could not be written; the next controller initialises them"),
                 num_partitions=len(assignment),
                 replication_factor=len(assignment[0]),
             ))
@@ -157,7 +163,8 @@ class TopicCreation:
     async def _write_new_topic(
         self, topic: str, assignment: dict[int, list[int]], configs: Mapping[str, str]
     ) -> dict[int, LeaderIsrAndControllerEpoch]:
-        """Write the topic's config, assignment and partition states in one fenced transaction."""
+        """Write the topic's config and assignment, then its partition states; returns the states written (a
+        partition whose state could not be written is New, initialised by the next controller)."""
         host = self._host
         states = {p: host.partition_states.first_state(replicas) for p, replicas in assignment.items()}
         config_path = zkdata.topic_config_path(topic)
@@ -169,14 +176,16 @@ class TopicCreation:
         topic_op = CreateOp(zkdata.topic_path(topic), zkdata.encode_topic_znode(TopicAssignment(assignment,
                                                                                                 topic_id=topic_id)))
         try:
-            await host.store.create_partition_states(topic, states, None, extra=[config_op, topic_op])
+            failed = await host.store.create_partition_states(topic, states, None, extra=[config_op, topic_op])
         except NodeExistsError as e:
             if e.op_index == 1:  # created meanwhile by another tool; the TopicChange event will follow
                 raise KafkaError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{topic}' already exists.") from None
             raise
         host.context.assignments[topic] = assignment
         host.context.topic_ids[topic] = topic_id
-        return states
+        if failed:
+            host.partition_states.log_not_initialized(topic, failed)
+        return {p: state for p, state in states.items() if p not in failed}
 
     # -- /brokers/topics --------------------------------------------------------------------
 

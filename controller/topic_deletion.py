@@ -7,10 +7,11 @@ goes as follows, once no reassignment of its partitions is in progress:
    UNKNOWN_TOPIC_OR_PARTITION from then on; leaders, followers and elections leave it alone;
 2. its replicas go Offline, then ReplicaDeletionStarted: StopReplica with delete to their live brokers; a
    replica on a broker that is down is ReplicaDeletionIneligible;
-3. once every live replica answered (ReplicaDeletionSuccessful), the topic's znodes are removed in one fenced
-   transaction, which also records the replicas left on brokers that are down in
-   /admin/pending_replica_deletions/<broker>: those brokers delete them when they come back (StopReplica with
-   delete and the topic id, sent before anything else they get), and the records go once they answered.
+3. once every live replica answered (ReplicaDeletionSuccessful), the topic's znodes are removed (fenced
+   transactions, in an order the next controller can resume from: controller.zk_store), after recording the
+   replicas left on brokers that are down in /admin/pending_replica_deletions/<broker>: those brokers delete them
+   when they come back (StopReplica with delete and the topic id, sent before anything else they get), and the
+   records go once they answered.
 
 Unlike Kafka's ZooKeeper mode, a broker that is down does not hold the deletion up: the topic is gone (and can be
 created again) once its live replicas are. Topic ids keep the incarnations apart: a pending deletion names the
@@ -151,6 +152,10 @@ class TopicDeletionManager:
             if any(tp[0] == topic for tp in context.reassignments):
                 log.info("Controller %d: deletion of topic %s waits for its reassignment", host.broker_id, topic)
                 continue
+            # Every assigned replica takes part, also those of partitions without a state (never initialised, or
+            # whose state an earlier controller deleted before failing half-way through): Kafka's
+            # initializeReplicaState covers all partitions.
+            states.initialize(context.partitions([topic]))
             replicas = states.replicas_on_any(context.partitions([topic]))
             live = [r for r in replicas if r[2] in context.live_brokers and states.state(r) in _NOT_STARTED]
             dead = [r for r in replicas if r[2] not in context.live_brokers and states.state(r) in _NOT_STARTED

@@ -29,11 +29,20 @@ from kazoo.recipe.watchers import ChildrenWatch, DataWatch
 
 from broker.listeners import EndPoint
 from controller import zkdata
+from controller.zk_ops import (
+    MATCH_ANY_VERSION,
+    MAX_REQUEST_BYTES,
+    CheckOp,
+    CreateOp,
+    DeleteOp,
+    Op,
+    SetOp,
+    multi_bytes,
+    op_bytes,
+    pack,
+)
 
 log = logging.getLogger("controller.zk")
-
-MATCH_ANY_VERSION = -1
-
 
 class ZkError(Exception):
     """A ZooKeeper operation failed. `op_index` names the failing operation of a multi."""
@@ -57,6 +66,14 @@ class BadVersionError(ZkError):
 
 class NotEmptyError(ZkError):
     """The znode to delete has children."""
+
+
+class RequestTooLargeError(ZkError):
+    """The request would be over the client's byte budget (ZooKeeper would drop the connection); not sent."""
+
+
+class RolledBackError(ZkError):
+    """Not applied: another operation of its transaction failed."""
 
 
 class ZkSessionError(ZkError):
@@ -127,35 +144,6 @@ class ZkState(enum.Enum):
     NEW_SESSION = "new-session"
 
 
-# Operations of a multi (an atomic transaction).
-@dataclass(frozen=True, slots=True)
-class CheckOp:
-    path: str
-    version: int
-
-
-@dataclass(frozen=True, slots=True)
-class CreateOp:
-    path: str
-    data: bytes = b""
-    ephemeral: bool = False
-    sequence: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class SetOp:
-    path: str
-    data: bytes
-    version: int = MATCH_ANY_VERSION
-
-
-@dataclass(frozen=True, slots=True)
-class DeleteOp:
-    path: str
-    version: int = MATCH_ANY_VERSION
-
-
-Op = CheckOp | CreateOp | SetOp | DeleteOp
 OpResult = str | ZnodeStat | None  # created path, new stat of a set, nothing for check and delete
 
 
@@ -197,14 +185,16 @@ class _SourceBoundHandler(SequentialThreadingHandler):
 
 class ZkClient:
     """An asyncio ZooKeeper session under a chroot (created if missing). With `source_address`, the
-    connection to ZooKeeper is bound to that local address.
+    connection to ZooKeeper is bound to that local address. No request larger than `max_request_bytes` is sent
+    (RequestTooLargeError instead): see controller.zk_ops.request_budget.
 
     kazoo holds a request made while it reconnects until it has reconnected, which may be never (ZooKeeper gone
     for good). Every request still waiting once the connection has been down for `connection_timeout_ms` (Kafka's
     zookeeper.connection.timeout.ms, the session timeout unless given) fails with ZkSessionError instead."""
 
     def __init__(self, connect: str, chroot: str = "/minikafka", session_timeout_ms: int = 18000,
-                 source_address: str | None = None, connection_timeout_ms: int | None = None) -> None:
+                 source_address: str | None = None, connection_timeout_ms: int | None = None,
+                 max_request_bytes: int = MAX_REQUEST_BYTES) -> None:
         self.connect = connect
         self.chroot = "/" + chroot.strip("/") if chroot.strip("/") else ""
         self.session_timeout_ms = session_timeout_ms
@@ -212,6 +202,7 @@ class ZkClient:
         self._waiting: set[asyncio.Future[Any]] = set()  # requests not answered yet
         self._disconnected: asyncio.TimerHandle | None = None  # fails the waiting requests when it fires
         self.source_address = source_address
+        self.max_request_bytes = max_request_bytes
         self._client: KazooClient | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._state_listeners: list[Callable[[ZkState], None]] = []
@@ -274,6 +265,7 @@ class ZkClient:
     ) -> str:
         """Create a znode; returns its path (with the sequence suffix for a sequential znode)."""
         client = self._require()
+        self._check_size(multi_bytes([CreateOp(path, data)], self.chroot), f"create {path}")
         return await self._await(
             client.create_async(path, data, ephemeral=ephemeral, sequence=sequence, makepath=makepath),
             f"create {path}",
@@ -290,6 +282,7 @@ class ZkClient:
             return None
 
     async def set(self, path: str, data: bytes, version: int = MATCH_ANY_VERSION) -> ZnodeStat:
+        self._check_size(multi_bytes([SetOp(path, data)], self.chroot), f"set {path}")
         stat = await self._await(self._require().set_async(path, data, version), f"set {path}")
         return ZnodeStat._from_kazoo(stat)
 
@@ -313,7 +306,45 @@ class ZkClient:
 
     async def multi(self, ops: Sequence[Op]) -> list[OpResult]:
         """Apply `ops` atomically: all or none. On failure raises the failing operation's error, with
-        `op_index` set to its position."""
+        `op_index` set to its position. RequestTooLargeError if they do not fit in one request."""
+        self._check_size(multi_bytes(ops, self.chroot), f"multi of {len(ops)} operations")
+        results = await self._await(self._commit(ops), "multi")
+        error = _multi_error(ops, results)
+        if error is not None:
+            raise error
+        return [_op_result(result) for result in results]
+
+    def transactions(self, groups: Sequence[Sequence[Op]], prefix: Sequence[Op] = ()) -> list[range]:
+        """Pack groups of operations, in order and each group whole, into as few transactions as fit in a request
+        with `prefix` at the head of each: the runs of group indexes. RequestTooLargeError for a group that does
+        not fit on its own."""
+        fixed = multi_bytes(prefix, self.chroot)
+        try:
+            return pack([sum(op_bytes(op, self.chroot) for op in group) for group in groups],
+                        self.max_request_bytes - fixed)
+        except ValueError as e:
+            raise RequestTooLargeError(f"a group of operations does not fit in one request: {e}") from None
+
+    async def multi_pipelined(self, transactions: Sequence[Sequence[Op]]) -> list[list[OpResult] | ZkError]:
+        """Send every transaction at once, in order, then wait for all: ZooKeeper applies one session's requests
+        in the order sent, so each sees the effects of those before it, but a failed one does not stop the others.
+        Per transaction, its results or its error (as `multi` raises it)."""
+        for ops in transactions:
+            self._check_size(multi_bytes(ops, self.chroot), f"multi of {len(ops)} operations")
+        pending = [self._await(self._commit(ops), "multi") for ops in transactions]
+        outcomes: list[list[OpResult] | ZkError] = []
+        for ops, raw in zip(transactions, await asyncio.gather(*pending, return_exceptions=True), strict=True):
+            if isinstance(raw, ZkError):
+                outcomes.append(raw)
+            elif isinstance(raw, BaseException):
+                raise raw
+            else:
+                error = _multi_error(ops, raw)
+                outcomes.append(error if error is not None else [_op_result(result) for result in raw])
+        return outcomes
+
+    def _commit(self, ops: Sequence[Op]) -> IAsyncResult:
+        """Send `ops` as one transaction now (before any await, so requests leave in call order)."""
         transaction = self._require().transaction()
         for op in ops:
             match op:
@@ -325,11 +356,15 @@ class ZkClient:
                     transaction.set_data(path, data, version)
                 case DeleteOp(path, version):
                     transaction.delete(path, version)
-        results = await self._await(transaction.commit_async(), "multi")
-        for index, result in enumerate(results):
-            if isinstance(result, Exception) and not isinstance(result, kz.RolledBackError | kz.RuntimeInconsistency):
-                raise _translate(result, f"multi: {ops[index]}", index)
-        return [_op_result(result) for result in results]
+        return transaction.commit_async()
+
+    def _check_size(self, size: int, what: str) -> None:
+        if size > self.max_request_bytes:
+            raise RequestTooLargeError(
+                f"{what}: a request of {size} bytes, over this client's budget of {self.max_request_bytes} "
+                "(half of the servers' jute.maxbuffer; ZooKeeper drops the connection of a client whose request is "
+                "over it)"
+            )
 
     # -- watches --------------------------------------------------------------------------------
 
@@ -476,6 +511,15 @@ def _settle(future: asyncio.Future[Any], value: Any, error: BaseException | None
         future.set_exception(error)
     else:
         future.set_result(value)
+
+
+def _multi_error(ops: Sequence[Op], results: list[Any]) -> ZkError | None:
+    """The error of the failing operation of a transaction, None if it was applied."""
+    for index, result in enumerate(results):
+        if isinstance(result, Exception) and not isinstance(result, kz.RolledBackError | kz.RuntimeInconsistency):
+            error = _translate(result, f"multi: {ops[index]}", index)
+            return error if isinstance(error, ZkError) else ZkError(f"multi: {ops[index]}: {error!r}", index)
+    return None
 
 
 def _op_result(result: Any) -> OpResult:

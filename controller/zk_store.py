@@ -3,15 +3,24 @@
 Every write is fenced (KAFKA-6082): a transaction that also checks the version of /controller_epoch the
 controller got when elected, so a deposed controller cannot change anything, and it is refused at once while
 this broker does not act as the controller (its session suspended). Partition state znodes are written only
-here, conditionally on the version they were read at: the one place to change for batching or pipelining them.
+here, conditionally on the version they were read at.
+
+Writes whose operations grow with a topic's partition count (creating its partition states, deleting it, deleting
+ISR change notifications) go as several fenced transactions, each under the ZooKeeper request budget, pipelined
+(`fenced_transactions`). What one transaction did atomically is then done in steps, ordered so that a controller
+failing between any two leaves a state the next one reads and completes: a topic's znode before its partitions'
+states (partitions without a state are New and initialised at failover), a partition's znode with its state; on
+deletion, each partition's state before its znode, and the topic's znode and its /admin/delete_topics entry last
+(a topic queued for deletion that still exists is deleted again by the next controller).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Protocol
 
@@ -27,6 +36,7 @@ from controller.zk import (
     NoNodeError,
     Op,
     OpResult,
+    RolledBackError,
     SetOp,
     ZkClient,
     ZkError,
@@ -76,6 +86,73 @@ class ControllerZkStore:
                 e.op_index -= 1
             raise
 
+    async def fenced_transactions(
+        self, groups: Sequence[Sequence[Op]], *, head_first: bool = False
+    ) -> list[list[OpResult] | ZkError]:
+        """Apply groups of ops, each group atomically, in as few fenced transactions under the request budget as
+        they fit in, pipelined in order (each transaction sees the effects of those before it; one that fails does
+        not stop the next). Per group, the results of its ops, or its error: the failing op's (`op_index` into the
+        group), RolledBackError for the other groups of a failed transaction.
+
+        With `head_first`, the transaction holding the first group is applied before the others are sent, and its
+        error is raised (nothing else was sent): the others depend on its having succeeded. ControllerMovedError
+        if this controller is fenced, once every transaction sent is answered."""
+        host = self._host
+        if not host.is_active:
+            raise ControllerMovedError(f"broker {host.broker_id} does not act as the controller now")
+        check = CheckOp(zkdata.CONTROLLER_EPOCH_PATH, host.context.epoch_zk_version)
+        runs = self.zk.transactions(groups, prefix=[check])
+        outcomes: list[list[OpResult] | ZkError] = []
+        if head_first and runs:
+            head = await self.zk.multi_pipelined([self._transaction(check, groups, runs[0])])
+            error = self._fenced_error(head[0])
+            if error is not None:
+                raise error
+            outcomes += self._group_outcomes(groups, runs[0], head[0])
+            runs = runs[1:]
+        answers = await self.zk.multi_pipelined([self._transaction(check, groups, run) for run in runs])
+        for run, answer in zip(runs, answers, strict=True):
+            error = self._fenced_error(answer)
+            if isinstance(error, ControllerMovedError):
+                raise error
+            outcomes += self._group_outcomes(groups, run, answer)
+        return outcomes
+
+    @staticmethod
+    def _transaction(check: CheckOp, groups: Sequence[Sequence[Op]], run: range) -> list[Op]:
+        return [check, *(op for index in run for op in groups[index])]
+
+    def _fenced_error(self, answer: list[OpResult] | ZkError) -> ZkError | ControllerMovedError | None:
+        """A transaction's error, as ControllerMovedError if it failed on the fence; None if it was applied."""
+        if not isinstance(answer, ZkError):
+            return None
+        if answer.op_index == 0 and isinstance(answer, BadVersionError | NoNodeError):
+            return ControllerMovedError(
+                f"controller epoch {self._host.context.epoch} is fenced: /controller_epoch changed")
+        if answer.op_index is not None:
+            answer.op_index -= 1
+        return answer
+
+    @staticmethod
+    def _group_outcomes(
+        groups: Sequence[Sequence[Op]], run: range, answer: list[OpResult] | ZkError
+    ) -> list[list[OpResult] | ZkError]:
+        """Split a transaction's answer (fence removed) by the groups it held."""
+        outcomes: list[list[OpResult] | ZkError] = []
+        start = 1 if not isinstance(answer, ZkError) else 0
+        for index in run:
+            size = len(groups[index])
+            if not isinstance(answer, ZkError):
+                outcomes.append(answer[start:start + size])
+            elif answer.op_index is not None and start <= answer.op_index < start + size:
+                error = copy.copy(answer)
+                error.op_index = answer.op_index - start
+                outcomes.append(error)
+            else:
+                outcomes.append(RolledBackError(f"rolled back with a failed operation: {answer}"))
+            start += size
+        return outcomes
+
     async def write_partition_states(
         self, changes: list[tuple[TopicPartitionKey, LeaderIsrAndControllerEpoch, LeaderAndIsr]]
     ) -> list[LeaderIsrAndControllerEpoch | BaseException]:
@@ -99,10 +176,17 @@ class ControllerZkStore:
     async def create_partition_states(
         self, topic: str, states: Mapping[int, LeaderIsrAndControllerEpoch], existing: set[str] | None,
         extra: Iterable[Op] = (),
-    ) -> None:
+    ) -> dict[int, ZkError]:
         """Create the first states of new partitions, with `extra` ops in the same transaction before them;
-        `existing` are the children of the topic's partitions znode (None if that does not exist either)."""
-        await self.fenced_multi([*extra, *partition_state_ops(topic, states, existing)])
+        `existing` are the children of the topic's partitions znode (None if that does not exist either).
+
+        The transaction with `extra` (and the topics's partitions znode, if missing) is applied first, and its
+        error raised; then the rest, pipelined. Returns the partitions whose state could not be written, with
+        why (they are still New)."""
+        head, groups = partition_state_groups(topic, states, existing)
+        outcomes = await self.fenced_transactions([[*extra, *head], *groups], head_first=True)
+        return {partition: outcome for partition, outcome in zip(sorted(states), outcomes[1:], strict=True)
+                if isinstance(outcome, ZkError)}
 
     async def write_topic(self, topic: str, assignment: TopicAssignment) -> None:
         """Rewrite a topic's znode: its replicas, a reassignment's adding and removing replicas, its topic id."""
@@ -110,27 +194,32 @@ class ControllerZkStore:
 
     async def delete_topic(self, topic: str, pending: Mapping[int, set[PendingDeletion]]) -> None:
         """Remove a deleted topic's znodes (its assignment and partition states, its config, its
-        /admin/delete_topics entry) and write the pending replica deletions of brokers that were down, in one
-        transaction."""
+        /admin/delete_topics entry) and write the pending replica deletions of brokers that were down.
+
+        In steps, each a group of a fenced transaction: the pending deletions first (the next controller could
+        not tell which replicas were left once their partitions' states are gone), then each partition's state
+        and znode, the partitions znode, and last the topic's znode, config and queue entry together; a step
+        fails (and with it the ones depending on it) while anything under it is left. Raises the first error."""
         zk = self.zk
-        ops: list[Op] = []
         try:
             partitions = await zk.get_children(zkdata.topic_partitions_path(topic))
         except NoNodeError:
             partitions = None
+        groups: list[list[Op]] = [await self._pending_deletion_ops(broker, records)
+                                  for broker, records in sorted(pending.items())]
         paths = [f"{zkdata.topic_partitions_path(topic)}/{child}" for child in partitions or ()]
         for path, children in zip(paths, await asyncio.gather(*map(zk.get_children, paths)), strict=True):
-            ops.extend(DeleteOp(f"{path}/{child}") for child in children)
-            ops.append(DeleteOp(path))
+            groups.append([*(DeleteOp(f"{path}/{child}") for child in children), DeleteOp(path)])
         if partitions is not None:
-            ops.append(DeleteOp(zkdata.topic_partitions_path(topic)))
-        ops.append(DeleteOp(zkdata.topic_path(topic)))
+            groups.append([DeleteOp(zkdata.topic_partitions_path(topic))])
+        last: list[Op] = [DeleteOp(zkdata.topic_path(topic))]
         for path in (zkdata.topic_config_path(topic), zkdata.delete_topic_path(topic)):
             if await zk.exists(path) is not None:
-                ops.append(DeleteOp(path))
-        ops.extend([op for broker, records in sorted(pending.items())
-                    for op in await self._pending_deletion_ops(broker, records)])
-        await self.fenced_multi(ops)
+                last.append(DeleteOp(path))
+        groups.append(last)
+        for outcome in await self.fenced_transactions([group for group in groups if group]):
+            if isinstance(outcome, ZkError):
+                raise outcome
 
     async def write_pending_deletions(self, broker_id: int, records: set[PendingDeletion]) -> None:
         """Replace a broker's pending replica deletions (removing its znode when there are none)."""
@@ -214,17 +303,21 @@ class ControllerZkStore:
         return pending
 
 
-def partition_state_ops(
+def partition_state_groups(
     topic: str, states: Mapping[int, LeaderIsrAndControllerEpoch], existing: set[str] | None
-) -> list[Op]:
-    """Creates for the partition znodes and state znodes of `states`; `existing` are the children of the
-    topic's partitions znode (None if that does not exist either)."""
-    ops: list[Op] = [CreateOp(zkdata.topic_partitions_path(topic))] if existing is None else []
+) -> tuple[list[Op], list[list[Op]]]:
+    """The creates for the partition znodes and state znodes of `states`: the topic's partitions znode if it
+    does not exist (`existing` None; else its children), then per partition in order, its znode (if missing)
+    with its state."""
+    head: list[Op] = [CreateOp(zkdata.topic_partitions_path(topic))] if existing is None else []
+    groups: list[list[Op]] = []
     for partition, state in sorted(states.items()):
+        group: list[Op] = []
         if str(partition) not in (existing or ()):
-            ops.append(CreateOp(zkdata.topic_partition_path(topic, partition)))
-        ops.append(CreateOp(zkdata.partition_state_path(topic, partition), zkdata.encode_partition_state(state)))
-    return ops
+            group.append(CreateOp(zkdata.topic_partition_path(topic, partition)))
+        group.append(CreateOp(zkdata.partition_state_path(topic, partition), zkdata.encode_partition_state(state)))
+        groups.append(group)
+    return head, groups
 
 
 def stat_version(result: OpResult) -> int:

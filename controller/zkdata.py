@@ -394,24 +394,35 @@ class PendingDeletion:
 
 
 def encode_pending_deletions(replicas: Iterable[PendingDeletion]) -> bytes:
-    return _dump({"version": 1, "partitions": [
-        {"topic": r.topic, "partition": r.partition, "topic_id": r.topic_id} for r in sorted(set(replicas))
+    """Version 2: the partitions grouped by topic incarnation, a few bytes each (a broker down while topics of
+    thousands of partitions are deleted gets one record per replica, in one znode under jute.maxbuffer)."""
+    incarnations: dict[tuple[str, str | None], list[int]] = {}
+    for r in sorted(set(replicas), key=lambda r: (r.topic, r.topic_id or "", r.partition)):
+        incarnations.setdefault((r.topic, r.topic_id), []).append(r.partition)
+    return _dump({"version": 2, "topics": [
+        {"topic": topic, "topic_id": topic_id, "partitions": partitions}
+        for (topic, topic_id), partitions in incarnations.items()
     ]})
 
 
 def decode_pending_deletions(data: bytes) -> list[PendingDeletion]:
+    """Versions 1 (one object per partition) and 2 (partitions grouped by topic incarnation), sorted."""
     what = "pending replica deletions"
-    entries = _field(_load(data, what), "partitions", list, what)
+    value = _load(data, what)
+    version = value.get("version", 1)
+    entries = _field(value, "topics" if version == 2 else "partitions", list, what)
     result = []
     for entry in entries:
         if not isinstance(entry, dict):
-            raise ZkDataError(f"{what}: partitions must be objects: {entry!r}")
+            raise ZkDataError(f"{what}: entries must be objects: {entry!r}")
         topic_id = entry.get("topic_id")
         if topic_id is not None and not isinstance(topic_id, str):
             raise ZkDataError(f"{what}: topic_id is not a string: {entry!r}")
-        result.append(PendingDeletion(_field(entry, "topic", str, what), _field(entry, "partition", int, what),
-                                      topic_id))
-    return result
+        topic = _field(entry, "topic", str, what)
+        partitions = (_int_list(entry.get("partitions"), what) if version == 2
+                      else [_field(entry, "partition", int, what)])
+        result.extend(PendingDeletion(topic, partition, topic_id) for partition in partitions)
+    return sorted(result, key=lambda r: (r.topic, r.partition, r.topic_id or ""))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ import signal
 import socket
 import subprocess
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 ZOOKEEPER_JAR = Path("/usr/share/java/zookeeper.jar")
@@ -17,6 +18,12 @@ MAIN_CLASS = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
 JVM_FLAGS = ("-Xmx64m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1")
 LOG_FILE = "zookeeper.log"
 CONFIG_FILE = "zoo.cfg"
+
+
+def jute_maxbuffer(jvm_flags: Sequence[str]) -> int | None:
+    """The jute.maxbuffer these JVM flags give a server (the last -Djute.maxbuffer=N), None if they give none."""
+    values = [flag.partition("=")[2] for flag in jvm_flags if flag.startswith("-Djute.maxbuffer=")]
+    return int(values[-1], 0) if values else None
 
 
 class ZooKeeperError(RuntimeError):
@@ -86,14 +93,17 @@ def stop_pid(pid: int, timeout_s: float = 10.0) -> bool:
 class ZooKeeperServer:
     """A standalone ZooKeeper server process with its own data directory.
 
-    `port=0` picks a free port at start. Synchronous (subprocess), usable from tests and the CLI.
+    `port=0` picks a free port at start. `jvm_flags` go to the JVM after the defaults (e.g. -Djute.maxbuffer=N, the
+    largest request the server accepts). Synchronous (subprocess), usable from tests and the CLI.
     """
 
-    def __init__(self, data_dir: Path, port: int = 0, tick_time_ms: int = 500, host: str = "127.0.0.1") -> None:
+    def __init__(self, data_dir: Path, port: int = 0, tick_time_ms: int = 500, host: str = "127.0.0.1",
+                 jvm_flags: Sequence[str] = ()) -> None:
         self.data_dir = Path(data_dir)
         self.port = port
         self.tick_time_ms = tick_time_ms
         self.host = host
+        self.jvm_flags = tuple(jvm_flags)
         self._process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -131,7 +141,7 @@ class ZooKeeperServer:
         classpath = [str(ZOOKEEPER_JAR)] + ([str(SLF4J_SIMPLE_JAR)] if SLF4J_SIMPLE_JAR.is_file() else [])
         with self.log_path.open("ab") as log:
             self._process = subprocess.Popen(
-                [java, *JVM_FLAGS, "-cp", ":".join(classpath), MAIN_CLASS, str(config)],
+                [java, *JVM_FLAGS, *self.jvm_flags, "-cp", ":".join(classpath), MAIN_CLASS, str(config)],
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,

@@ -41,6 +41,9 @@ def cluster_group() -> None:
 )
 @click.option("--base-port", type=click.IntRange(1, 65535), help="Listen on BASE-PORT, +1, ... instead of free ports.")
 @click.option("--zookeeper-port", type=click.IntRange(0, 65535), default=0, help="ZooKeeper's port [default: free].")
+@click.option("--zookeeper-jvm-flag", "zookeeper_jvm_flags", multiple=True, metavar="FLAG",
+              help="A flag for ZooKeeper's JVM (repeatable), e.g. -Djute.maxbuffer=65536 (which the brokers then "
+                   "take as zookeeper.jute.maxbuffer).")
 @click.option("--timeout", type=click.FloatRange(min=1), default=60, show_default=True, help="Seconds to wait.")
 def cluster_up_command(
     brokers: int,
@@ -48,6 +51,7 @@ def cluster_up_command(
     overrides: dict[str, str],
     base_port: int | None,
     zookeeper_port: int,
+    zookeeper_jvm_flags: tuple[str, ...],
     timeout: float,
 ) -> None:
     """Start ZooKeeper and the brokers in the background and wait until a controller is elected.
@@ -60,6 +64,7 @@ def cluster_up_command(
             overrides=overrides,
             base_port=base_port,
             zookeeper_port=zookeeper_port,
+            zookeeper_jvm_flags=zookeeper_jvm_flags,
             timeout_s=timeout,
         )
     )

@@ -78,9 +78,11 @@ def cli(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     return result
 
 
-def cluster_fixture(*, brokers: int = 3, configs: Mapping[str, str] | None = None) -> Any:
-    """A module-scoped fixture: `cluster up` with `brokers` brokers and `--config KEY=VALUE` for each of
-    `configs`, yielding the ClusterState of cluster.json; `cluster down` after the module."""
+def cluster_fixture(*, brokers: int = 3, configs: Mapping[str, str] | None = None,
+                    zookeeper_jvm_flags: Sequence[str] = ()) -> Any:
+    """A module-scoped fixture: `cluster up` with `brokers` brokers, `--config KEY=VALUE` for each of `configs`
+    and `--zookeeper-jvm-flag` for each of `zookeeper_jvm_flags`, yielding the ClusterState of cluster.json;
+    `cluster down` after the module."""
 
     @pytest.fixture(scope="module")
     def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClusterState]:
@@ -88,6 +90,7 @@ def cluster_fixture(*, brokers: int = 3, configs: Mapping[str, str] | None = Non
             pytest.fail("ZooKeeper (or java) is not installed: run make setup")
         directory = tmp_path_factory.mktemp("cluster")
         options = [item for key, value in (configs or {}).items() for item in ("--config", f"{key}={value}")]
+        options += [f"--zookeeper-jvm-flag={flag}" for flag in zookeeper_jvm_flags]
         cli("cluster", "up", "--brokers", str(brokers), "--dir", str(directory), *options)
         try:
             yield load_cluster(directory)

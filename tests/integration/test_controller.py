@@ -28,6 +28,8 @@ from protocol.messages import (
     CreateTopicsRequest,
     LeaderAndIsrRequest,
     LeaderAndIsrResponse,
+    StopReplicaRequest,
+    StopReplicaResponse,
     UpdateMetadataRequest,
     UpdateMetadataResponse,
 )
@@ -92,6 +94,8 @@ class FakeConnection:
         self.network.sent.append((self.broker_id, body))
         if isinstance(body, LeaderAndIsrRequest):
             return LeaderAndIsrResponse(error_code=ErrorCode.NONE, partition_errors=[])
+        if isinstance(body, StopReplicaRequest):
+            return StopReplicaResponse(error_code=ErrorCode.NONE, partition_errors=[])
         return UpdateMetadataResponse(error_code=ErrorCode.NONE)
 
     async def close(self) -> None:

@@ -24,6 +24,7 @@ from controller.channel import ControllerChannelManager
 from controller.controller import KafkaController
 from controller.topic_config import alter_topic_config, decode_config_change
 from controller.zk import CreateOp, DeleteOp, SetOp, ZkClient, ZkState, register_broker
+from controller.zk_ops import MAX_REQUEST_BYTES
 from controller.zkdata import LeaderIsrAndControllerEpoch
 from protocol.errors import ErrorCode
 from protocol.messages import (
@@ -148,11 +149,13 @@ class Cluster:
         await asyncio.gather(*self._tasks, return_exceptions=True)
         await self._stack.aclose()
 
-    async def start(self, *broker_ids: int, proxied: bool = False, session_timeout_ms: int = 4000) -> None:
+    async def start(self, *broker_ids: int, proxied: bool = False, session_timeout_ms: int = 4000,
+                    max_request_bytes: int = MAX_REQUEST_BYTES) -> None:
         for broker_id in broker_ids:
             proxy = ZkProxy(self.observer.connect) if proxied else None
             connect = await proxy.start() if proxy is not None else self.observer.connect
-            zk = ZkClient(connect, chroot=self.observer.chroot, session_timeout_ms=session_timeout_ms)
+            zk = ZkClient(connect, chroot=self.observer.chroot, session_timeout_ms=session_timeout_ms,
+                          max_request_bytes=max_request_bytes)
             await zk.start()
             epoch = await register_broker(zk, broker_id, endpoints(broker_id))
             channel = ControllerChannelManager(broker_id, self.network.connect, backoff_ms=10, max_backoff_ms=50)

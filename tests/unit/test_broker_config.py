@@ -31,6 +31,12 @@ def test_kafka_defaults():
     assert config.network.queued_max_requests == 500
     assert (config.delete_topic_enable, config.auto_leader_rebalance_enable) == (True, True)
     assert (config.leader_imbalance_check_interval_seconds, config.leader_imbalance_per_broker_percentage) == (300, 10)
+    assert config.zookeeper_jute_maxbuffer == 0xFFFFF  # ZooKeeper's own default
+
+
+def test_zookeeper_jute_maxbuffer_names_the_servers_limit():
+    config = BrokerConfig.from_properties(parse_properties(MINIMAL + "zookeeper.jute.maxbuffer=65536\n"))
+    assert config.zookeeper_jute_maxbuffer == 65536
 
 
 def test_server_properties_file_and_overrides(tmp_path: Path):

@@ -17,6 +17,7 @@ PURE_MODULES = [
     "broker/replication/truncation.py",
     "controller/assignment.py",
     "controller/election.py",
+    "controller/zk_ops.py",
 ]
 FORBIDDEN = {"asyncio", "socket", "selectors", "kazoo", "uvloop"}
 ZOOKEEPER_BRIDGE = "controller/zk.py"

@@ -167,10 +167,25 @@ def test_admin_znodes_in_seed_001s_schemas():
 
 
 def test_pending_replica_deletions_round_trip():
-    records = [zkdata.PendingDeletion("t", 1, "ZOLr9CLNQjSW70hyIHx6BQ"), zkdata.PendingDeletion("old", 0, None)]
+    records = [zkdata.PendingDeletion("t", 1, "ZOLr9CLNQjSW70hyIHx6BQ"), zkdata.PendingDeletion("old", 0, None),
+               zkdata.PendingDeletion("t", 0, "ZOLr9CLNQjSW70hyIHx6BQ"), zkdata.PendingDeletion("t", 0, "older")]
     data = zkdata.encode_pending_deletions(records + records[:1])
+    assert data == (b'{"version":2,"topics":[{"topic":"old","topic_id":null,"partitions":[0]},'
+                    b'{"topic":"t","topic_id":"ZOLr9CLNQjSW70hyIHx6BQ","partitions":[0,1]},'
+                    b'{"topic":"t","topic_id":"older","partitions":[0]}]}')
     assert zkdata.decode_pending_deletions(data) == sorted(records)
     assert zkdata.pending_replica_deletions_path(3) == "/admin/pending_replica_deletions/3"
+
+
+def test_pending_replica_deletions_of_version_1_are_read():
+    data = b'{"version":1,"partitions":[{"topic":"t","partition":1,"topic_id":"x"},{"topic":"t","partition":0}]}'
+    assert zkdata.decode_pending_deletions(data) == [zkdata.PendingDeletion("t", 0),
+                                                     zkdata.PendingDeletion("t", 1, "x")]
+
+
+def test_the_pending_deletions_of_ten_thousand_replicas_take_a_few_bytes_each():
+    records = [zkdata.PendingDeletion(f"topic-{p // 1000}", p % 1000, "ZOLr9CLNQjSW70hyIHx6BQ") for p in range(10_000)]
+    assert len(zkdata.encode_pending_deletions(records)) < 60_000
 
 
 @pytest.mark.parametrize(
@@ -183,6 +198,7 @@ def test_pending_replica_deletions_round_trip():
                                      b'{"topic":"t","partition":0,"replicas":[2]}]}'),
         (zkdata.decode_partition_list, b'{"version":1,"partitions":[{"topic":"t"}]}'),
         (zkdata.decode_pending_deletions, b'{"version":1,"partitions":[{"topic":"t","partition":0,"topic_id":1}]}'),
+        (zkdata.decode_pending_deletions, b'{"version":2,"topics":[{"topic":"t","partitions":["0"]}]}'),
     ],
 )
 def test_malformed_admin_znodes_are_refused_clearly(decode, data: bytes):

@@ -1,6 +1,7 @@
 """Short runs of the benchmarks behind `make bench-log`, `make bench-produce`, `make bench-failover`,
-`make bench-kafka` and `make bench-verify`, as a user runs them (`python -m bench.NAME`), so that they keep working.
-What they measure is not asserted: only that each run completes and reports every figure."""
+`make bench-kafka`, `make bench-verify` and `make bench-scale`, as a user runs them (`python -m bench.NAME`), so that
+they keep working. What they measure is not asserted: only that each run completes and reports every figure (the
+scale benchmark also fails a run in which an acknowledged record is lost, a broker exits or a periodic task fails)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from bench.scale_bench import LABELS
 from controller.zkserver import zookeeper_available
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -95,3 +97,15 @@ def test_the_verify_benchmark_reports_start_up_read_and_verify_rates(tmp_path: P
     rates_read = [match.group(i) for i in (1, 2, 4, 5)]
     assert all(float(value.replace(",", "")) > 0 for value in rates_read), lines[-1]
     assert list(tmp_path.iterdir()) == []  # the cluster and its data are removed
+
+
+def test_the_scale_benchmark_holds_1000_partitions_through_kills_restarts_and_a_controller_failover(
+    zookeeper_installed: None,
+):
+    out = run_bench("scale_bench", "--runs", "1", "--partitions", "1000", "--big-topic", "500",
+                    "--topic-size", "500", timeout=600)
+    lines = out.splitlines()
+    figures = dict(line.strip().rsplit(": ", 1) for line in lines[lines.index("medians of 1:") + 1:])
+    assert list(figures) == list(LABELS.values()), out
+    assert float(figures["acknowledged records lost"]) == 0, out
+    assert float(figures["acks=all records acknowledged"]) > 0, out

@@ -435,7 +435,9 @@ class ReplicaManager:
         return results
 
     def _fetch_ready(self, wanted: dict[TopicPartition, tuple[int, int]], from_follower: bool, min_bytes: int) -> bool:
-        """Whether a parked fetch can be answered: new data past a fetch offset, or a leadership change."""
+        """Whether a parked fetch can be answered: new data past a fetch offset, or a leadership change. With
+        fetch.min.bytes 1 (followers) the first partition with news settles it: a follower's session may hold
+        thousands of partitions, and every append to one of them asks again."""
         new_data = False
         for tp, (fetch_offset, epoch) in wanted.items():
             partition = self.partitions.get(tp)
@@ -443,8 +445,10 @@ class ReplicaManager:
                 return True
             end = partition.log.log_end_offset if from_follower else partition.log.high_watermark
             if end > fetch_offset:
+                if min_bytes <= 1:
+                    return True
                 new_data = True
-        return new_data and (min_bytes <= 1 or self._available_bytes(wanted, from_follower) >= min_bytes)
+        return new_data and self._available_bytes(wanted, from_follower) >= min_bytes
 
     def _available_bytes(self, wanted: dict[TopicPartition, tuple[int, int]], from_follower: bool) -> int:
         total = 0

@@ -11,7 +11,7 @@ import bisect
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import NamedTuple
 
@@ -105,6 +105,8 @@ class Log:
         self._files = files
         self._flush_lock = threading.Lock()
         self._truncations = 0
+        self._topic_id_unwritten = False
+        self._topic_id_lock = threading.Lock()  # a closed log's partition.metadata is never written
         directory.mkdir(parents=True, exist_ok=True)
         try:
             #: The id of the topic incarnation this log belongs to (partition.metadata, KIP-516); None if unknown.
@@ -463,6 +465,8 @@ class Log:
             self._last_flush_ms = self._clock()
 
     def close(self) -> None:
+        with self._topic_id_lock:  # waits for a partition.metadata write under way; none starts after
+            self._topic_id_unwritten = False
         for segment in self._segments:
             segment.close()
 
@@ -472,6 +476,31 @@ class Log:
             write_partition_metadata(self.dir, topic_id)
             self.topic_id = topic_id
 
+    def record_topic_id(self, topic_id: str) -> None:
+        """Take the topic id of a new log at once and leave partition.metadata to :meth:`flush_topic_id`, as Kafka
+        flushes it from a scheduled task: a thousand new partitions then cost no thousand fsyncs before the broker
+        answers LeaderAndIsr. A broker that crashes first finds no partition.metadata and adopts the id the next
+        LeaderAndIsr carries, as for a log from before topic ids."""
+        self.topic_id = topic_id
+        self._topic_id_unwritten = True
+
+    def flush_topic_id(self) -> None:
+        """Write the partition.metadata :meth:`record_topic_id` left unwritten (blocking: a durable write)."""
+        with self._topic_id_lock:
+            if self._topic_id_unwritten and self.topic_id is not None:
+                write_partition_metadata(self.dir, self.topic_id)
+                self._topic_id_unwritten = False
+
     def __repr__(self) -> str:
         return (f"Log({self.tp}, start={self.log_start_offset}, hw={self.high_watermark}, "
                 f"leo={self.log_end_offset}, segments={len(self._segments)})")
+
+
+def flush_topic_ids(logs: Iterable[Log]) -> None:
+    """:meth:`Log.flush_topic_id` of each log (on a worker thread); a failure is logged (a broker restarted without
+    the file adopts the id the next LeaderAndIsr carries)."""
+    for each in logs:
+        try:
+            each.flush_topic_id()
+        except OSError as e:
+            _log.error("%s: cannot write partition.metadata: %s", each.tp, e)

@@ -17,7 +17,7 @@ from broker.log.checkpoint import (
     TopicPartition,
 )
 from broker.log.config import LogConfig, LogConfigError
-from broker.log.log import Clock, Log, LogError, OffsetOutOfRangeError, RecordTooLargeError
+from broker.log.log import Clock, Log, LogError, OffsetOutOfRangeError, RecordTooLargeError, flush_topic_ids
 from broker.log.manager import LogManager, remove_deleted_dir
 from broker.replication.delayed import DelayedFetch, DelayedProduce, PendingProduce, build_produce_response
 from broker.replication.fetch_session import FetchSessionCache, SessionPartition
@@ -105,7 +105,7 @@ class ReplicaManager:
         #: Partitions whose log a StopReplica deleted (until they are created again): requests for them are
         #: answered UNKNOWN_TOPIC_OR_PARTITION rather than NOT_LEADER_OR_FOLLOWER.
         self._deleted: set[TopicPartition] = set()
-        self._removals: set[asyncio.Task] = set()
+        self._background: set[asyncio.Task] = set()  # file work nobody waits for (shutdown does)
         #: LeaderAndIsr requests are applied one at a time, in arrival order.
         self._state_change_lock = asyncio.Lock()
         self._tasks: list[asyncio.Task] = []
@@ -202,7 +202,7 @@ class ReplicaManager:
                 try:
                     opened[tp] = created = self.log_manager.open_log(directory, tp, configs[tp.topic])
                     if new[tp].topic_id:
-                        created.assign_topic_id(new[tp].topic_id)
+                        created.record_topic_id(new[tp].topic_id)
                     if new[tp].leader == self.broker_id:
                         created.assign_epoch_start_offset(new[tp].leader_epoch)
                 except (OSError, LogError) as e:
@@ -210,7 +210,9 @@ class ReplicaManager:
             return opened
 
         opened = await asyncio.to_thread(open_logs) if placed else {}
-        self.log_manager.add_logs([each for each in opened.values() if isinstance(each, Log)])
+        created = [each for each in opened.values() if isinstance(each, Log)]
+        self.log_manager.add_logs(created)
+        self._in_background(flush_topic_ids, created)
         for tp, outcome in opened.items():
             if isinstance(outcome, Exception):
                 log.error("cannot create the log of %s: %s", tp, outcome)
@@ -295,6 +297,12 @@ class ReplicaManager:
             self._remove_replicas(tps, delete=delete)
         return StopReplicaResponse(error_code=ErrorCode.NONE, partition_errors=errors)
 
+    def _in_background(self, work: Callable[..., object], *args: object) -> None:
+        """Run blocking file work on a worker thread; shutdown waits for it."""
+        task = asyncio.get_running_loop().create_task(asyncio.to_thread(work, *args))
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
     def _remove_replicas(self, tps: list[TopicPartition], *, delete: bool) -> None:
         """Stop following the partitions and forget them; with `delete`, their logs go too (renamed at once,
         removed from disk on a worker thread). Parked requests on them are answered."""
@@ -307,9 +315,7 @@ class ReplicaManager:
                 self._deleted.add(tp)
                 renamed = self.log_manager.delete_log(tp)
                 if renamed is not None:
-                    task = asyncio.get_running_loop().create_task(asyncio.to_thread(remove_deleted_dir, renamed))
-                    self._removals.add(task)
-                    task.add_done_callback(self._removals.discard)
+                    self._in_background(remove_deleted_dir, renamed)
             if partition is not None:
                 partition.role = Role.NONE
                 self._wake(tp)
@@ -626,7 +632,7 @@ class ReplicaManager:
         self.fetch_purgatory.complete_all()
         for task in self._tasks:
             task.cancel()
-        await asyncio.gather(*self._tasks, *self._flushing.values(), *self._isr_updates.values(), *self._removals,
+        await asyncio.gather(*self._tasks, *self._flushing.values(), *self._isr_updates.values(), *self._background,
                              return_exceptions=True)
         self._tasks.clear()
 

@@ -13,6 +13,7 @@ from broker.log.checkpoint import (
     read_meta_properties,
 )
 from broker.log.config import LogConfig
+from broker.log.log import flush_topic_ids
 from broker.log.manager import LogDirError, LogManager, remove_deleted_dir
 from tests.unit.logutil import ManualClock, batch, values_of
 
@@ -126,6 +127,23 @@ def test_a_log_deleted_before_a_crash_is_removed_at_start_up_and_a_topic_id_is_k
     assert restarted.get_log(kept).topic_id == "ZOLr9CLNQjSW70hyIHx6BQ"
     metadata = (tmp_path / "events-0" / "partition.metadata").read_text()
     assert metadata == "version: 0\ntopic_id: ZOLr9CLNQjSW70hyIHx6BQ\n"  # Kafka's format
+
+
+def test_a_recorded_topic_id_is_written_by_its_flush_and_never_into_the_directory_of_a_closed_log(tmp_path):
+    logs = manager(tmp_path)
+    first, second = TopicPartition("events", 0), TopicPartition("events", 1)
+    created = [logs.get_or_create_log(tp) for tp in (first, second)]
+    for each in created:
+        each.record_topic_id("ZOLr9CLNQjSW70hyIHx6BQ")
+    assert created[0].topic_id == "ZOLr9CLNQjSW70hyIHx6BQ"
+    assert not (tmp_path / "events-0" / "partition.metadata").exists()  # nothing durable yet
+    logs.delete_log(second)  # closed before its flush: a new incarnation may own that directory name next
+    created[1].dir.mkdir()  # as that new incarnation would
+    flush_topic_ids(created)
+    written = (tmp_path / "events-0" / "partition.metadata").read_text()
+    assert written == "version: 0\ntopic_id: ZOLr9CLNQjSW70hyIHx6BQ\n"
+    assert manager(tmp_path).get_log(first).topic_id == "ZOLr9CLNQjSW70hyIHx6BQ"
+    assert not (tmp_path / "events-1" / "partition.metadata").exists()
 
 
 def test_a_checkpoint_snapshot_is_written_only_when_its_offsets_changed(tmp_path):

@@ -24,8 +24,8 @@ from protocol.framing import LENGTH_PREFIX_SIZE, STREAM_BUFFER_LIMIT, FrameError
 
 Frame = bytes | bytearray
 _LENGTH = struct.Struct(">i")
-#: The buffer small frames are received in (a read of the socket fills at most this much of it).
-RECEIVE_BUFFER_BYTES = 256 * 1024
+#: The buffer small frames are received in, one per connection (a read of the socket fills at most this much).
+RECEIVE_BUFFER_BYTES = 64 * 1024
 #: Frames longer than this are received into a buffer of their own.
 DIRECT_FRAME_BYTES = RECEIVE_BUFFER_BYTES // 2
 

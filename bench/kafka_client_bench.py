@@ -32,6 +32,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 
 from bench.produce_bench import (
     ACKS,
+    CONSUME_STALL_S,
     LATENCY_SAMPLE_EVERY,
     PARTITIONS,
     REPLICATION_FACTOR,
@@ -47,7 +48,6 @@ CLIENTS = ("librdkafka", "minikafka")
 LIBRDKAFKA = {"linger.ms": 5, "batch.size": 1_000_000, "compression.type": "none",
               "queue.buffering.max.messages": 1_000_000}
 MINIKAFKA = {"linger_ms": 5, "batch_size": 1_000_000, "buffer_memory": 16 * 1024 * 1024}
-CONSUME_TIMEOUT_S = 120.0
 _TICKS = os.sysconf("SC_CLK_TCK")
 
 
@@ -144,12 +144,16 @@ def librdkafka_consume(bootstrap: str, topics: list[str], expected: int) -> tupl
                          "enable.auto.commit": False})
     consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for topic in topics for p in range(PARTITIONS)])
     records = value_bytes = 0
-    deadline = time.perf_counter() + CONSUME_TIMEOUT_S
+    deadline = time.perf_counter() + CONSUME_STALL_S
     try:
         while records < expected:
             if time.perf_counter() > deadline:
-                raise RuntimeError(f"librdkafka read {records} of {expected} records in {CONSUME_TIMEOUT_S:.0f} s")
-            for message in consumer.consume(10_000, 1.0):
+                raise RuntimeError(f"librdkafka read {records} of {expected} records, then none for "
+                                   f"{CONSUME_STALL_S:.0f} s")
+            messages = consumer.consume(10_000, 1.0)
+            if messages:
+                deadline = time.perf_counter() + CONSUME_STALL_S
+            for message in messages:
                 if message.error() is None:
                     records += 1
                     value_bytes += len(message.value())

@@ -4,20 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import io
 import logging
 from typing import Any, NamedTuple
 
 import msgpack
 
+from broker.network.frames import FrameStream
 from protocol.errors import ErrorCode, KafkaError
-from protocol.framing import (
-    LENGTH_PREFIX_SIZE,
-    STREAM_BUFFER_LIMIT,
-    FrameError,
-    encode_frame,
-    parse_frame_length,
-)
+from protocol.framing import FrameError, encode_frame
 from protocol.messages import API_BY_REQUEST_TYPE, RequestHeader, decode_response, encode_request
 
 log = logging.getLogger(__name__)
@@ -44,9 +38,10 @@ class RequestTimedOutError(KafkaConnectionError):
     """No response arrived within the request timeout (the connection itself stays usable)."""
 
 
-def _peek_correlation_id(payload: bytes) -> int | None:
-    """The correlation id of a response payload, read without decoding its body where the header comes first."""
-    unpacker = msgpack.Unpacker(io.BytesIO(payload), raw=False, read_size=64)
+def _peek_correlation_id(payload: bytes | bytearray) -> int | None:
+    """The correlation id of a response payload, read without decoding its body where the header comes first
+    (and without copying the payload: a large one is a bytearray, which io.BytesIO would copy whole)."""
+    unpacker = msgpack.Unpacker(_Chunks(memoryview(payload)), raw=False, read_size=64)
     try:
         for _ in range(unpacker.read_map_header()):
             key = unpacker.unpack()
@@ -57,6 +52,19 @@ def _peek_correlation_id(payload: bytes) -> int | None:
     except (ValueError, msgpack.UnpackException):
         return None
     return None
+
+
+class _Chunks:
+    """A file-like reader over a buffer, handing out copies of the small pieces asked for."""
+
+    def __init__(self, view: memoryview) -> None:
+        self._view = view
+        self._position = 0
+
+    def read(self, size: int) -> bytes:
+        start = self._position
+        self._position = min(len(self._view), start + size)
+        return bytes(self._view[start:self._position])
 
 
 class BrokerConnection:
@@ -85,8 +93,7 @@ class BrokerConnection:
         #: The local address the socket is bound to (None: the kernel chooses), so that a broker's own
         #: connections come from its own address.
         self.local_address = local_address
-        self._reader: asyncio.StreamReader | None = None
-        self._writer: asyncio.StreamWriter | None = None
+        self._stream: FrameStream | None = None
         self._reader_task: asyncio.Task[None] | None = None
         self._pending: dict[int, _Pending] = {}
         self._next_correlation_id = 0
@@ -108,12 +115,14 @@ class BrokerConnection:
 
     async def connect(self) -> None:
         """Open the socket (within the request timeout) and start reading responses."""
-        if self._writer is not None or self._closed:
+        if self._stream is not None or self._closed:
             raise KafkaConnectionError(f"{self!r} is already {'closed' if self._closed else 'connected'}")
         local_addr = (self.local_address, 0) if self.local_address else None
+        loop = asyncio.get_running_loop()
         try:
-            self._reader, self._writer = await asyncio.wait_for(
-                asyncio.open_connection(self.host, self.port, limit=STREAM_BUFFER_LIMIT, local_addr=local_addr),
+            _transport, self._stream = await asyncio.wait_for(
+                loop.create_connection(lambda: FrameStream(self.max_frame_bytes), self.host, self.port,
+                                       local_addr=local_addr),
                 self.request_timeout_ms / 1000,
             )
         except (OSError, TimeoutError) as e:
@@ -163,16 +172,16 @@ class BrokerConnection:
         if task is not None and task is not asyncio.current_task():
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)
-        if self._writer is not None:
-            self._writer.close()
+        if self._stream is not None:
+            self._stream.close()
             with contextlib.suppress(OSError):
-                await self._writer.wait_closed()
+                await self._stream.wait_closed()
 
     def _frame(self, body: object) -> tuple[int, int, bytes]:
         """(correlation id, api key, frame) of a request; raises if the connection cannot send."""
         if self._failure is not None:
             raise self._failure
-        if self._writer is None:
+        if self._stream is None:
             raise KafkaConnectionError(f"{self!r} is not connected")
         api = API_BY_REQUEST_TYPE[type(body)]
         correlation_id = self._next_correlation_id
@@ -208,9 +217,9 @@ class BrokerConnection:
             pending.timer.cancel()
 
     def _write(self, frame: bytes) -> None:
-        assert self._writer is not None
+        assert self._stream is not None
         try:
-            self._writer.write(frame)
+            self._stream.write(frame)
         except (OSError, RuntimeError) as e:
             error = KafkaConnectionError(f"cannot send to {self.host}:{self.port}: {e}")
             self._fail(error)
@@ -219,34 +228,31 @@ class BrokerConnection:
     async def _drain(self) -> None:
         """Wait while the socket's send buffer is above its high-water mark. A failure fails the connection
         (and with it every pending request)."""
-        assert self._writer is not None
+        assert self._stream is not None
         try:
-            await self._writer.drain()
+            await self._stream.drain()
         except (OSError, RuntimeError) as e:
             self._fail(KafkaConnectionError(f"cannot send to {self.host}:{self.port}: {e}"))
 
     async def _read_loop(self) -> None:
-        assert self._reader is not None
+        assert self._stream is not None
+        stream = self._stream
         reason: str = "closed by the broker"
         try:
-            while True:
-                prefix = await self._reader.readexactly(LENGTH_PREFIX_SIZE)
-                payload = await self._reader.readexactly(parse_frame_length(prefix, self.max_frame_bytes))
+            while (payload := await stream.read_frame()) is not None:
                 if not self._dispatch(payload):
                     reason = "a response without a valid correlation id"
                     break
-        except asyncio.IncompleteReadError:
-            pass
         except FrameError as e:
             reason = f"invalid frame: {e}"
         except OSError as e:
             reason = str(e)
         log.debug("connection to %s:%s lost: %s", self.host, self.port, reason)
         self._fail(KafkaConnectionError(f"connection to {self.host}:{self.port} lost: {reason}"))
-        if self._writer is not None:
-            self._writer.close()
+        if self._stream is not None:
+            self._stream.close()
 
-    def _dispatch(self, payload: bytes) -> bool:
+    def _dispatch(self, payload: bytes | bytearray) -> bool:
         """Complete the request this response answers; False if the payload names no correlation id."""
         correlation_id = _peek_correlation_id(payload)
         if correlation_id is None:

@@ -215,8 +215,9 @@ class Log:
         """Validate the batches, check idempotent producers' sequences, assign offsets from the LEO, stamp
         ``leader_epoch`` and append. A single batch its producer wrote already is not written again: the
         AppendInfo of its first write is returned (batch_count 0). Raises KafkaError for a fenced producer epoch
-        or a sequence out of order."""
-        data = bytearray(records)
+        or a sequence out of order. A writable memoryview (a slice of the request frame, which no one reads after)
+        is stamped in place; anything else is copied first."""
+        data = records if isinstance(records, memoryview) and not records.readonly else bytearray(records)
         batches = self._validate(data)
         if any(header.producer_id >= 0 for _position, header in batches):
             duplicate = self.producer_state().check_append([header for _position, header in batches])

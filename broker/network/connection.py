@@ -8,10 +8,11 @@ import time
 from collections import deque
 
 from broker.network.channel import RequestChannel, ResponseSlot
+from broker.network.frames import FrameStream
 from broker.network.request import CLOSE_CONNECTION, NO_RESPONSE, Request, Response, ResponseResult
 from broker.network.stats import NetworkStats
 from broker.network.wire import ENCODING_ERRORS, Rejection, Wire, sniff
-from protocol.framing import LENGTH_PREFIX_SIZE, FrameTooLargeError, InvalidFrameError, parse_frame_length
+from protocol.framing import LENGTH_PREFIX_SIZE, FrameTooLargeError, InvalidFrameError
 from protocol.kafka.codec import Buffer
 from protocol.messages import MalformedRequestError, RequestHeader, RequestRejectedError
 
@@ -37,19 +38,17 @@ class Connection:
     def __init__(
         self,
         connection_id: str,
-        reader: asyncio.StreamReader,
-        writer: asyncio.StreamWriter,
+        stream: FrameStream,
         channel: RequestChannel,
-        max_frame_bytes: int,
         stats: NetworkStats,
         listener_name: str,
     ) -> None:
         self.id = connection_id
         self.listener_name = listener_name
-        self._reader = reader
-        self._writer = writer
+        self._stream = stream
+        assert stream.transport is not None
+        self._transport = stream.transport
         self._channel = channel
-        self._max_frame_bytes = max_frame_bytes
         self._stats = stats
         self._wire: Wire | None = None
         #: (header, request object, response slot) of each request not answered yet, in arrival order.
@@ -72,7 +71,7 @@ class Connection:
     def idle_seconds(self, now: float) -> float:
         """Seconds since the last request was received or response sent; 0 while a response is pending or
         still being written."""
-        if self._slots or self._writer.transport.get_write_buffer_size():
+        if self._slots or self._transport.get_write_buffer_size():
             return 0.0
         return now - self._last_active
 
@@ -82,10 +81,10 @@ class Connection:
         try:
             await self._read_requests()
         except BaseException:
-            self._writer.transport.abort()
+            self._transport.abort()
             raise
         else:
-            self._writer.close()
+            self._stream.close()
         finally:
             writer_task.cancel()
             for _, _, slot in self._slots:
@@ -100,14 +99,12 @@ class Connection:
         self.close("the response writer stopped")
 
     async def _read_requests(self) -> None:
-        reader = self._reader
+        stream = self._stream
         while True:
             try:
-                length = parse_frame_length(await reader.readexactly(LENGTH_PREFIX_SIZE), self._max_frame_bytes)
-                payload = await reader.readexactly(length)
-            except (asyncio.IncompleteReadError, OSError):
-                logger.debug("%s closed by the peer", self.id)
-                return
+                payload = await stream.read_frame()
+            except OSError:
+                payload = None
             except FrameTooLargeError as e:
                 self._stats.frames_too_large += 1
                 logger.warning(
@@ -121,6 +118,10 @@ class Connection:
                 self._stats.malformed_requests += 1
                 logger.warning("closing %s: %s", self.id, e)
                 return
+            if payload is None:
+                logger.debug("%s closed by the peer", self.id)
+                return
+            length = len(payload)
             if self._wire is None:
                 self._wire = sniff(payload)
                 logger.debug("%s speaks %s", self.id, self._wire.name)
@@ -177,12 +178,12 @@ class Connection:
                 buffers += payload
                 batch_bytes += size
                 responses += 1
-            if self._writer.transport.is_closing():
+            if self._transport.is_closing():
                 return
             if buffers:
                 try:
-                    self._writer.writelines(buffers)
-                    await self._writer.drain()
+                    self._stream.writelines(buffers)
+                    await self._stream.drain()
                 except OSError as e:
                     logger.debug("writing to %s failed: %s", self.id, e)
                     return
@@ -191,8 +192,8 @@ class Connection:
             if close:
                 logger.info("closing %s as its codec or a handler asked", self.id)
                 with contextlib.suppress(OSError):  # first let what was answered before it reach the socket
-                    self._writer.transport.set_write_buffer_limits(0)
-                    await self._writer.drain()
+                    self._transport.set_write_buffer_limits(0)
+                    await self._stream.drain()
                 return
 
     def _encode(self, header: RequestHeader, request: object, response: Response) -> list[Buffer]:

@@ -6,6 +6,7 @@ import time
 
 from broker.network.channel import RequestChannel
 from broker.network.connection import Connection
+from broker.network.frames import FrameStream
 from broker.network.stats import NetworkStats
 
 logger = logging.getLogger(__name__)
@@ -19,13 +20,11 @@ class Processor:
         self,
         index: int,
         channel: RequestChannel,
-        max_frame_bytes: int,
         connections_max_idle_ms: int,
         stats: NetworkStats,
     ) -> None:
         self.index = index
         self._channel = channel
-        self._max_frame_bytes = max_frame_bytes
         self._max_idle_s = connections_max_idle_ms / 1000
         self._stats = stats
         self._connections: dict[asyncio.Task[None], Connection] = {}
@@ -35,11 +34,9 @@ class Processor:
         """Start closing idle connections."""
         self._idle_sweeper = asyncio.create_task(self._close_idle_connections(), name=f"network-processor-{self.index}")
 
-    def accept(self, connection_id: str, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
-               listener_name: str) -> None:
+    def accept(self, connection_id: str, stream: FrameStream, listener_name: str) -> None:
         """Take over a connection newly accepted on a listener."""
-        connection = Connection(connection_id, reader, writer, self._channel, self._max_frame_bytes, self._stats,
-                                listener_name)
+        connection = Connection(connection_id, stream, self._channel, self._stats, listener_name)
         task = connection.start()
         self._connections[task] = connection
         self._stats.connections_open += 1

@@ -7,11 +7,11 @@ import logging
 
 from broker.network.channel import RequestChannel
 from broker.network.config import NetworkConfig
+from broker.network.frames import FrameStream
 from broker.network.handler_pool import RequestHandlerPool
 from broker.network.processor import Processor
 from broker.network.request import RequestHandler
 from broker.network.stats import NetworkStats
-from protocol.framing import STREAM_BUFFER_LIMIT
 
 logger = logging.getLogger(__name__)
 
@@ -27,7 +27,7 @@ class SocketServer:
         self.stats = NetworkStats()
         channel = RequestChannel(config.queued_max_requests)
         self._processors = [
-            Processor(i, channel, config.socket_request_max_bytes, config.connections_max_idle_ms, self.stats)
+            Processor(i, channel, config.connections_max_idle_ms, self.stats)
             for i in range(config.num_network_threads)
         ]
         self._next_processor = itertools.cycle(self._processors)
@@ -42,13 +42,13 @@ class SocketServer:
         if self._acceptors or self._stopped:
             raise RuntimeError("a SocketServer starts once")
         bound: dict[str, tuple[str, int]] = {}
+        loop = asyncio.get_running_loop()
         try:
             for listener in self.config.listeners:
-                server = await asyncio.start_server(
+                server = await loop.create_server(
                     functools.partial(self._accept, listener.listener_name),
                     listener.host or None,  # an empty host: every interface, as Kafka
                     listener.port,
-                    limit=STREAM_BUFFER_LIMIT,
                 )
                 self._acceptors.append(server)
                 host, port = server.sockets[0].getsockname()[:2]
@@ -77,11 +77,17 @@ class SocketServer:
             await server.wait_closed()
         logger.info("stopped listening on %s", ", ".join(f"{h}:{p}" for h, p in self.bound.values()))
 
-    def _accept(self, listener_name: str, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    def _accept(self, listener_name: str) -> FrameStream:
+        """The protocol of a connection accepted on a listener; it is handed to a processor once connected."""
+        return FrameStream(self.config.socket_request_max_bytes,
+                           on_connected=functools.partial(self._connected, listener_name))
+
+    def _connected(self, listener_name: str, stream: FrameStream) -> None:
+        assert stream.transport is not None
         if self._stopped:
-            writer.transport.abort()
+            stream.transport.abort()
             return
-        peer = writer.get_extra_info("peername") or ("unknown", 0)
+        peer = stream.get_extra_info("peername") or ("unknown", 0)
         connection_id = f"{peer[0]}:{peer[1]}-{next(self._connection_ids)}"
         self.stats.connections_accepted += 1
-        next(self._next_processor).accept(connection_id, reader, writer, listener_name)
+        next(self._next_processor).accept(connection_id, stream, listener_name)

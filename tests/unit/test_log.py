@@ -52,6 +52,18 @@ def test_leader_append_ignores_client_offsets_and_epoch(tmp_path):
     assert (header.base_offset, header.partition_leader_epoch) == (0, 1)
 
 
+def test_leader_append_stamps_a_writable_view_in_place_and_copies_anything_else(tmp_path):
+    log = open_log(tmp_path)
+    log.append_as_leader(batch(b"first"), leader_epoch=3)
+    frame = bytearray(b"head" + batch(b"x"))
+    log.append_as_leader(memoryview(frame)[4:], leader_epoch=3)
+    assert read_header(frame, 4)[:3] == (1, len(frame) - 16, 3)  # base offset 1, epoch 3, stamped in the frame
+    client = batch(b"y")
+    log.append_as_leader(memoryview(client), leader_epoch=3)  # read-only: copied
+    assert read_header(client).base_offset == 0
+    assert offsets_of(log.read(0, 1 << 20)) == [0, 1, 2]
+
+
 def test_follower_append_keeps_leader_offsets_and_epochs(tmp_path):
     leader = open_log(tmp_path / "leader")
     leader.append_as_leader(batch(b"a", b"b"), leader_epoch=0)

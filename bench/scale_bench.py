@@ -49,7 +49,7 @@ from client.cluster import (
     start_broker,
 )
 from client.connection import BrokerConnection, KafkaConnectionError
-from client.consumer import Consumer
+from client.consumer import Consumer, ConsumerError
 from client.producer import Producer, ProducerError
 from controller.zk import ZkClient
 from protocol.errors import KafkaError
@@ -342,7 +342,8 @@ async def main(runs: int, total: int, big: int, size: int, keep: Path | None) ->
         base = Path(tempfile.mkdtemp(prefix="scale-bench-", dir=keep))
         try:
             figures = await one_run(base / "cluster", total, big, size)
-        except (BenchError, AdminError, ClusterError, KafkaError, KafkaConnectionError) as e:
+        except (BenchError, AdminError, ClusterError, ConsumerError, ProducerError, KafkaError,
+                KafkaConnectionError) as e:
             print(f"run {run}: failed: {e}", file=sys.stderr)
             return 1
         finally:

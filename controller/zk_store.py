@@ -71,20 +71,19 @@ class ControllerZkStore:
         only while this broker acts as the controller (not while its session is suspended).
 
         Errors of the ops keep their `op_index` into `ops`."""
-        host = self._host
-        if not host.is_active:
-            raise ControllerMovedError(f"broker {host.broker_id} does not act as the controller now")
-        check = CheckOp(zkdata.CONTROLLER_EPOCH_PATH, host.context.epoch_zk_version)
+        check = self._fence()
         try:
             return (await self.zk.multi([check, *ops]))[1:]
         except ZkError as e:
-            if e.op_index == 0 and isinstance(e, BadVersionError | NoNodeError):
-                raise ControllerMovedError(
-                    f"controller epoch {host.context.epoch} is fenced: /controller_epoch changed"
-                ) from None
-            if e.op_index is not None:
-                e.op_index -= 1
-            raise
+            raise self._fenced(e) from None
+
+    def _fence(self) -> CheckOp:
+        """The check that heads every write: /controller_epoch at the version this controller was elected with.
+        ControllerMovedError at once while this broker does not act as the controller."""
+        host = self._host
+        if not host.is_active:
+            raise ControllerMovedError(f"broker {host.broker_id} does not act as the controller now")
+        return CheckOp(zkdata.CONTROLLER_EPOCH_PATH, host.context.epoch_zk_version)
 
     async def fenced_transactions(
         self, groups: Sequence[Sequence[Op]], *, head_first: bool = False
@@ -97,10 +96,7 @@ class ControllerZkStore:
         With `head_first`, the transaction holding the first group is applied before the others are sent, and its
         error is raised (nothing else was sent): the others depend on its having succeeded. ControllerMovedError
         if this controller is fenced, once every transaction sent is answered."""
-        host = self._host
-        if not host.is_active:
-            raise ControllerMovedError(f"broker {host.broker_id} does not act as the controller now")
-        check = CheckOp(zkdata.CONTROLLER_EPOCH_PATH, host.context.epoch_zk_version)
+        check = self._fence()
         runs = self.zk.transactions(groups, prefix=[check])
         outcomes: list[list[OpResult] | ZkError] = []
         if head_first and runs:
@@ -123,9 +119,12 @@ class ControllerZkStore:
         return [check, *(op for index in run for op in groups[index])]
 
     def _fenced_error(self, answer: list[OpResult] | ZkError) -> ZkError | ControllerMovedError | None:
-        """A transaction's error, as ControllerMovedError if it failed on the fence; None if it was applied."""
-        if not isinstance(answer, ZkError):
-            return None
+        """A transaction's error (see _fenced); None if it was applied."""
+        return self._fenced(answer) if isinstance(answer, ZkError) else None
+
+    def _fenced(self, answer: ZkError) -> ZkError | ControllerMovedError:
+        """A fenced transaction's error: ControllerMovedError if it failed on the fence, else the error with its
+        `op_index` into the ops after the fence."""
         if answer.op_index == 0 and isinstance(answer, BadVersionError | NoNodeError):
             return ControllerMovedError(
                 f"controller epoch {self._host.context.epoch} is fenced: /controller_epoch changed")

@@ -9,6 +9,7 @@ refused.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from pathlib import Path
 
 import pytest
@@ -167,8 +168,16 @@ async def test_a_broker_deletes_only_logs_of_the_topic_incarnation_it_is_told_of
         assert isinstance(response, LeaderAndIsrResponse)
         assert [e.error_code for e in response.partition_errors] == [ErrorCode.NONE]
         assert (await describe(connection, "incarnations"))[0].log_end_offset == 0
+    # The new log's partition.metadata is written in the background after the LeaderAndIsr is answered.
     metadata_file = Path(target.log_dir) / "incarnations-0" / "partition.metadata"
-    assert metadata_file.read_text() == f"version: 0\ntopic_id: {other}\n"
+
+    async def names_the_new_topic_id() -> bool | None:
+        with contextlib.suppress(FileNotFoundError):
+            if metadata_file.read_text() == f"version: 0\ntopic_id: {other}\n":
+                return True
+        return None
+
+    await eventually(names_the_new_topic_id, "partition.metadata to name the new topic id")
 
 
 async def test_deletion_is_refused_when_delete_topic_enable_is_false(undeletable):

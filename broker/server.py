@@ -172,6 +172,7 @@ class BrokerServer:
         await self.fetchers.shutdown()
         await self.socket_server.stop()
         await self.replica_manager.shutdown()
+        await self.zk_state.close()
         await self.channel.shutdown()
         await asyncio.to_thread(self.log_manager.shutdown)
         await self.zk.close()

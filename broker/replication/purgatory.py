@@ -65,10 +65,13 @@ class Purgatory:
 
     def check_and_complete(self, key: Hashable) -> int:
         """Let every operation watching ``key`` try to complete; returns how many did."""
-        watching = self._watchers.get(key)
-        if not watching:
-            return 0
-        return sum(1 for operation in list(watching) if not operation.completed and operation.try_complete())
+        return self.check_and_complete_all((key,))
+
+    def check_and_complete_all(self, keys: Iterable[Hashable]) -> int:
+        """Let every operation watching any of ``keys`` try to complete, once however many of its keys changed
+        (a follower's fetch watches thousands); returns how many did."""
+        operations = {id(operation): operation for key in keys for operation in self._watchers.get(key, ())}
+        return sum(1 for operation in operations.values() if not operation.completed and operation.try_complete())
 
     def _unwatch(self, operation: DelayedOperation, keys: list[Hashable]) -> None:
         for key in keys:

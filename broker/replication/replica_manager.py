@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Collection, Iterable
 from typing import TypeVar
 
 from broker.config import BrokerConfig
@@ -90,6 +90,7 @@ class ReplicaManager:
         self._topic_config = topic_config
         self._isr_writer = isr_writer
         self._isr_updates: dict[TopicPartition, asyncio.Task] = {}
+        self._to_wake: set[TopicPartition] = set()  # see _wake_soon
         self._clock = clock
         self.partitions: dict[TopicPartition, Partition] = {}
         self.controller_epoch = 0
@@ -411,7 +412,7 @@ class ReplicaManager:
         if fetch_offset > partition.log.log_end_offset or follower not in partition.remote_replicas:
             return
         if partition.update_follower_fetch_state(follower, fetch_offset, log_start):
-            self._wake(tp)
+            self._wake_soon(tp)
         if follower not in partition.isr and partition.is_follower_in_sync(follower):
             self._change_isr(tp, partition, partition.isr | {follower},
                              f"expand: broker {follower} reached the HW and the epoch start offset")
@@ -550,7 +551,7 @@ class ReplicaManager:
                 return
             partition.update_isr(isr, version)
             self._record_state(tp, state, reason)
-            self._wake(tp)
+            self._wake_soon(tp)
 
         self._isr_updates[tp] = asyncio.get_running_loop().create_task(update())
 
@@ -558,8 +559,25 @@ class ReplicaManager:
 
     def _wake(self, tp: TopicPartition) -> None:
         """Let parked produces and fetches on ``tp`` re-check (its HW, data or leadership changed)."""
-        self.produce_purgatory.check_and_complete(tp)
-        self.fetch_purgatory.check_and_complete(tp)
+        self._wake_all((tp,))
+
+    def _wake_soon(self, tp: TopicPartition) -> None:
+        """Wake ``tp``'s parked requests in the loop's next iteration, with every partition changed meanwhile: each
+        parked request re-checks once, not once per partition. Thousands change at once when a follower rejoins
+        their ISRs (the batched writes answer together) or one fetch moves their HWs, and a follower's parked fetch
+        watches thousands: waking it per partition cost seconds of the loop. Safe to defer: a parked request
+        re-reads the state when it checks, and nothing else waits on the wake."""
+        if not self._to_wake:
+            asyncio.get_running_loop().call_soon(self._wake_pending)
+        self._to_wake.add(tp)
+
+    def _wake_pending(self) -> None:
+        tps, self._to_wake = self._to_wake, set()
+        self._wake_all(tps)
+
+    def _wake_all(self, tps: Collection[TopicPartition]) -> None:
+        self.produce_purgatory.check_and_complete_all(tps)
+        self.fetch_purgatory.check_and_complete_all(tps)
 
     def on_follower_append(self, partition: Partition, flush_needed: bool) -> None:
         """Called by the fetcher after it appended to a follower replica."""

@@ -12,6 +12,7 @@ ROOT = Path(__file__).resolve().parents[2]
 PURE_PACKAGES = ["protocol", "broker/log"]
 PURE_MODULES = [
     "broker/listeners.py",
+    "broker/isr_changes.py",
     "controller/zkdata.py",
     "broker/replication/partition.py",
     "broker/replication/truncation.py",

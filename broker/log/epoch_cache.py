@@ -71,18 +71,20 @@ class LeaderEpochCache:
         latest = self.latest_entry
         return None if latest is None else latest.epoch
 
-    def assign(self, epoch: int, start_offset: int) -> bool:
+    def assign(self, epoch: int, start_offset: int, *, flush: bool = True) -> bool:
         """Record that ``epoch`` starts at ``start_offset``; True (and flushed) if the cache changed.
 
         Re-assigning the latest epoch at a later offset is a no-op; anything else replaces every
-        entry at the end whose epoch or start offset is not below the new one.
+        entry at the end whose epoch or start offset is not below the new one. With ``flush=False`` the
+        caller flushes before anything relies on the entry being durable (a broker becoming leader of many
+        partitions writes their checkpoints together, see broker.log.checkpoint.write_in_parallel).
         """
         entries = self._entries
         if entries and epoch == entries[-1].epoch and start_offset >= entries[-1].start_offset and epoch >= 0:
             return False  # the common case on every append, decided without the lock (as Kafka does)
         with self._lock:
             changed = self._append(EpochEntry(epoch, start_offset))
-            if changed:
+            if changed and flush:
                 self.flush()
             return changed
 

@@ -11,7 +11,7 @@ import bisect
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
@@ -22,6 +22,7 @@ from broker.log.checkpoint import (
     TopicPartition,
     fsync_dir,
     read_partition_metadata,
+    write_in_parallel,
     write_partition_metadata,
 )
 from broker.log.config import LogConfig
@@ -188,9 +189,10 @@ class Log:
     def size_in_bytes(self) -> int:
         return sum(segment.size for segment in self._segments)
 
-    def assign_epoch_start_offset(self, leader_epoch: int) -> None:
-        """Record that ``leader_epoch`` starts at the current LEO (a replica becoming leader)."""
-        self.epoch_cache.assign(leader_epoch, self.log_end_offset)
+    def assign_epoch_start_offset(self, leader_epoch: int, *, flush: bool = True) -> bool:
+        """Record that ``leader_epoch`` starts at the current LEO (a replica becoming leader); True if that is new.
+        With ``flush=False`` the caller writes the checkpoint (``epoch_cache.flush``) before acting on it."""
+        return self.epoch_cache.assign(leader_epoch, self.log_end_offset, flush=flush)
 
     def end_offset_for_epoch(self, leader_epoch: int) -> tuple[int, int]:
         """``(epoch, end offset)`` as OffsetsForLeaderEpoch answers: the largest epoch <= the one
@@ -497,11 +499,13 @@ class Log:
                 f"leo={self.log_end_offset}, segments={len(self._segments)})")
 
 
-def flush_topic_ids(logs: Iterable[Log]) -> None:
-    """:meth:`Log.flush_topic_id` of each log (on a worker thread); a failure is logged (a broker restarted without
-    the file adopts the id the next LeaderAndIsr carries)."""
-    for each in logs:
-        try:
-            each.flush_topic_id()
-        except OSError as e:
-            _log.error("%s: cannot write partition.metadata: %s", each.tp, e)
+def flush_topic_ids(logs: Sequence[Log]) -> None:
+    """:meth:`Log.flush_topic_id` of each log, written together (on a worker thread); a failure is logged (a broker
+    restarted without the file adopts the id the next LeaderAndIsr carries)."""
+    for each, error in write_in_parallel(logs, Log.flush_topic_id):
+        _log.error("%s: cannot write partition.metadata: %s", each.tp, error)
+
+
+def flush_epoch_caches(logs: Sequence[Log]) -> list[tuple[Log, OSError]]:
+    """Write the leader-epoch checkpoints of ``logs`` together (blocking); the logs whose write failed."""
+    return write_in_parallel(logs, lambda each: each.epoch_cache.flush())

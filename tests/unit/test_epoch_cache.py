@@ -373,6 +373,17 @@ def test_explicit_entries_win_over_the_checkpoint(checkpoint: CountingCheckpoint
     assert LeaderEpochCache(checkpoint, entries=[]).entries == []
 
 
+def test_an_unflushed_assignment_is_in_memory_only_until_flushed(cache: LeaderEpochCache,
+                                                                    checkpoint: CountingCheckpoint) -> None:
+    cache.assign(0, 0)
+    assert cache.assign(1, 5, flush=False)
+    assert not cache.assign(1, 7, flush=False)
+    assert cache.entries == entries_of((0, 0), (1, 5))
+    assert (checkpoint.read(), checkpoint.writes) == (entries_of((0, 0)), 1)
+    cache.flush()
+    assert checkpoint.read() == entries_of((0, 0), (1, 5))
+
+
 def test_cache_without_checkpoint_flushes_nowhere() -> None:
     cache = LeaderEpochCache(entries=entries_of((0, 0)))
     cache.flush()

@@ -259,13 +259,15 @@ class ReplicaFetcher:
         """Ahead of the leader: truncate to its LEO. Behind its log start: restart there."""
         partition_log = state.partition.log
         leader_end = await self._leader_offset(connection, tp, state, LATEST_TIMESTAMP)
-        if leader_end is None:
+        # Each answer is acted on only if the partition still follows this leader at this epoch: a LeaderAndIsr
+        # handled meanwhile may have made it leader, whose log nothing but its own appends may change.
+        if leader_end is None or not self._current(tp, state):
             return
         if leader_end < partition_log.log_end_offset:
             self._truncate_to(tp, state, leader_end, "ahead of the leader's log end")
             return
         leader_start = await self._leader_offset(connection, tp, state, EARLIEST_TIMESTAMP)
-        if leader_start is not None and partition_log.log_end_offset < leader_start:
+        if leader_start is not None and self._current(tp, state) and partition_log.log_end_offset < leader_start:
             log.info("%s: behind the leader's log start %d; restarting the log there", tp, leader_start)
             partition_log.truncate_fully_and_start_at(leader_start)
 

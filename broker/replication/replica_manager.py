@@ -7,6 +7,7 @@ import asyncio
 import functools
 import inspect
 import logging
+import time
 from collections.abc import Awaitable, Callable, Iterable
 from typing import TypeVar
 
@@ -159,7 +160,11 @@ class ReplicaManager:
         """Apply a LeaderAndIsr request: fence stale controllers and stale leader epochs, then make each
         partition leader or follower and move the fetchers."""
         async with self._state_change_lock:
-            return await self._become_leader_or_follower(request)
+            began = time.monotonic()
+            response = await self._become_leader_or_follower(request)
+            log.info("finished LeaderAndIsr from controller %d for %d partitions in %.0f ms", request.controller_id,
+                     len(request.partition_states), (time.monotonic() - began) * 1000)
+            return response
 
     async def _become_leader_or_follower(self, request: LeaderAndIsrRequest) -> LeaderAndIsrResponse:
         if request.controller_epoch < self.controller_epoch:
@@ -206,22 +211,28 @@ class ReplicaManager:
         if not leading:
             return {}
         self.on_stop_following(leading)
-        pending = [partition.log for tp, state in leading.items()
-                   if (partition := self.partitions[tp]).log.assign_epoch_start_offset(state.leader_epoch, flush=False)]
+        partitions = {tp: self.partitions[tp] for tp in leading}
+        pending = [partitions[tp].log for tp, state in leading.items()
+                   if partitions[tp].log.assign_epoch_start_offset(state.leader_epoch, flush=False)]
         failed: dict[TopicPartition, OSError] = {}
         if pending:
             self._epoch_pending = frozenset(leading)
             try:
+                began = time.monotonic()
                 failed = {each.tp: error for each, error in await asyncio.to_thread(flush_epoch_caches, pending)}
+                log.info("%d leader-epoch checkpoints written in %.0f ms", len(pending),
+                         (time.monotonic() - began) * 1000)
             except BaseException:  # cancelled (shutdown): none of them may append at its old epoch any more
                 for each in pending:
-                    self.partitions[each.tp].role = Role.NONE
+                    partitions[each.tp].role = Role.NONE
                 self._release_produces()
                 raise
         codes = {}
         for tp, state in leading.items():
-            partition = self.partitions[tp]
-            if tp in failed:
+            partition = partitions[tp]
+            if self.partitions.get(tp) is not partition:  # a StopReplica handled meanwhile removed it
+                codes[tp] = self.missing_partition_error(tp)
+            elif tp in failed:
                 # Not durable: the partition must not lead (nor append at its old epoch, which the cache now ends).
                 log.error("%s: cannot write its leader-epoch-checkpoint: %s", tp, failed[tp])
                 partition.role = Role.NONE

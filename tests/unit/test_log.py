@@ -441,6 +441,18 @@ def test_epochs_assigned_unflushed_are_written_together(tmp_path):
         [EpochEntry(0, 0), EpochEntry(4, 2)], [EpochEntry(4, 0)], [EpochEntry(4, 0)]]
 
 
+def test_a_truncation_can_leave_its_epoch_checkpoint_to_the_caller(tmp_path):
+    log = open_log(tmp_path)
+    fill(log, 2, epoch=0)
+    fill(log, 2, epoch=1)
+    checkpoint = LeaderEpochCheckpointFile(log.dir / LEADER_EPOCH_CHECKPOINT)
+    assert log.truncate_to(2, flush_epochs=False)
+    assert log.epoch_cache.unflushed
+    assert checkpoint.read() == [EpochEntry(0, 0), EpochEntry(1, 2)]  # an entry past the end: dropped at load
+    assert flush_epoch_caches([log]) == []
+    assert (log.epoch_cache.unflushed, checkpoint.read()) == (False, [EpochEntry(0, 0)])
+
+
 def test_timestamp_lookup_starts_from_the_time_index(tmp_path):
     log = open_log(tmp_path)
     for i in range(200):

@@ -185,7 +185,8 @@ class KafkaApis:
                 for p in t.partitions]) for t in body.topics]))
         result = self.replica_manager.append_records(body)
         if body.acks == 0:
-            assert isinstance(result, ProduceResponse)
+            if isinstance(result, asyncio.Future):  # it waited for a leader epoch to be written
+                result = await result
             failed = any(p.error_code != ErrorCode.NONE for t in result.topics for p in t.partitions)
             return CLOSE_CONNECTION if failed else NO_RESPONSE
         return _respond(result)

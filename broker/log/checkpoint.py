@@ -17,6 +17,7 @@ import os
 import re
 import threading
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple, TypeVar
@@ -70,6 +71,30 @@ def atomic_write_text(path: Path, text: str) -> None:
         tmp.unlink(missing_ok=True)
         raise
     fsync_dir(path.parent)
+
+
+#: Threads that write files durably together: fsyncs issued at once share the file system's journal commits.
+DURABLE_WRITE_THREADS = 8
+
+
+def write_in_parallel(items: Sequence[_T], write: Callable[[_T], None],
+                      threads: int = DURABLE_WRITE_THREADS) -> list[tuple[_T, OSError]]:
+    """Call ``write`` (a blocking, durable write) for every item from up to ``threads`` threads, and return once
+    all are done: the items whose write failed, with the error. Many small checkpoint files are written this way
+    several times faster than one after another, each write still durable when this returns."""
+    def attempt(item: _T) -> OSError | None:
+        try:
+            write(item)
+        except OSError as e:
+            return e
+        return None
+
+    if len(items) <= 1 or threads <= 1:
+        outcomes = [attempt(item) for item in items]
+    else:
+        with ThreadPoolExecutor(min(threads, len(items)), thread_name_prefix="durable-write") as pool:
+            outcomes = list(pool.map(attempt, items))
+    return [(item, error) for item, error in zip(items, outcomes, strict=True) if error is not None]
 
 
 def _read_text_lines(path: Path) -> list[str] | None:

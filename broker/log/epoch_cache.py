@@ -42,6 +42,8 @@ class LeaderEpochCache:
         self._checkpoint = checkpoint
         self._entries: list[EpochEntry] = []
         self._lock = threading.RLock()
+        #: Whether a change made with ``flush=False`` is not in the checkpoint yet.
+        self.unflushed = False
         if entries is None and checkpoint is not None:
             entries = checkpoint.read()
         for entry in entries or ():
@@ -71,11 +73,13 @@ class LeaderEpochCache:
         latest = self.latest_entry
         return None if latest is None else latest.epoch
 
-    def assign(self, epoch: int, start_offset: int) -> bool:
+    def assign(self, epoch: int, start_offset: int, *, flush: bool = True) -> bool:
         """Record that ``epoch`` starts at ``start_offset``; True (and flushed) if the cache changed.
 
         Re-assigning the latest epoch at a later offset is a no-op; anything else replaces every
-        entry at the end whose epoch or start offset is not below the new one.
+        entry at the end whose epoch or start offset is not below the new one. With ``flush=False`` the
+        caller flushes before anything relies on the entry being durable (a broker becoming leader of many
+        partitions writes their checkpoints together, see broker.log.checkpoint.write_in_parallel).
         """
         entries = self._entries
         if entries and epoch == entries[-1].epoch and start_offset >= entries[-1].start_offset and epoch >= 0:
@@ -83,7 +87,7 @@ class LeaderEpochCache:
         with self._lock:
             changed = self._append(EpochEntry(epoch, start_offset))
             if changed:
-                self.flush()
+                self._changed(flush)
             return changed
 
     def _append(self, entry: EpochEntry) -> bool:
@@ -124,13 +128,16 @@ class LeaderEpochCache:
             floor_epoch = self._entries[i - 1].epoch if i else requested_epoch
             return floor_epoch, higher.start_offset
 
-    def truncate_from_end(self, end_offset: int) -> None:
-        """Drop every entry starting at or after ``end_offset`` (after the log is truncated to it)."""
+    def truncate_from_end(self, end_offset: int, *, flush: bool = True) -> None:
+        """Drop every entry starting at or after ``end_offset`` (after the log is truncated to it).
+
+        With ``flush=False`` the checkpoint is left to the caller (:attr:`unflushed` says whether it must write it):
+        a follower truncating many partitions at once writes their checkpoints together."""
         with self._lock:
             if end_offset < 0 or not self._entries or self._entries[-1].start_offset < end_offset:
                 return
             del self._entries[bisect_left(self._entries, end_offset, key=_start_of) :]
-            self.flush()
+            self._changed(flush)
 
     def truncate_from_start(self, start_offset: int) -> None:
         """Forget history before ``start_offset`` (the new log start offset).
@@ -148,14 +155,26 @@ class LeaderEpochCache:
             self._entries[:removed] = [first]
             self.flush()
 
-    def clear(self) -> None:
-        """Remove every entry and flush."""
+    def clear(self, *, flush: bool = True) -> None:
+        """Remove every entry and flush (``flush=False``: as for :meth:`truncate_from_end`)."""
         with self._lock:
             self._entries.clear()
+            self._changed(flush)
+
+    def _changed(self, flush: bool) -> None:
+        if flush:
             self.flush()
+        else:
+            self.unflushed = True
 
     def flush(self) -> None:
-        """Write the entries to the checkpoint file, if the cache has one."""
-        if self._checkpoint is not None:
-            with self._lock:
+        """Write the entries to the checkpoint file, if the cache has one (and it is not closed)."""
+        with self._lock:
+            if self._checkpoint is not None:
                 self._checkpoint.write(self._entries)
+            self.unflushed = False
+
+    def close(self) -> None:
+        """Write nothing more (waiting for a write under way): the log is closed, and its directory may go."""
+        with self._lock:
+            self._checkpoint = None

@@ -11,7 +11,7 @@ import bisect
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
@@ -22,6 +22,7 @@ from broker.log.checkpoint import (
     TopicPartition,
     fsync_dir,
     read_partition_metadata,
+    write_in_parallel,
     write_partition_metadata,
 )
 from broker.log.config import LogConfig
@@ -188,9 +189,10 @@ class Log:
     def size_in_bytes(self) -> int:
         return sum(segment.size for segment in self._segments)
 
-    def assign_epoch_start_offset(self, leader_epoch: int) -> None:
-        """Record that ``leader_epoch`` starts at the current LEO (a replica becoming leader)."""
-        self.epoch_cache.assign(leader_epoch, self.log_end_offset)
+    def assign_epoch_start_offset(self, leader_epoch: int, *, flush: bool = True) -> bool:
+        """Record that ``leader_epoch`` starts at the current LEO (a replica becoming leader); True if that is new.
+        With ``flush=False`` the caller writes the checkpoint (``epoch_cache.flush``) before acting on it."""
+        return self.epoch_cache.assign(leader_epoch, self.log_end_offset, flush=flush)
 
     def end_offset_for_epoch(self, leader_epoch: int) -> tuple[int, int]:
         """``(epoch, end offset)`` as OffsetsForLeaderEpoch answers: the largest epoch <= the one
@@ -355,16 +357,17 @@ class Log:
 
     # -- truncation, retention, deletion -----------------------------------------------------
 
-    def truncate_to(self, offset: int) -> bool:
-        """Remove every batch that holds an offset >= ``offset``; returns whether anything went."""
+    def truncate_to(self, offset: int, *, flush_epochs: bool = True) -> bool:
+        """Remove every batch that holds an offset >= ``offset``; returns whether anything went. With
+        ``flush_epochs=False`` a changed leader-epoch checkpoint is left to the caller (``epoch_cache.unflushed``)."""
         if offset < 0:
             raise ValueError(f"cannot truncate {self.tp} to negative offset {offset}")
         if offset >= self.log_end_offset:
             # Nothing to cut, but an epoch opened at the LEO with no batch (a deposed leader's) must go.
-            self.epoch_cache.truncate_from_end(self.log_end_offset)
+            self.epoch_cache.truncate_from_end(self.log_end_offset, flush=flush_epochs)
             return False
         if offset < self._segments[0].base_offset:
-            self.truncate_fully_and_start_at(offset)
+            self.truncate_fully_and_start_at(offset, flush_epochs=flush_epochs)
             return True
         self._truncations += 1
         keep = self._segment_index(offset)
@@ -372,23 +375,23 @@ class Log:
             segment.delete()
         del self._segments[keep + 1:]
         self.active_segment.truncate_to(offset)
-        self._after_end_moved_back()
+        self._after_end_moved_back(flush_epochs)
         return True
 
-    def truncate_fully_and_start_at(self, offset: int) -> None:
+    def truncate_fully_and_start_at(self, offset: int, *, flush_epochs: bool = True) -> None:
         """Delete every segment and restart empty at ``offset`` (a follower behind the leader's log start)."""
         self._truncations += 1
         for segment in self._segments:
             segment.delete()
         self._segments = [LogSegment(self.dir, offset, self.config, self._clock(), self._files)]
         self.log_start_offset = offset
-        self.epoch_cache.clear()
-        self._after_end_moved_back()
+        self.epoch_cache.clear(flush=flush_epochs)
+        self._after_end_moved_back(flush_epochs)
 
-    def _after_end_moved_back(self) -> None:
+    def _after_end_moved_back(self, flush_epochs: bool) -> None:
         self._producer_state = None  # rebuilt from what is left when next needed
         leo = self.log_end_offset
-        self.epoch_cache.truncate_from_end(leo)
+        self.epoch_cache.truncate_from_end(leo, flush=flush_epochs)
         self.recovery_point = min(self.recovery_point, leo)
         self.log_start_offset = min(self.log_start_offset, leo)
         self.update_high_watermark(self.high_watermark)
@@ -468,6 +471,7 @@ class Log:
     def close(self) -> None:
         with self._topic_id_lock:  # waits for a partition.metadata write under way; none starts after
             self._topic_id_unwritten = False
+        self.epoch_cache.close()  # the same for the leader-epoch-checkpoint
         for segment in self._segments:
             segment.close()
 
@@ -497,11 +501,13 @@ class Log:
                 f"leo={self.log_end_offset}, segments={len(self._segments)})")
 
 
-def flush_topic_ids(logs: Iterable[Log]) -> None:
-    """:meth:`Log.flush_topic_id` of each log (on a worker thread); a failure is logged (a broker restarted without
-    the file adopts the id the next LeaderAndIsr carries)."""
-    for each in logs:
-        try:
-            each.flush_topic_id()
-        except OSError as e:
-            _log.error("%s: cannot write partition.metadata: %s", each.tp, e)
+def flush_topic_ids(logs: Sequence[Log]) -> None:
+    """:meth:`Log.flush_topic_id` of each log, written together (on a worker thread); a failure is logged (a broker
+    restarted without the file adopts the id the next LeaderAndIsr carries)."""
+    for each, error in write_in_parallel(logs, Log.flush_topic_id):
+        _log.error("%s: cannot write partition.metadata: %s", each.tp, error)
+
+
+def flush_epoch_caches(logs: Sequence[Log]) -> list[tuple[Log, OSError]]:
+    """Write the leader-epoch checkpoints of ``logs`` together (blocking); the logs whose write failed."""
+    return write_in_parallel(logs, lambda each: each.epoch_cache.flush())

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from broker.config import BrokerConfig
 from broker.log.checkpoint import TopicPartition
+from broker.log.log import Log, flush_epoch_caches
 from broker.replication.fetch_session import FetchSessionBuilder
 from broker.replication.partition import Partition, Role
 from broker.replication.replica_manager import ReplicaManager, error_code_of
@@ -147,7 +148,20 @@ class ReplicaFetcher:
     # -- truncation -------------------------------------------------------------------------
 
     async def _truncate(self, connection: BrokerConnection) -> None:
-        """Truncate each truncating partition: to where its latest epoch ends on the leader, or to its HW."""
+        """Truncate each truncating partition: to where its latest epoch ends on the leader, or to its HW.
+
+        The leader-epoch checkpoints the truncations change are written together on worker threads before this
+        fetcher goes on (and appends to those logs), not one after another on the event loop."""
+        truncated: list[Log] = []
+        try:
+            await self._truncate_in_memory(connection, truncated)
+        finally:
+            changed = [each for each in truncated if each.epoch_cache.unflushed]
+            if changed:
+                for each, error in await asyncio.to_thread(flush_epoch_caches, changed):
+                    log.error("%s: cannot write its leader-epoch-checkpoint: %s", each.tp, error)
+
+    async def _truncate_in_memory(self, connection: BrokerConnection, truncated: list[Log]) -> None:
         asking: dict[TopicPartition, int] = {}
         for tp, state in self._ready().items():
             if not state.truncating:
@@ -155,7 +169,8 @@ class ReplicaFetcher:
             partition_log = state.partition.log
             epoch = epoch_to_ask(partition_log)
             if self.config.replication_truncation_mode == HIGH_WATERMARK_MODE or epoch is None:
-                self._truncate_to(tp, state, partition_log.high_watermark, "high watermark")
+                truncated.append(self._truncate_to(tp, state, partition_log.high_watermark, "high watermark",
+                                                   flush_epochs=False))
                 state.truncating = False
             else:
                 asking[tp] = epoch
@@ -180,16 +195,19 @@ class ReplicaFetcher:
                     self._delay(state)
                     continue
                 decision = decide_truncation(state.partition.log, answer.leader_epoch, answer.end_offset)
-                self._truncate_to(tp, state, decision.offset,
-                                  f"epoch {asking[tp]} ends at {answer.end_offset} on the leader "
-                                  f"(its epoch {answer.leader_epoch})")
+                truncated.append(self._truncate_to(tp, state, decision.offset,
+                                                   f"epoch {asking[tp]} ends at {answer.end_offset} on the leader "
+                                                   f"(its epoch {answer.leader_epoch})", flush_epochs=False))
                 state.truncating = not decision.complete
 
-    def _truncate_to(self, tp: TopicPartition, state: FetchState, offset: int, why: str) -> None:
+    def _truncate_to(self, tp: TopicPartition, state: FetchState, offset: int, why: str, *,
+                     flush_epochs: bool = True) -> Log:
+        """Truncate the partition's log (see Log.truncate_to for ``flush_epochs``); returns the log."""
         partition_log = state.partition.log
         before = partition_log.log_end_offset
-        if partition_log.truncate_to(offset):
+        if partition_log.truncate_to(offset, flush_epochs=flush_epochs):
             log.info("%s: truncated from %d to %d (%s)", tp, before, partition_log.log_end_offset, why)
+        return partition_log
 
     # -- fetching ---------------------------------------------------------------------------
 
@@ -259,13 +277,15 @@ class ReplicaFetcher:
         """Ahead of the leader: truncate to its LEO. Behind its log start: restart there."""
         partition_log = state.partition.log
         leader_end = await self._leader_offset(connection, tp, state, LATEST_TIMESTAMP)
-        if leader_end is None:
+        # Each answer is acted on only if the partition still follows this leader at this epoch: a LeaderAndIsr
+        # handled meanwhile may have made it leader, whose log nothing but its own appends may change.
+        if leader_end is None or not self._current(tp, state):
             return
         if leader_end < partition_log.log_end_offset:
             self._truncate_to(tp, state, leader_end, "ahead of the leader's log end")
             return
         leader_start = await self._leader_offset(connection, tp, state, EARLIEST_TIMESTAMP)
-        if leader_start is not None and partition_log.log_end_offset < leader_start:
+        if leader_start is not None and self._current(tp, state) and partition_log.log_end_offset < leader_start:
             log.info("%s: behind the leader's log start %d; restarting the log there", tp, leader_start)
             partition_log.truncate_fully_and_start_at(leader_start)
 

@@ -4,8 +4,10 @@ the periodic work (HW checkpoints, flushes, retention)."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 import logging
+import time
 from collections.abc import Awaitable, Callable, Collection, Iterable
 from typing import TypeVar
 
@@ -17,7 +19,15 @@ from broker.log.checkpoint import (
     TopicPartition,
 )
 from broker.log.config import LogConfig, LogConfigError
-from broker.log.log import Clock, Log, LogError, OffsetOutOfRangeError, RecordTooLargeError, flush_topic_ids
+from broker.log.log import (
+    Clock,
+    Log,
+    LogError,
+    OffsetOutOfRangeError,
+    RecordTooLargeError,
+    flush_epoch_caches,
+    flush_topic_ids,
+)
 from broker.log.manager import LogManager, remove_deleted_dir
 from broker.replication.delayed import DelayedFetch, DelayedProduce, PendingProduce, build_produce_response
 from broker.replication.fetch_session import FetchSessionCache, SessionPartition
@@ -60,6 +70,18 @@ TopicConfigSource = Callable[[str], Awaitable[dict[str, str]]]
 #: Writes a partition state znode conditionally; the new znode version, or None if it had moved on.
 IsrWriter = Callable[[TopicPartition, LeaderIsrAndControllerEpoch], Awaitable[int | None]]
 T = TypeVar("T")
+
+
+def _settle(waiting: asyncio.Future[T], result: asyncio.Future[T]) -> None:
+    """Complete ``waiting`` as ``result`` completed."""
+    if waiting.done():
+        return
+    if result.cancelled():
+        waiting.cancel()
+    elif result.exception() is not None:
+        waiting.set_exception(result.exception())
+    else:
+        waiting.set_result(result.result())
 
 
 def error_code_of(error: Exception) -> ErrorCode:
@@ -109,6 +131,10 @@ class ReplicaManager:
         self._background: set[asyncio.Task] = set()  # file work nobody waits for (shutdown does)
         #: LeaderAndIsr requests are applied one at a time, in arrival order.
         self._state_change_lock = asyncio.Lock()
+        #: The partitions whose new leader epoch is being written before they lead at it, and the produce
+        #: requests waiting for that (append_records).
+        self._epoch_pending: frozenset[TopicPartition] = frozenset()
+        self._waiting_produces: list[tuple[ProduceRequest, asyncio.Future[ProduceResponse]]] = []
         self._tasks: list[asyncio.Task] = []
 
     # -- lookups ----------------------------------------------------------------------------
@@ -135,7 +161,11 @@ class ReplicaManager:
         """Apply a LeaderAndIsr request: fence stale controllers and stale leader epochs, then make each
         partition leader or follower and move the fetchers."""
         async with self._state_change_lock:
-            return await self._become_leader_or_follower(request)
+            began = time.monotonic()
+            response = await self._become_leader_or_follower(request)
+            log.info("finished LeaderAndIsr from controller %d for %d partitions in %.0f ms", request.controller_id,
+                     len(request.partition_states), (time.monotonic() - began) * 1000)
+            return response
 
     async def _become_leader_or_follower(self, request: LeaderAndIsrRequest) -> LeaderAndIsrResponse:
         if request.controller_epoch < self.controller_epoch:
@@ -146,23 +176,71 @@ class ReplicaManager:
         self._drop_stale_incarnations(request)
         creation_errors = await self._create_partitions(request)
         await self._adopt_topic_ids(request)
-        errors: list[PartitionError] = []
+        codes: dict[TopicPartition, ErrorCode] = {}
         followed: dict[TopicPartition, int] = {}
-        changed: list[TopicPartition] = []
+        leading: dict[TopicPartition, LeaderAndIsrPartitionState] = {}
         for state in request.partition_states:
             tp = TopicPartition(state.topic, state.partition)
-            code = creation_errors.get(tp) or self._apply_partition_state(tp, state, request, followed)
-            errors.append(PartitionError(topic=state.topic, partition=state.partition, error_code=code))
-            if code is ErrorCode.NONE:
-                changed.append(tp)
-        leaders = {tp for tp in changed if tp not in followed}
-        self.on_stop_following(leaders)
+            codes[tp] = creation_errors.get(tp) or self._check_partition_state(tp, state, request)
+            if codes[tp] is not ErrorCode.NONE:
+                continue
+            if state.leader == self.broker_id:
+                leading[tp] = state
+            else:
+                self._apply_partition_state(self.partitions[tp], state, request)
+                followed[tp] = state.leader
+        codes.update(await self._make_leaders(leading, request))
         endpoints = {leader.broker_id: (leader.host, leader.port) for leader in request.live_leaders}
         if followed:
             self.on_follow(followed, endpoints)
-        for tp in changed:
-            self._wake(tp)
-        return LeaderAndIsrResponse(error_code=ErrorCode.NONE, partition_errors=errors)
+        self._wake_all([tp for tp, code in codes.items() if code is ErrorCode.NONE])
+        return LeaderAndIsrResponse(error_code=ErrorCode.NONE, partition_errors=[
+            PartitionError(topic=state.topic, partition=state.partition,
+                           error_code=codes[TopicPartition(state.topic, state.partition)])
+            for state in request.partition_states])
+
+    async def _make_leaders(self, leading: dict[TopicPartition, LeaderAndIsrPartitionState],
+                            request: LeaderAndIsrRequest) -> dict[TopicPartition, ErrorCode]:
+        """Make this broker leader of ``leading``. Each new epoch starts at its log end, and is on disk before the
+        partition acts as leader at it, as in Kafka (makeLeader flushes the epoch cache before it takes appends):
+        the fetchers stop appending to these logs, the epochs are assigned in memory, every changed checkpoint is
+        written on worker threads, together, and only then do the partitions become leaders. Meanwhile the event
+        loop goes on, and produce requests for them wait (:meth:`append_records`), as Kafka's wait on the
+        partition's leaderIsrUpdateLock."""
+        if not leading:
+            return {}
+        self.on_stop_following(leading)
+        partitions = {tp: self.partitions[tp] for tp in leading}
+        pending = [partitions[tp].log for tp, state in leading.items()
+                   if partitions[tp].log.assign_epoch_start_offset(state.leader_epoch, flush=False)]
+        failed: dict[TopicPartition, OSError] = {}
+        if pending:
+            self._epoch_pending = frozenset(leading)
+            try:
+                began = time.monotonic()
+                failed = {each.tp: error for each, error in await asyncio.to_thread(flush_epoch_caches, pending)}
+                log.info("%d leader-epoch checkpoints written in %.0f ms", len(pending),
+                         (time.monotonic() - began) * 1000)
+            except BaseException:  # cancelled (shutdown): none of them may append at its old epoch any more
+                for each in pending:
+                    partitions[each.tp].role = Role.NONE
+                self._release_produces()
+                raise
+        codes = {}
+        for tp, state in leading.items():
+            partition = partitions[tp]
+            if self.partitions.get(tp) is not partition:  # a StopReplica handled meanwhile removed it
+                codes[tp] = self.missing_partition_error(tp)
+            elif tp in failed:
+                # Not durable: the partition must not lead (nor append at its old epoch, which the cache now ends).
+                log.error("%s: cannot write its leader-epoch-checkpoint: %s", tp, failed[tp])
+                partition.role = Role.NONE
+                codes[tp] = ErrorCode.KAFKA_STORAGE_ERROR
+            else:
+                self._apply_partition_state(partition, state, request)
+                codes[tp] = ErrorCode.NONE
+        self._release_produces()
+        return codes
 
     def _drop_stale_incarnations(self, request: LeaderAndIsrRequest) -> None:
         """A local log of another incarnation of a topic (deleted and created again under the same name while this
@@ -179,8 +257,9 @@ class ReplicaManager:
 
     async def _create_partitions(self, request: LeaderAndIsrRequest) -> dict[TopicPartition, ErrorCode]:
         """Create the partitions the request names that this broker hosts and does not have yet: each topic's
-        config is read once, and new logs are made on a worker thread (a new leader's epoch starts there too,
-        so thousands of new partitions never block the event loop with file work). Returns the failures."""
+        config is read once, and new logs are made on a worker thread, so thousands of new partitions never block
+        the event loop with file work (a new leader's epoch is written with the others', :meth:`_make_leaders`;
+        its partition.metadata in the background, :meth:`Log.record_topic_id`). Returns the failures."""
         new = {TopicPartition(s.topic, s.partition): s for s in request.partition_states
                if self.broker_id in s.replicas and TopicPartition(s.topic, s.partition) not in self.partitions}
         if not new:
@@ -204,8 +283,6 @@ class ReplicaManager:
                     opened[tp] = created = self.log_manager.open_log(directory, tp, configs[tp.topic])
                     if new[tp].topic_id:
                         created.record_topic_id(new[tp].topic_id)
-                    if new[tp].leader == self.broker_id:
-                        created.assign_epoch_start_offset(new[tp].leader_epoch)
                 except (OSError, LogError) as e:
                     opened[tp] = e
             return opened
@@ -246,8 +323,9 @@ class ReplicaManager:
         if adopted:
             await asyncio.to_thread(write)
 
-    def _apply_partition_state(self, tp: TopicPartition, state: LeaderAndIsrPartitionState,
-                               request: LeaderAndIsrRequest, followed: dict[TopicPartition, int]) -> ErrorCode:
+    def _check_partition_state(self, tp: TopicPartition, state: LeaderAndIsrPartitionState,
+                               request: LeaderAndIsrRequest) -> ErrorCode:
+        """NONE if the partition state applies here; else why not (a stale leader epoch, a partition not hosted)."""
         partition = self.partitions.get(tp)
         if partition is not None and state.leader_epoch <= partition.leader_epoch:
             self._record_state(tp, state, f"ignored LeaderAndIsr from controller {request.controller_id}: leader epoch "
@@ -255,6 +333,10 @@ class ReplicaManager:
             return ErrorCode.STALE_CONTROLLER_EPOCH
         if partition is None or self.broker_id not in state.replicas:
             return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        return ErrorCode.NONE
+
+    def _apply_partition_state(self, partition: Partition, state: LeaderAndIsrPartitionState,
+                               request: LeaderAndIsrRequest) -> None:
         new_state = PartitionState(leader=state.leader, leader_epoch=state.leader_epoch, isr=tuple(state.isr),
                                    replicas=tuple(state.replicas), zk_version=state.zk_version,
                                    controller_epoch=state.controller_epoch)
@@ -262,10 +344,8 @@ class ReplicaManager:
             partition.make_leader(new_state)
         else:
             partition.make_follower(new_state)
-            followed[tp] = state.leader
-        self._record_state(tp, state, f"became {partition.role.value} on LeaderAndIsr from controller "
-                                f"{request.controller_id}")
-        return ErrorCode.NONE
+        self._record_state(partition.tp, state, f"became {partition.role.value} on LeaderAndIsr from controller "
+                                          f"{request.controller_id}")
 
     def _record_state(self, tp: TopicPartition, state: LeaderAndIsrPartitionState | LeaderIsrAndControllerEpoch,
                       reason: str) -> None:
@@ -310,6 +390,7 @@ class ReplicaManager:
         if not tps:
             return
         self.on_stop_following(tps)
+        removed = []
         for tp in tps:
             partition = self.partitions.pop(tp, None)
             if delete:
@@ -319,13 +400,37 @@ class ReplicaManager:
                     self._in_background(remove_deleted_dir, renamed)
             if partition is not None:
                 partition.role = Role.NONE
-                self._wake(tp)
+                removed.append(tp)
+        self._wake_all(removed)
 
     # -- produce ----------------------------------------------------------------------------
 
     def append_records(self, request: ProduceRequest) -> ProduceResponse | asyncio.Future[ProduceResponse]:
         """Append to each partition as leader. acks=0/1 answer now; acks=all (-1) waits in the produce
-        purgatory until the HW passes every batch or the request's timeout."""
+        purgatory until the HW passes every batch or the request's timeout.
+
+        A request for a partition whose new leader epoch is being written (:meth:`_make_leaders`) waits until it
+        is, and so does every produce request after it, so that requests are appended in arrival order."""
+        if self._waiting_produces or (self._epoch_pending and any(
+                TopicPartition(topic.name, data.partition) in self._epoch_pending
+                for topic in request.topics for data in topic.partitions)):
+            waiting: asyncio.Future[ProduceResponse] = asyncio.get_running_loop().create_future()
+            self._waiting_produces.append((request, waiting))
+            return waiting
+        return self._append_records(request)
+
+    def _release_produces(self) -> None:
+        """Append the produce requests that waited for leader epochs to be written, in arrival order."""
+        self._epoch_pending = frozenset()
+        waiting, self._waiting_produces = self._waiting_produces, []
+        for request, future in waiting:
+            result = self._append_records(request)
+            if isinstance(result, asyncio.Future):
+                result.add_done_callback(functools.partial(_settle, future))
+            elif not future.done():
+                future.set_result(result)
+
+    def _append_records(self, request: ProduceRequest) -> ProduceResponse | asyncio.Future[ProduceResponse]:
         order: list[TopicPartition] = []
         responses: dict[TopicPartition, ProducePartitionResponse] = {}
         pending: dict[TopicPartition, PendingProduce] = {}
@@ -557,10 +662,6 @@ class ReplicaManager:
 
     # -- waking parked requests -------------------------------------------------------------
 
-    def _wake(self, tp: TopicPartition) -> None:
-        """Let parked produces and fetches on ``tp`` re-check (its HW, data or leadership changed)."""
-        self._wake_all((tp,))
-
     def _wake_soon(self, tp: TopicPartition) -> None:
         """Wake ``tp``'s parked requests in the loop's next iteration, with every partition changed meanwhile: each
         parked request re-checks once, not once per partition. Thousands change at once when a follower rejoins
@@ -576,6 +677,7 @@ class ReplicaManager:
         self._wake_all(tps)
 
     def _wake_all(self, tps: Collection[TopicPartition]) -> None:
+        """Let parked produces and fetches on ``tps`` re-check (their HW, data or leadership changed), each once."""
         self.produce_purgatory.check_and_complete_all(tps)
         self.fetch_purgatory.check_and_complete_all(tps)
 

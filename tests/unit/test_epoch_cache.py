@@ -373,6 +373,39 @@ def test_explicit_entries_win_over_the_checkpoint(checkpoint: CountingCheckpoint
     assert LeaderEpochCache(checkpoint, entries=[]).entries == []
 
 
+def test_an_unflushed_assignment_is_in_memory_only_until_flushed(cache: LeaderEpochCache,
+                                                                    checkpoint: CountingCheckpoint) -> None:
+    cache.assign(0, 0)
+    assert cache.assign(1, 5, flush=False)
+    assert not cache.assign(1, 7, flush=False)
+    assert cache.entries == entries_of((0, 0), (1, 5))
+    assert (checkpoint.read(), checkpoint.writes) == (entries_of((0, 0)), 1)
+    cache.flush()
+    assert checkpoint.read() == entries_of((0, 0), (1, 5))
+
+
+def test_unflushed_truncations_are_written_by_the_next_flush(cache: LeaderEpochCache,
+                                                             checkpoint: CountingCheckpoint) -> None:
+    for epoch, start in ((0, 0), (1, 5), (2, 9)):
+        cache.assign(epoch, start)
+    cache.truncate_from_end(9, flush=False)
+    assert (cache.unflushed, checkpoint.read()) == (True, entries_of((0, 0), (1, 5), (2, 9)))
+    cache.flush()
+    assert (cache.unflushed, checkpoint.read()) == (False, entries_of((0, 0), (1, 5)))
+    cache.clear(flush=False)
+    assert cache.unflushed and checkpoint.read() == entries_of((0, 0), (1, 5))
+    cache.flush()
+    assert checkpoint.read() == []
+
+
+def test_a_closed_cache_writes_nothing_more(cache: LeaderEpochCache, checkpoint: CountingCheckpoint) -> None:
+    cache.assign(0, 0)
+    cache.close()
+    cache.assign(1, 4)
+    cache.flush()
+    assert (checkpoint.read(), checkpoint.writes) == (entries_of((0, 0)), 1)
+
+
 def test_cache_without_checkpoint_flushes_nowhere() -> None:
     cache = LeaderEpochCache(entries=entries_of((0, 0)))
     cache.flush()

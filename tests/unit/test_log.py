@@ -8,12 +8,14 @@ import struct
 
 import pytest
 
+from broker.log.checkpoint import LEADER_EPOCH_CHECKPOINT, EpochEntry, LeaderEpochCheckpointFile
 from broker.log.log import (
     EmptyAppendError,
     Log,
     OffsetOutOfRangeError,
     RecordTooLargeError,
     UnexpectedAppendOffsetError,
+    flush_epoch_caches,
     parse_log_dir_name,
 )
 from broker.log.segment import LogSegment
@@ -426,6 +428,29 @@ def test_epoch_start_offsets_and_end_offsets_for_epochs(tmp_path):
     assert log.end_offset_for_epoch(2) == (2, 5)
     assert log.end_offset_for_epoch(5) == (5, 5)
     assert log.end_offset_for_epoch(6) == (-1, -1)
+
+
+def test_epochs_assigned_unflushed_are_written_together(tmp_path):
+    logs = [open_log(tmp_path / f"p{i}") for i in range(3)]
+    fill(logs[0], 2, epoch=0)
+    assert all(each.assign_epoch_start_offset(4, flush=False) for each in logs)
+    assert not logs[0].assign_epoch_start_offset(4, flush=False)
+    assert not any((each.dir / LEADER_EPOCH_CHECKPOINT).exists() for each in logs[1:])
+    assert flush_epoch_caches(logs) == []
+    assert [LeaderEpochCheckpointFile(each.dir / LEADER_EPOCH_CHECKPOINT).read() for each in logs] == [
+        [EpochEntry(0, 0), EpochEntry(4, 2)], [EpochEntry(4, 0)], [EpochEntry(4, 0)]]
+
+
+def test_a_truncation_can_leave_its_epoch_checkpoint_to_the_caller(tmp_path):
+    log = open_log(tmp_path)
+    fill(log, 2, epoch=0)
+    fill(log, 2, epoch=1)
+    checkpoint = LeaderEpochCheckpointFile(log.dir / LEADER_EPOCH_CHECKPOINT)
+    assert log.truncate_to(2, flush_epochs=False)
+    assert log.epoch_cache.unflushed
+    assert checkpoint.read() == [EpochEntry(0, 0), EpochEntry(1, 2)]  # an entry past the end: dropped at load
+    assert flush_epoch_caches([log]) == []
+    assert (log.epoch_cache.unflushed, checkpoint.read()) == (False, [EpochEntry(0, 0)])
 
 
 def test_timestamp_lookup_starts_from_the_time_index(tmp_path):

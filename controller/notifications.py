@@ -8,7 +8,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 import time
@@ -55,7 +54,7 @@ class Notifications:
             return []
         paths = [f"{zkdata.ISR_CHANGE_NOTIFICATION_PATH}/{name}" for name in names]
         partitions: dict[TopicPartitionKey, None] = {}
-        for path, got in zip(paths, await asyncio.gather(*map(host.zk.get_or_none, paths)), strict=True):
+        for path, got in zip(paths, await host.zk.get_many(paths), strict=True):
             if got is None:
                 continue
             try:

@@ -45,6 +45,12 @@ from controller.zkdata import BrokerInfo, LeaderIsrAndControllerEpoch, PendingDe
 
 log = logging.getLogger("controller")
 
+# What a znode holds, about, at most, for packing bulk reads (ZkClient.get_many): a partition's state (its ISR a
+# few broker ids); a topic's assignment or a broker's pending deletions (a few thousand partitions; a larger one
+# only makes one answer larger than estimated, still under jute.maxbuffer).
+PARTITION_STATE_BYTES = 256
+LARGE_ZNODE_BYTES = 64 * 1024
+
 
 class StoreHost(Protocol):
     """What the store needs of the controller."""
@@ -207,8 +213,9 @@ class ControllerZkStore:
         groups: list[list[Op]] = [await self._pending_deletion_ops(broker, records)
                                   for broker, records in sorted(pending.items())]
         paths = [f"{zkdata.topic_partitions_path(topic)}/{child}" for child in partitions or ()]
-        for path, children in zip(paths, await asyncio.gather(*map(zk.get_children, paths)), strict=True):
-            groups.append([*(DeleteOp(f"{path}/{child}") for child in children), DeleteOp(path)])
+        for path, children in zip(paths, await zk.get_children_many(paths, names_bytes=64), strict=True):
+            if children is not None:  # gone meanwhile (only this controller deletes them: not expected)
+                groups.append([*(DeleteOp(f"{path}/{child}") for child in children), DeleteOp(path)])
         if partitions is not None:
             groups.append([DeleteOp(zkdata.topic_partitions_path(topic))])
         last: list[Op] = [DeleteOp(zkdata.topic_path(topic))]
@@ -250,8 +257,9 @@ class ControllerZkStore:
     async def read_partition_states(
         self, partitions: list[TopicPartitionKey]
     ) -> dict[TopicPartitionKey, LeaderIsrAndControllerEpoch]:
-        """The state znodes of partitions (those that exist and parse)."""
-        found = await asyncio.gather(*(self.zk.get_or_none(zkdata.partition_state_path(*tp)) for tp in partitions))
+        """The state znodes of partitions (those that exist and parse), read in few requests."""
+        found = await self.zk.get_many([zkdata.partition_state_path(*tp) for tp in partitions],
+                                       data_bytes=PARTITION_STATE_BYTES)
         states: dict[TopicPartitionKey, LeaderIsrAndControllerEpoch] = {}
         for tp, got in zip(partitions, found, strict=True):
             if got is None:
@@ -264,7 +272,7 @@ class ControllerZkStore:
 
     async def read_live_brokers(self) -> dict[int, BrokerInfo]:
         ids = [int(name) for name in await self.zk.get_children(zkdata.BROKER_IDS_PATH) if name.isdigit()]
-        found = await asyncio.gather(*(self.zk.get_or_none(zkdata.broker_path(b)) for b in ids))
+        found = await self.zk.get_many([zkdata.broker_path(b) for b in ids])
         brokers: dict[int, BrokerInfo] = {}
         for broker_id, got in zip(ids, found, strict=True):
             if got is None:
@@ -276,23 +284,27 @@ class ControllerZkStore:
                 log.error("Controller %d ignores broker %d: %s", self._host.broker_id, broker_id, e)
         return brokers
 
-    async def read_assignment(self, topic: str) -> TopicAssignment | None:
-        """The topic's znode, None if the topic does not exist (or its znode does not parse)."""
-        got = await self.zk.get_or_none(zkdata.topic_path(topic))
-        if got is None:
-            return None
-        try:
-            return zkdata.decode_topic_znode(got[0])
-        except zkdata.ZkDataError as e:
-            log.error("Controller %d ignores topic %s: %s", self._host.broker_id, topic, e)
-            return None
+    async def read_assignments(self, topics: Sequence[str]) -> dict[str, TopicAssignment]:
+        """The znodes of topics (those that exist and parse), read in few requests."""
+        found = await self.zk.get_many([zkdata.topic_path(topic) for topic in topics], data_bytes=LARGE_ZNODE_BYTES)
+        assignments: dict[str, TopicAssignment] = {}
+        for topic, got in zip(topics, found, strict=True):
+            if got is None:
+                continue
+            try:
+                assignments[topic] = zkdata.decode_topic_znode(got[0])
+            except zkdata.ZkDataError as e:
+                log.error("Controller %d ignores topic %s: %s", self._host.broker_id, topic, e)
+        return assignments
 
     async def read_pending_deletions(self) -> dict[int, set[PendingDeletion]]:
         """Every broker's pending replica deletions."""
         pending: dict[int, set[PendingDeletion]] = {}
-        for name in await self.zk.get_children(zkdata.PENDING_REPLICA_DELETIONS_PATH):
-            got = await self.zk.get_or_none(f"{zkdata.PENDING_REPLICA_DELETIONS_PATH}/{name}")
-            if got is None or not name.isdigit():
+        names = [name for name in await self.zk.get_children(zkdata.PENDING_REPLICA_DELETIONS_PATH) if name.isdigit()]
+        found = await self.zk.get_many([f"{zkdata.PENDING_REPLICA_DELETIONS_PATH}/{name}" for name in names],
+                                       data_bytes=LARGE_ZNODE_BYTES)
+        for name, got in zip(names, found, strict=True):
+            if got is None:
                 continue
             try:
                 pending[int(name)] = set(zkdata.decode_pending_deletions(got[0]))

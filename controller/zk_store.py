@@ -20,7 +20,7 @@ import asyncio
 import contextlib
 import copy
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Protocol
 
@@ -149,7 +149,9 @@ class ControllerZkStore:
             size = len(groups[index])
             if not isinstance(answer, ZkError):
                 outcomes.append(answer[start:start + size])
-            elif answer.op_index is not None and start <= answer.op_index < start + size:
+            elif answer.op_index is None:  # the transaction as a whole failed (no session): so did every group
+                outcomes.append(answer)
+            elif start <= answer.op_index < start + size:
                 error = copy.copy(answer)
                 error.op_index = answer.op_index - start
                 outcomes.append(error)
@@ -159,24 +161,34 @@ class ControllerZkStore:
         return outcomes
 
     async def write_partition_states(
-        self, changes: list[tuple[TopicPartitionKey, LeaderIsrAndControllerEpoch, LeaderAndIsr]]
-    ) -> list[LeaderIsrAndControllerEpoch | BaseException]:
+        self, changes: list[tuple[TopicPartitionKey, LeaderIsrAndControllerEpoch, LeaderAndIsr]],
+        contended: Collection[TopicPartitionKey] = (),
+    ) -> list[LeaderIsrAndControllerEpoch | ZkError]:
         """Write partitions' new leader, leader epoch and ISR, each if its state znode is still at the version it
-        was read at; per change, the state written (with its new znode version) or the error (BadVersionError if
-        the znode moved on). The writes are pipelined, each its own fenced transaction."""
-        return await asyncio.gather(*(self._write_partition_state(*change) for change in changes),
-                                    return_exceptions=True)
+        was read at; per change, the state written (with its new znode version) or the error: BadVersionError if
+        the znode moved on, RolledBackError if another partition's write in the same transaction failed (this one
+        was not written and is still to do).
 
-    async def _write_partition_state(
-        self, tp: TopicPartitionKey, read: LeaderIsrAndControllerEpoch, new: LeaderAndIsr
-    ) -> LeaderIsrAndControllerEpoch:
-        state = LeaderIsrAndControllerEpoch(
-            leader=new.leader, leader_epoch=new.leader_epoch, isr=tuple(new.isr),
-            controller_epoch=self._host.context.epoch,
-        )
-        path = zkdata.partition_state_path(*tp)
-        (stat,) = await self.fenced_multi([SetOp(path, zkdata.encode_partition_state(state), read.zk_version)])
-        return replace(state, zk_version=stat_version(stat))
+        Many partitions a fenced transaction, under the request budget, pipelined (`fenced_transactions`): each
+        write is still conditional on its own version and fenced by the controller epoch, as with a transaction a
+        partition; a transaction applies all of its writes or none. The `contended` partitions (whose writes
+        conflicted before) go each in a transaction of its own: one whose state keeps changing rolls back nobody
+        else's write."""
+        if not changes:
+            return []
+        epoch = self._host.context.epoch
+        states = [LeaderIsrAndControllerEpoch(leader=new.leader, leader_epoch=new.leader_epoch, isr=tuple(new.isr),
+                                              controller_epoch=epoch) for _tp, _read, new in changes]
+        groups = [[SetOp(zkdata.partition_state_path(*tp), zkdata.encode_partition_state(state), read.zk_version)]
+                  for (tp, read, _new), state in zip(changes, states, strict=True)]
+        apart = [index for index, (tp, _read, _new) in enumerate(changes) if tp in contended]
+        together = [index for index, (tp, _read, _new) in enumerate(changes) if tp not in contended]
+        answers = await asyncio.gather(self.fenced_transactions([groups[index] for index in together]),
+                                       *(self.fenced_transactions([groups[index]]) for index in apart))
+        outcomes = dict(zip(together, answers[0], strict=True))
+        outcomes.update((index, answer[0]) for index, answer in zip(apart, answers[1:], strict=True))
+        return [outcome if isinstance(outcome := outcomes[index], ZkError)
+                else replace(state, zk_version=stat_version(outcome[0])) for index, state in enumerate(states)]
 
     async def create_partition_states(
         self, topic: str, states: Mapping[int, LeaderIsrAndControllerEpoch], existing: set[str] | None,

@@ -184,7 +184,11 @@ class ControllerZkStore:
         apart = [index for index, (tp, _read, _new) in enumerate(changes) if tp in contended]
         together = [index for index, (tp, _read, _new) in enumerate(changes) if tp not in contended]
         answers = await asyncio.gather(self.fenced_transactions([groups[index] for index in together]),
-                                       *(self.fenced_transactions([groups[index]]) for index in apart))
+                                       *(self.fenced_transactions([groups[index]]) for index in apart),
+                                       return_exceptions=True)  # every transaction sent is answered before a raise
+        for answer in answers:
+            if isinstance(answer, BaseException):
+                raise answer
         outcomes = dict(zip(together, answers[0], strict=True))
         outcomes.update((index, answer[0]) for index, answer in zip(apart, answers[1:], strict=True))
         return [outcome if isinstance(outcome := outcomes[index], ZkError)

@@ -151,7 +151,7 @@ class BrokerLifecycle:
             for tp in context.serving_partitions()
             if tp in context.states and broker_id in context.replicas(*tp) and len(context.replicas(*tp)) > 1
         ]
-        followed = [tp for tp in hosted if context.states[tp].leader != broker_id]
+        followed = {tp for tp in hosted if context.states[tp].leader != broker_id}
         changed = await host.partition_states.update_partition_states(
             hosted, self._controlled_shutdown_decider(broker_id)
         )
@@ -160,7 +160,7 @@ class BrokerLifecycle:
         # an ISR shrink goes to the others only, as Kafka's OfflineReplica transition.
         host.partition_states.queue_changes(batch, [tp for tp in changed if tp not in followed])
         host.partition_states.queue_changes(batch, [tp for tp in changed if tp in followed], exclude=broker_id)
-        host.replica_states.to_offline(batch, [(t, p, broker_id) for t, p in followed])
+        host.replica_states.to_offline(batch, [(t, p, broker_id) for t, p in hosted if (t, p) in followed])
         host.send(batch)
         remaining = [tp for tp in hosted if context.states[tp].leader == broker_id]
         log.info("Controller %d: broker %d shutting down; moved %s, still leads %s", host.broker_id, broker_id,

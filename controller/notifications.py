@@ -8,7 +8,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 import time
@@ -55,7 +54,7 @@ class Notifications:
             return []
         paths = [f"{zkdata.ISR_CHANGE_NOTIFICATION_PATH}/{name}" for name in names]
         partitions: dict[TopicPartitionKey, None] = {}
-        for path, got in zip(paths, await asyncio.gather(*map(host.zk.get_or_none, paths)), strict=True):
+        for path, got in zip(paths, await host.zk.get_many(paths), strict=True):
             if got is None:
                 continue
             try:
@@ -95,10 +94,9 @@ class Notifications:
         children = await host.zk.get_children(zkdata.CONFIG_CHANGES_PATH)
         numbered = sorted((seq, name) for name in children if (seq := config_change_sequence(name)) is not None)
         topics: dict[str, None] = {}
-        for seq, name in numbered:
-            if seq <= self.last_config_change:
-                continue
-            got = await host.zk.get_or_none(f"{zkdata.CONFIG_CHANGES_PATH}/{name}")
+        fresh = [(seq, name) for seq, name in numbered if seq > self.last_config_change]
+        found = await host.zk.get_many([f"{zkdata.CONFIG_CHANGES_PATH}/{name}" for _, name in fresh])
+        for (seq, name), got in zip(fresh, found, strict=True):
             self.last_config_change = seq
             if got is None:
                 continue
@@ -130,9 +128,8 @@ class Notifications:
         """Delete notifications older than CHANGE_EXPIRATION_MS (every reader has seen them by then)."""
         zk = self._host.zk
         now_ms = time.time() * 1000
-        for name in names:
-            path = f"{zkdata.CONFIG_CHANGES_PATH}/{name}"
-            stat = await zk.exists(path)
-            if stat is not None and now_ms - stat.ctime_ms > CHANGE_EXPIRATION_MS:
+        paths = [f"{zkdata.CONFIG_CHANGES_PATH}/{name}" for name in names]
+        for path, got in zip(paths, await zk.get_many(paths), strict=True):
+            if got is not None and now_ms - got[1].ctime_ms > CHANGE_EXPIRATION_MS:
                 with contextlib.suppress(NoNodeError):
                     await zk.delete(path)

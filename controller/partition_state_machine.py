@@ -36,7 +36,7 @@ from controller.election import (
     offline_partition_election,
 )
 from controller.topic_config import read_topic_config, unclean_leader_election_enabled
-from controller.zk import BadVersionError, NodeExistsError, NoNodeError
+from controller.zk import BadVersionError, NodeExistsError, NoNodeError, RolledBackError
 from controller.zkdata import LeaderIsrAndControllerEpoch
 
 if TYPE_CHECKING:
@@ -44,7 +44,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("controller")
 
-STATE_UPDATE_ATTEMPTS = 10  # rounds of re-reading a partition state after version conflicts before giving up
+STATE_UPDATE_ATTEMPTS = 10  # version conflicts of a partition's state write before the controller gives up on it
 
 
 class PartitionState(enum.Enum):
@@ -156,15 +156,16 @@ class PartitionStateMachine:
         self, partitions: Iterable[TopicPartitionKey], decide: Decide
     ) -> list[TopicPartitionKey]:
         """Change partition states as `decide` says, each on the state just read from ZooKeeper and written
-        conditionally on its version in a fenced transaction (Kafka's updateLeaderAndIsr). A version conflict
-        (the leader changed the ISR meanwhile) re-reads the state and decides again. Logs every change to the
+        conditionally on its version, many partitions a fenced transaction (Kafka's updateLeaderAndIsr). A version
+        conflict (the leader changed the ISR meanwhile) re-reads the state and decides again, up to
+        STATE_UPDATE_ATTEMPTS conflicts a partition, its next writes in transactions of their own; the partitions
+        of its transaction, rolled back with it, are read and decided again too. Logs every change to the
         state-change log; returns the partitions changed (their new states are in the context)."""
         host = self._host
         pending = list(dict.fromkeys(partitions))
+        conflicts: dict[TopicPartitionKey, int] = {}
         changed: list[TopicPartitionKey] = []
-        for _ in range(STATE_UPDATE_ATTEMPTS):
-            if not pending:
-                break
+        while pending:
             current = await self.read_partition_states(pending)
             proposals: list[tuple[TopicPartitionKey, LeaderIsrAndControllerEpoch, PartitionChange]] = []
             for tp in pending:
@@ -181,14 +182,24 @@ class PartitionStateMachine:
                 if change is not None:
                     proposals.append((tp, state, change))
             results = await host.store.write_partition_states(
-                [(tp, state, change.state) for tp, state, change in proposals]
+                [(tp, state, change.state) for tp, state, change in proposals], contended=conflicts.keys()
             )
             pending = []
             for (tp, state, change), result in zip(proposals, results, strict=True):
-                if isinstance(result, BadVersionError):
-                    log.info("Controller %d: the state of %s-%d changed meanwhile; deciding again",
-                             host.broker_id, *tp)
+                if isinstance(result, RolledBackError):
+                    # Not written because another partition of its transaction conflicted: read and decided again,
+                    # not counted against it.
                     pending.append(tp)
+                    continue
+                if isinstance(result, BadVersionError):
+                    conflicts[tp] = conflicts.get(tp, 0) + 1
+                    if conflicts[tp] < STATE_UPDATE_ATTEMPTS:
+                        log.info("Controller %d: the state of %s-%d changed meanwhile; deciding again",
+                                 host.broker_id, *tp)
+                        pending.append(tp)
+                    else:
+                        log.error("Controller %d gave up changing the state of %s-%d after %d version conflicts",
+                                  host.broker_id, *tp, STATE_UPDATE_ATTEMPTS)
                     continue
                 if isinstance(result, BaseException):
                     raise result
@@ -201,9 +212,6 @@ class PartitionStateMachine:
                 self.log_state_change(*tp, result, change.reason, previous_leader=state.leader,
                                       previous_leader_epoch=state.leader_epoch, previous_isr=list(state.isr),
                                       unclean=unclean)
-        if pending:
-            log.error("Controller %d gave up changing the states of %s after %d version conflicts",
-                      host.broker_id, pending, STATE_UPDATE_ATTEMPTS)
         return changed
 
     def recovery_decider(self, cause: str, gone: Collection[int] | None = None) -> Decide:

@@ -195,10 +195,8 @@ class TopicCreation:
         without a topic id (written before topics had one, or by another tool) gets one, as in Kafka 2.8+."""
         host = self._host
         context = host.context
-        for topic in topics:
-            znode = await host.store.read_assignment(topic)
-            if znode is None:
-                continue
+        znodes = await host.store.read_assignments(topics)
+        for topic, znode in znodes.items():
             if znode.topic_id is None:
                 znode = replace(znode, topic_id=zkdata.new_topic_id())
                 await host.store.write_topic(topic, znode)
@@ -206,10 +204,9 @@ class TopicCreation:
             context.assignments[topic] = znode.partitions
             context.topic_ids[topic] = znode.topic_id
             host.reassignments.load(topic, znode)
-            partitions = [(topic, p) for p in znode.partitions]
-            states = await host.store.read_partition_states(partitions)
-            context.states.update(states)
-            host.replica_states.initialize(states)
+        states = await host.store.read_partition_states(context.partitions(list(znodes)))
+        context.states.update(states)
+        host.replica_states.initialize(states)
 
     async def process_topic_change(self) -> None:
         host = self._host

@@ -24,11 +24,13 @@ from kazoo.client import KazooClient, KazooState
 from kazoo.handlers import utils as kazoo_utils
 from kazoo.handlers.threading import KazooTimeoutError, SequentialThreadingHandler
 from kazoo.interfaces import IAsyncResult
+from kazoo.protocol.paths import _prefix_root
 from kazoo.protocol.states import ZnodeStat as KazooStat
 from kazoo.recipe.watchers import ChildrenWatch, DataWatch
 
 from broker.listeners import EndPoint
 from controller import zkdata
+from controller.zk_multiread import MultiRead, ReadOp, get_children, get_data
 from controller.zk_ops import (
     MATCH_ANY_VERSION,
     MAX_REQUEST_BYTES,
@@ -37,9 +39,12 @@ from controller.zk_ops import (
     DeleteOp,
     Op,
     SetOp,
+    children_answer_bytes,
+    data_answer_bytes,
     multi_bytes,
     op_bytes,
     pack,
+    pack_reads,
 )
 
 log = logging.getLogger("controller.zk")
@@ -281,6 +286,44 @@ class ZkClient:
         except NoNodeError:
             return None
 
+    async def get_many(self, paths: Sequence[str], data_bytes: int = 1024) -> list[tuple[bytes, ZnodeStat] | None]:
+        """Per path, the znode's data and stat, or None if it does not exist (as get_or_none): read with ZooKeeper's
+        multiRead (3.6+), as many znodes a request as keep the request and its answer under the request budget at
+        about `data_bytes` of data a znode, the requests pipelined. Not atomic: each request reads the znodes as
+        they are when ZooKeeper processes it (after every request this session sent before)."""
+        client = self._require()
+        found = await self._multi_read(paths, [get_data(_prefix_root(client.chroot, p)) for p in paths],
+                                       data_answer_bytes(data_bytes), "get")
+        return [None if got is None else (got[0], ZnodeStat._from_kazoo(got[1])) for got in found]
+
+    async def get_children_many(self, paths: Sequence[str], names_bytes: int = 1024) -> list[list[str] | None]:
+        """Per path, the znode's children (sorted), or None if it does not exist: as get_many, with about
+        `names_bytes` of children's names (and their length prefixes) a znode."""
+        client = self._require()
+        found = await self._multi_read(paths, [get_children(_prefix_root(client.chroot, p)) for p in paths],
+                                       children_answer_bytes(names_bytes), "get children of")
+        return [None if children is None else sorted(children) for children in found]
+
+    async def _multi_read(self, paths: Sequence[str], ops: list[ReadOp], answer_bytes: int, what: str) -> list[Any]:
+        """Send `ops` (reads of `paths`) in multiRead requests packed by pack_reads, all at once, then wait for all:
+        per op its answer, None for a znode that does not exist; any other error is raised."""
+        runs = pack_reads(paths, answer_bytes, self.max_request_bytes, self.chroot)
+        pending = [self._await(self._send(MultiRead(tuple(ops[run.start:run.stop]))), f"{what} {len(run)} znodes")
+                   for run in runs]
+        answers = await asyncio.gather(*pending, return_exceptions=True)
+        results: list[Any] = []
+        for run, answer in zip(runs, answers, strict=True):
+            if isinstance(answer, BaseException):
+                raise answer
+            for path, result in zip((paths[index] for index in run), answer, strict=True):
+                if isinstance(result, kz.NoNodeError):
+                    results.append(None)
+                elif isinstance(result, Exception):
+                    raise _translate(result, f"{what} {path}")
+                else:
+                    results.append(result)
+        return results
+
     async def set(self, path: str, data: bytes, version: int = MATCH_ANY_VERSION) -> ZnodeStat:
         self._check_size(multi_bytes([SetOp(path, data)], self.chroot), f"set {path}")
         stat = await self._await(self._require().set_async(path, data, version), f"set {path}")
@@ -357,6 +400,13 @@ class ZkClient:
                 case DeleteOp(path, version):
                     transaction.delete(path, version)
         return transaction.commit_async()
+
+    def _send(self, request: MultiRead) -> IAsyncResult:
+        """Send a request kazoo has no call for now (before any await, so requests leave in call order)."""
+        client = self._require()
+        result = client.handler.async_result()
+        client._call(request, result)
+        return result
 
     def _check_size(self, size: int, what: str) -> None:
         if size > self.max_request_bytes:

@@ -97,6 +97,39 @@ def multi_bytes(ops: Sequence[Op], chroot: str = "") -> int:
     return REQUEST_HEADER_BYTES + sum(op_bytes(op, chroot) for op in ops) + MULTI_HEADER_BYTES
 
 
+# A multiRead (many reads in one request, each answered on its own) is under the budget both ways: the request of
+# its operations, and its answer, whose size depends on data the caller can only estimate.
+#: A znode's Stat (org.apache.zookeeper.data.Stat) as ZooKeeper sends it.
+STAT_BYTES = 3 * 8 + 8 + 3 * _INT + 8 + 2 * _INT + 8
+#: The answer's frame length and ReplyHeader (xid, zxid, err).
+REPLY_HEADER_BYTES = _INT + _INT + 8 + _INT
+
+
+def read_op_bytes(path: str, chroot: str = "") -> int:
+    """The bytes a getData or getChildren takes in a multiRead request (MultiHeader, path, watch flag)."""
+    return MULTI_HEADER_BYTES + _string(chroot + path) + 1
+
+
+def data_answer_bytes(data_bytes: int) -> int:
+    """The bytes a getData of a znode holding `data_bytes` takes in the answer (an error takes less)."""
+    return MULTI_HEADER_BYTES + _INT + data_bytes + STAT_BYTES
+
+
+def children_answer_bytes(names_bytes: int) -> int:
+    """The bytes a getChildren takes in the answer, its children's names taking `names_bytes` (each name's length
+    prefix included)."""
+    return MULTI_HEADER_BYTES + _INT + names_bytes
+
+
+def pack_reads(paths: Sequence[str], answer_bytes: int, budget: int, chroot: str = "") -> list[range]:
+    """Consecutive runs of read operations on `paths`, in order, such that a multiRead of each run and its answer
+    (at `answer_bytes` an operation) both stay under `budget`. A read whose estimate is over the budget on its own
+    goes alone (it is one znode, which ZooKeeper keeps under its limit)."""
+    fixed = REQUEST_HEADER_BYTES + REPLY_HEADER_BYTES + 2 * MULTI_HEADER_BYTES
+    room = budget - fixed
+    return pack([min(read_op_bytes(path, chroot) + answer_bytes, room) for path in paths], room)
+
+
 def pack(sizes: Sequence[int], budget: int) -> list[range]:
     """Consecutive runs of items (of these sizes) whose sizes add up to at most `budget` each, in order, as few
     as greedy packing gives. Raises ValueError for an item larger than the budget on its own."""

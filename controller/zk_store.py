@@ -20,7 +20,7 @@ import asyncio
 import contextlib
 import copy
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Protocol
 
@@ -44,6 +44,12 @@ from controller.zk import (
 from controller.zkdata import BrokerInfo, LeaderIsrAndControllerEpoch, PendingDeletion, TopicAssignment
 
 log = logging.getLogger("controller")
+
+# What a znode holds, about, at most, for packing bulk reads (ZkClient.get_many): a partition's state (its ISR a
+# few broker ids); a topic's assignment or a broker's pending deletions (a few thousand partitions; a larger one
+# only makes one answer larger than estimated, still under jute.maxbuffer).
+PARTITION_STATE_BYTES = 256
+LARGE_ZNODE_BYTES = 64 * 1024
 
 
 class StoreHost(Protocol):
@@ -143,7 +149,9 @@ class ControllerZkStore:
             size = len(groups[index])
             if not isinstance(answer, ZkError):
                 outcomes.append(answer[start:start + size])
-            elif answer.op_index is not None and start <= answer.op_index < start + size:
+            elif answer.op_index is None:  # the transaction as a whole failed (no session): so did every group
+                outcomes.append(answer)
+            elif start <= answer.op_index < start + size:
                 error = copy.copy(answer)
                 error.op_index = answer.op_index - start
                 outcomes.append(error)
@@ -153,24 +161,38 @@ class ControllerZkStore:
         return outcomes
 
     async def write_partition_states(
-        self, changes: list[tuple[TopicPartitionKey, LeaderIsrAndControllerEpoch, LeaderAndIsr]]
-    ) -> list[LeaderIsrAndControllerEpoch | BaseException]:
+        self, changes: list[tuple[TopicPartitionKey, LeaderIsrAndControllerEpoch, LeaderAndIsr]],
+        contended: Collection[TopicPartitionKey] = (),
+    ) -> list[LeaderIsrAndControllerEpoch | ZkError]:
         """Write partitions' new leader, leader epoch and ISR, each if its state znode is still at the version it
-        was read at; per change, the state written (with its new znode version) or the error (BadVersionError if
-        the znode moved on). The writes are pipelined, each its own fenced transaction."""
-        return await asyncio.gather(*(self._write_partition_state(*change) for change in changes),
-                                    return_exceptions=True)
+        was read at; per change, the state written (with its new znode version) or the error: BadVersionError if
+        the znode moved on, RolledBackError if another partition's write in the same transaction failed (this one
+        was not written and is still to do).
 
-    async def _write_partition_state(
-        self, tp: TopicPartitionKey, read: LeaderIsrAndControllerEpoch, new: LeaderAndIsr
-    ) -> LeaderIsrAndControllerEpoch:
-        state = LeaderIsrAndControllerEpoch(
-            leader=new.leader, leader_epoch=new.leader_epoch, isr=tuple(new.isr),
-            controller_epoch=self._host.context.epoch,
-        )
-        path = zkdata.partition_state_path(*tp)
-        (stat,) = await self.fenced_multi([SetOp(path, zkdata.encode_partition_state(state), read.zk_version)])
-        return replace(state, zk_version=stat_version(stat))
+        Many partitions a fenced transaction, under the request budget, pipelined (`fenced_transactions`): each
+        write is still conditional on its own version and fenced by the controller epoch, as with a transaction a
+        partition; a transaction applies all of its writes or none. The `contended` partitions (whose writes
+        conflicted before) go each in a transaction of its own: one whose state keeps changing rolls back nobody
+        else's write."""
+        if not changes:
+            return []
+        epoch = self._host.context.epoch
+        states = [LeaderIsrAndControllerEpoch(leader=new.leader, leader_epoch=new.leader_epoch, isr=tuple(new.isr),
+                                              controller_epoch=epoch) for _tp, _read, new in changes]
+        groups = [[SetOp(zkdata.partition_state_path(*tp), zkdata.encode_partition_state(state), read.zk_version)]
+                  for (tp, read, _new), state in zip(changes, states, strict=True)]
+        apart = [index for index, (tp, _read, _new) in enumerate(changes) if tp in contended]
+        together = [index for index, (tp, _read, _new) in enumerate(changes) if tp not in contended]
+        answers = await asyncio.gather(self.fenced_transactions([groups[index] for index in together]),
+                                       *(self.fenced_transactions([groups[index]]) for index in apart),
+                                       return_exceptions=True)  # every transaction sent is answered before a raise
+        for answer in answers:
+            if isinstance(answer, BaseException):
+                raise answer
+        outcomes = dict(zip(together, answers[0], strict=True))
+        outcomes.update((index, answer[0]) for index, answer in zip(apart, answers[1:], strict=True))
+        return [outcome if isinstance(outcome := outcomes[index], ZkError)
+                else replace(state, zk_version=stat_version(outcome[0])) for index, state in enumerate(states)]
 
     async def create_partition_states(
         self, topic: str, states: Mapping[int, LeaderIsrAndControllerEpoch], existing: set[str] | None,
@@ -207,8 +229,9 @@ class ControllerZkStore:
         groups: list[list[Op]] = [await self._pending_deletion_ops(broker, records)
                                   for broker, records in sorted(pending.items())]
         paths = [f"{zkdata.topic_partitions_path(topic)}/{child}" for child in partitions or ()]
-        for path, children in zip(paths, await asyncio.gather(*map(zk.get_children, paths)), strict=True):
-            groups.append([*(DeleteOp(f"{path}/{child}") for child in children), DeleteOp(path)])
+        for path, children in zip(paths, await zk.get_children_many(paths, names_bytes=64), strict=True):
+            if children is not None:  # gone meanwhile (only this controller deletes them: not expected)
+                groups.append([*(DeleteOp(f"{path}/{child}") for child in children), DeleteOp(path)])
         if partitions is not None:
             groups.append([DeleteOp(zkdata.topic_partitions_path(topic))])
         last: list[Op] = [DeleteOp(zkdata.topic_path(topic))]
@@ -250,8 +273,9 @@ class ControllerZkStore:
     async def read_partition_states(
         self, partitions: list[TopicPartitionKey]
     ) -> dict[TopicPartitionKey, LeaderIsrAndControllerEpoch]:
-        """The state znodes of partitions (those that exist and parse)."""
-        found = await asyncio.gather(*(self.zk.get_or_none(zkdata.partition_state_path(*tp)) for tp in partitions))
+        """The state znodes of partitions (those that exist and parse), read in few requests."""
+        found = await self.zk.get_many([zkdata.partition_state_path(*tp) for tp in partitions],
+                                       data_bytes=PARTITION_STATE_BYTES)
         states: dict[TopicPartitionKey, LeaderIsrAndControllerEpoch] = {}
         for tp, got in zip(partitions, found, strict=True):
             if got is None:
@@ -264,7 +288,7 @@ class ControllerZkStore:
 
     async def read_live_brokers(self) -> dict[int, BrokerInfo]:
         ids = [int(name) for name in await self.zk.get_children(zkdata.BROKER_IDS_PATH) if name.isdigit()]
-        found = await asyncio.gather(*(self.zk.get_or_none(zkdata.broker_path(b)) for b in ids))
+        found = await self.zk.get_many([zkdata.broker_path(b) for b in ids])
         brokers: dict[int, BrokerInfo] = {}
         for broker_id, got in zip(ids, found, strict=True):
             if got is None:
@@ -276,23 +300,27 @@ class ControllerZkStore:
                 log.error("Controller %d ignores broker %d: %s", self._host.broker_id, broker_id, e)
         return brokers
 
-    async def read_assignment(self, topic: str) -> TopicAssignment | None:
-        """The topic's znode, None if the topic does not exist (or its znode does not parse)."""
-        got = await self.zk.get_or_none(zkdata.topic_path(topic))
-        if got is None:
-            return None
-        try:
-            return zkdata.decode_topic_znode(got[0])
-        except zkdata.ZkDataError as e:
-            log.error("Controller %d ignores topic %s: %s", self._host.broker_id, topic, e)
-            return None
+    async def read_assignments(self, topics: Sequence[str]) -> dict[str, TopicAssignment]:
+        """The znodes of topics (those that exist and parse), read in few requests."""
+        found = await self.zk.get_many([zkdata.topic_path(topic) for topic in topics], data_bytes=LARGE_ZNODE_BYTES)
+        assignments: dict[str, TopicAssignment] = {}
+        for topic, got in zip(topics, found, strict=True):
+            if got is None:
+                continue
+            try:
+                assignments[topic] = zkdata.decode_topic_znode(got[0])
+            except zkdata.ZkDataError as e:
+                log.error("Controller %d ignores topic %s: %s", self._host.broker_id, topic, e)
+        return assignments
 
     async def read_pending_deletions(self) -> dict[int, set[PendingDeletion]]:
         """Every broker's pending replica deletions."""
         pending: dict[int, set[PendingDeletion]] = {}
-        for name in await self.zk.get_children(zkdata.PENDING_REPLICA_DELETIONS_PATH):
-            got = await self.zk.get_or_none(f"{zkdata.PENDING_REPLICA_DELETIONS_PATH}/{name}")
-            if got is None or not name.isdigit():
+        names = [name for name in await self.zk.get_children(zkdata.PENDING_REPLICA_DELETIONS_PATH) if name.isdigit()]
+        found = await self.zk.get_many([f"{zkdata.PENDING_REPLICA_DELETIONS_PATH}/{name}" for name in names],
+                                       data_bytes=LARGE_ZNODE_BYTES)
+        for name, got in zip(names, found, strict=True):
+            if got is None:
                 continue
             try:
                 pending[int(name)] = set(zkdata.decode_pending_deletions(got[0]))

@@ -22,6 +22,7 @@ from broker.log.config import LogConfig
 from controller import zkdata
 from controller.channel import ControllerChannelManager
 from controller.controller import KafkaController
+from controller.partition_state_machine import STATE_UPDATE_ATTEMPTS
 from controller.topic_config import alter_topic_config, decode_config_change
 from controller.zk import CreateOp, DeleteOp, SetOp, ZkClient, ZkState, register_broker
 from controller.zk_ops import MAX_REQUEST_BYTES
@@ -464,6 +465,42 @@ async def test_a_concurrent_isr_write_by_the_leader_makes_the_controller_decide_
         assert (state.leader, state.leader_epoch, state.isr, state.zk_version) == (1, 1, (1,), 2)
         assert cluster.leader_and_isr(1, "t", 0) == cluster.leader_and_isr(2, "t", 0) == [(1, 1, [1], 1)]
         assert any("changed meanwhile; deciding again" in r.getMessage() for r in caplog.records)
+        assert active.controller.is_active
+
+
+async def test_a_partition_whose_state_keeps_changing_does_not_hold_back_the_others_of_its_transaction(
+    zk_session: ZkSessionFactory, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+):
+    async with Cluster(zk_session) as cluster:
+        await cluster.start(1, 2, 3)
+        active = await cluster.active_controller()
+        await create(active, assigned("t", {p: [1, 2, 3] for p in range(6)}))
+        # t-2's leader rewrites its state after every read of the controller: each write of t-2 conflicts, and the
+        # others, written in the same transaction, are rolled back with it; they are written all the same, and
+        # only t-2's own conflicts count towards giving up on it.
+        read = active.controller.partition_states.read_partition_states
+        reads: list[list[tuple[str, int]]] = []
+
+        async def racing_read(partitions: list[tuple[str, int]]) -> dict[tuple[str, int], Any]:
+            states = await read(partitions)
+            reads.append(partitions)
+            if ("t", 2) in partitions:
+                await cluster.leader_changes_isr("t", 2, [1, 2, 3], notify=False)
+            return states
+
+        monkeypatch.setattr(active.controller.partition_states, "read_partition_states", racing_read)
+        await cluster.stop(3)
+        await until(lambda: any("gave up" in r.getMessage() for r in caplog.records), "the controller to give up")
+        # The first conflict rolled back every partition's write; from then on t-2 was written on its own.
+        assert reads[1] == [("t", p) for p in range(6)]
+        assert reads[2:] == [[("t", 2)]] * (STATE_UPDATE_ATTEMPTS - 2)
+        for partition in (0, 1, 3, 4, 5):
+            state = await cluster.state("t", partition)
+            assert (state.leader, state.leader_epoch, state.isr, state.zk_version) == (1, 1, (1, 2), 1)
+        assert (await cluster.state("t", 2)).isr == (1, 2, 3)
+        assert [r.getMessage() for r in caplog.records if "gave up" in r.getMessage()] == [
+            f"Controller {active.controller.broker_id} gave up changing the state of t-2 after {STATE_UPDATE_ATTEMPTS} "
+            "version conflicts"]
         assert active.controller.is_active
 
 

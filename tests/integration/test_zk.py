@@ -26,6 +26,7 @@ from controller.zk import (
     ZnodeStat,
     register_broker,
 )
+from controller.zk_ops import data_answer_bytes, pack_reads
 from controller.zkserver import ZooKeeperError, ZooKeeperServer, four_letter_word
 
 if TYPE_CHECKING:
@@ -148,6 +149,31 @@ async def test_multi_applies_all_or_nothing(zk_session: ZkSessionFactory):
         with pytest.raises(NodeExistsError) as failed:
             await zk.multi([CheckOp("/epoch", 1), CreateOp("/t")])
         assert failed.value.op_index == 1
+
+
+async def test_get_many_reads_data_stats_and_missing_znodes_over_several_requests(
+    zookeeper: ZooKeeperServer, zk_chroot: str
+):
+    zk = ZkClient(zookeeper.connect_string, chroot=zk_chroot, session_timeout_ms=4000, max_request_bytes=8192)
+    await zk.start()
+    try:
+        await zk.create("/p")
+        await zk.multi_pipelined([[CreateOp(f"/p/{i}", b"%d" % i * 20 if i % 7 else b"")] for i in range(600)])
+        paths = [f"/p/{i}" if i % 5 else f"/gone/{i}" for i in range(600)]
+        assert len(pack_reads(paths, data_answer_bytes(256), zk.max_request_bytes, zk.chroot)) > 10
+        found = await zk.get_many(paths, data_bytes=256)
+        singly = [await zk.get_or_none(path) for path in paths]
+        assert found == singly
+        assert found[0] is None and found[7] == (b"", singly[7][1]) and found[1][0] == b"1" * 20
+        await zk.set("/p/1", b"new")
+        assert (await zk.get_many(["/p/1"]))[0][1].version == 1  # sees this session's earlier write
+
+        await zk.create("/p/1/a")
+        await zk.create("/p/1/b")
+        children = await zk.get_children_many(["/p/1", "/p/2", "/gone"] * 200, names_bytes=64)
+        assert children[:3] == [["a", "b"], [], None] and children[3:] == children[:3] * 199
+    finally:
+        await zk.close()
 
 
 async def test_register_broker_returns_the_czxid_and_refuses_a_live_duplicate(zk_session: ZkSessionFactory):

@@ -20,6 +20,7 @@ from broker.api import KafkaApis
 from broker.config import BrokerConfig
 from broker.listeners import EndPoint
 from broker.log.config import LogConfig
+from broker.log.durable_writer import DURABLE_WRITER
 from broker.log.log import wall_clock_ms
 from broker.log.manager import LogManager
 from broker.metadata_cache import MetadataCache
@@ -91,9 +92,10 @@ class BrokerServer:
                                 local_address=self.config.source_address)
 
     async def start(self) -> None:
-        """Recover the logs, serve, register in ZooKeeper and start the controller."""
+        """Recover the logs (and start the durable file writer), serve, register in ZooKeeper and start the
+        controller."""
         config = self.config
-        await asyncio.to_thread(self.log_manager.startup)
+        await asyncio.gather(asyncio.to_thread(self.log_manager.startup), asyncio.to_thread(DURABLE_WRITER.start))
         await self.zk.start(timeout_s=config.zookeeper_connection_timeout_ms / 1000)
         bound = await self.socket_server.start()
         self.endpoints = config.listeners.advertised_endpoints(bound, socket.getfqdn())
@@ -175,6 +177,7 @@ class BrokerServer:
         await self.zk_state.close()
         await self.channel.shutdown()
         await asyncio.to_thread(self.log_manager.shutdown)
+        await asyncio.to_thread(DURABLE_WRITER.close)
         await self.zk.close()
         log.info("broker %d stopped", self.config.broker_id)
 

@@ -77,24 +77,21 @@ def atomic_write_text(path: Path, text: str) -> None:
 DURABLE_WRITE_THREADS = 8
 
 
-def write_in_parallel(items: Sequence[_T], write: Callable[[_T], None],
-                      threads: int = DURABLE_WRITE_THREADS) -> list[tuple[_T, OSError]]:
-    """Call ``write`` (a blocking, durable write) for every item from up to ``threads`` threads, and return once
-    all are done: the items whose write failed, with the error. Many small checkpoint files are written this way
-    several times faster than one after another, each write still durable when this returns."""
-    def attempt(item: _T) -> OSError | None:
+def write_files(files: Sequence[tuple[Path, str]], threads: int = DURABLE_WRITE_THREADS) -> list[OSError | None]:
+    """Durably write each ``(path, text)`` (:func:`atomic_write_text`) from up to ``threads`` threads, and return
+    once all are done: per file, None or the error that failed it. Many small checkpoint files are written this
+    way several times faster than one after another, each still durable when this returns."""
+    def attempt(file: tuple[Path, str]) -> OSError | None:
         try:
-            write(item)
+            atomic_write_text(*file)
         except OSError as e:
             return e
         return None
 
-    if len(items) <= 1 or threads <= 1:
-        outcomes = [attempt(item) for item in items]
-    else:
-        with ThreadPoolExecutor(min(threads, len(items)), thread_name_prefix="durable-write") as pool:
-            outcomes = list(pool.map(attempt, items))
-    return [(item, error) for item, error in zip(items, outcomes, strict=True) if error is not None]
+    if len(files) <= 1 or threads <= 1:
+        return [attempt(file) for file in files]
+    with ThreadPoolExecutor(min(threads, len(files)), thread_name_prefix="durable-write") as pool:
+        return list(pool.map(attempt, files))
 
 
 def _read_text_lines(path: Path) -> list[str] | None:
@@ -123,12 +120,16 @@ class CheckpointFile:
 
     def write_lines(self, lines: Sequence[str]) -> None:
         """Atomically replace the file with ``lines`` as entries (each non-empty, without line breaks)."""
+        text = self.text(lines)
+        with self._write_lock:
+            atomic_write_text(self.path, text)
+
+    def text(self, lines: Sequence[str]) -> str:
+        """The file's content with ``lines`` as entries."""
         for line in lines:
             if not line.strip() or "\n" in line or "\r" in line:
                 raise ValueError(f"checkpoint entry must be a non-empty single line: {line!r}")
-        text = "".join(f"{line}\n" for line in (str(self.version), str(len(lines)), *lines))
-        with self._write_lock:
-            atomic_write_text(self.path, text)
+        return "".join(f"{line}\n" for line in (str(self.version), str(len(lines)), *lines))
 
     def read_lines(self) -> list[str]:
         """The entry lines; a missing or empty file reads as no entries."""
@@ -235,7 +236,11 @@ class LeaderEpochCheckpointFile:
 
     def write(self, entries: Sequence[EpochEntry]) -> None:
         """Atomically replace the file with ``entries`` in the given order."""
-        self._file.write_lines([f"{e.epoch} {e.start_offset}" for e in entries])
+        self._file.write_lines(_epoch_lines(entries))
+
+    def text(self, entries: Sequence[EpochEntry]) -> str:
+        """The file's content with ``entries`` in the given order."""
+        return self._file.text(_epoch_lines(entries))
 
     def read(self) -> list[EpochEntry]:
         """The entries in file order; missing file -> []."""
@@ -243,6 +248,10 @@ class LeaderEpochCheckpointFile:
 
     def exists(self) -> bool:
         return self.path.exists()
+
+
+def _epoch_lines(entries: Sequence[EpochEntry]) -> list[str]:
+    return [f"{e.epoch} {e.start_offset}" for e in entries]
 
 
 def _parse_epoch_entry(line: str) -> EpochEntry:
@@ -299,4 +308,9 @@ def read_partition_metadata(partition_dir: Path) -> str | None:
 
 def write_partition_metadata(partition_dir: Path, topic_id: str) -> None:
     """Atomically write ``partition_dir/partition.metadata`` naming the topic id of the partition's log."""
-    atomic_write_text(Path(partition_dir) / PARTITION_METADATA, f"version: 0\ntopic_id: {topic_id}\n")
+    atomic_write_text(*partition_metadata_file(partition_dir, topic_id))
+
+
+def partition_metadata_file(partition_dir: Path, topic_id: str) -> tuple[Path, str]:
+    """The path and content of ``partition_dir``'s partition.metadata naming ``topic_id``."""
+    return Path(partition_dir) / PARTITION_METADATA, f"version: 0\ntopic_id: {topic_id}\n"

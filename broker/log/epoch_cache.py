@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from bisect import bisect_left, bisect_right
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from operator import attrgetter
+from pathlib import Path
 
 from broker.log.checkpoint import EpochEntry, LeaderEpochCheckpointFile
 
@@ -79,7 +81,7 @@ class LeaderEpochCache:
         Re-assigning the latest epoch at a later offset is a no-op; anything else replaces every
         entry at the end whose epoch or start offset is not below the new one. With ``flush=False`` the
         caller flushes before anything relies on the entry being durable (a broker becoming leader of many
-        partitions writes their checkpoints together, see broker.log.checkpoint.write_in_parallel).
+        partitions writes their checkpoints together, see broker.log.log.flush_epoch_caches).
         """
         entries = self._entries
         if entries and epoch == entries[-1].epoch and start_offset >= entries[-1].start_offset and epoch >= 0:
@@ -173,6 +175,15 @@ class LeaderEpochCache:
             if self._checkpoint is not None:
                 self._checkpoint.write(self._entries)
             self.unflushed = False
+
+    @contextlib.contextmanager
+    def locked_checkpoint(self) -> Iterator[tuple[Path, str] | None]:
+        """The checkpoint's path and the content to write there, with the cache held meanwhile (no change, no
+        other write, no close) until the block ends: for writing many caches' checkpoints together elsewhere. None
+        if the cache writes no file (none, or closed). The caller sets ``unflushed`` by the outcome."""
+        with self._lock:
+            checkpoint = self._checkpoint
+            yield None if checkpoint is None else (checkpoint.path, checkpoint.text(self._entries))
 
     def close(self) -> None:
         """Write nothing more (waiting for a write under way): the log is closed, and its directory may go."""

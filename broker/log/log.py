@@ -8,10 +8,12 @@ allowed; :meth:`flush` may run on another thread while appends continue.
 from __future__ import annotations
 
 import bisect
+import contextlib
 import logging
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import NamedTuple
 
@@ -21,11 +23,12 @@ from broker.log.checkpoint import (
     LeaderEpochCheckpointFile,
     TopicPartition,
     fsync_dir,
+    partition_metadata_file,
     read_partition_metadata,
-    write_in_parallel,
     write_partition_metadata,
 )
 from broker.log.config import LogConfig
+from broker.log.durable_writer import DURABLE_WRITER
 from broker.log.epoch_cache import LeaderEpochCache
 from broker.log.open_files import SEGMENT_FILES, OpenFiles
 from broker.log.producer_state import ProducerStateManager
@@ -482,19 +485,25 @@ class Log:
             self.topic_id = topic_id
 
     def record_topic_id(self, topic_id: str) -> None:
-        """Take the topic id of a new log at once and leave partition.metadata to :meth:`flush_topic_id`, as Kafka
+        """Take the topic id of a new log at once and leave partition.metadata to :func:`flush_topic_ids`, as Kafka
         flushes it from a scheduled task: a thousand new partitions then cost no thousand fsyncs before the broker
         answers LeaderAndIsr. A broker that crashes first finds no partition.metadata and adopts the id the next
         LeaderAndIsr carries, as for a log from before topic ids."""
         self.topic_id = topic_id
         self._topic_id_unwritten = True
 
-    def flush_topic_id(self) -> None:
-        """Write the partition.metadata :meth:`record_topic_id` left unwritten (blocking: a durable write)."""
+    @contextlib.contextmanager
+    def locked_topic_id_file(self) -> Iterator[tuple[Path, str] | None]:
+        """The partition.metadata :meth:`record_topic_id` left unwritten (its path and content), with the log held
+        meanwhile (no close) until the block ends; None if there is none to write. The caller writes it, and
+        calls :meth:`topic_id_written` if that succeeded."""
         with self._topic_id_lock:
-            if self._topic_id_unwritten and self.topic_id is not None:
-                write_partition_metadata(self.dir, self.topic_id)
-                self._topic_id_unwritten = False
+            unwritten = self._topic_id_unwritten and self.topic_id is not None
+            yield partition_metadata_file(self.dir, self.topic_id) if unwritten else None
+
+    def topic_id_written(self) -> None:
+        """The partition.metadata :meth:`locked_topic_id_file` gave is on disk."""
+        self._topic_id_unwritten = False
 
     def __repr__(self) -> str:
         return (f"Log({self.tp}, start={self.log_start_offset}, hw={self.high_watermark}, "
@@ -502,12 +511,40 @@ class Log:
 
 
 def flush_topic_ids(logs: Sequence[Log]) -> None:
-    """:meth:`Log.flush_topic_id` of each log, written together (on a worker thread); a failure is logged (a broker
-    restarted without the file adopts the id the next LeaderAndIsr carries)."""
-    for each, error in write_in_parallel(logs, Log.flush_topic_id):
-        _log.error("%s: cannot write partition.metadata: %s", each.tp, error)
+    """Write the partition.metadata :meth:`Log.record_topic_id` left unwritten, of every log together (blocking:
+    call it from a worker thread); a failure is logged (a broker restarted without the file adopts the id the
+    next LeaderAndIsr carries)."""
+    def settle(each: Log, error: OSError | None) -> None:
+        if error is None:
+            each.topic_id_written()
+        else:
+            _log.error("%s: cannot write partition.metadata: %s", each.tp, error)
+
+    _write_together(logs, Log.locked_topic_id_file, settle)
 
 
 def flush_epoch_caches(logs: Sequence[Log]) -> list[tuple[Log, OSError]]:
-    """Write the leader-epoch checkpoints of ``logs`` together (blocking); the logs whose write failed."""
-    return write_in_parallel(logs, lambda each: each.epoch_cache.flush())
+    """Write the leader-epoch checkpoints of ``logs`` together (blocking: call it from a worker thread); the logs
+    whose write failed (their caches stay unflushed)."""
+    failed = []
+
+    def settle(each: Log, error: OSError | None) -> None:
+        each.epoch_cache.unflushed = error is not None
+        if error is not None:
+            failed.append((each, error))
+
+    _write_together(logs, lambda each: each.epoch_cache.locked_checkpoint(), settle)
+    return failed
+
+
+def _write_together(logs: Sequence[Log], locked_file: Callable[[Log], AbstractContextManager[tuple[Path, str] | None]],
+                    settle: Callable[[Log, OSError | None], None]) -> None:
+    """Hold every log's file (`locked_file`, in directory order, so two batches never wait on each other), write
+    the files in one batch (DURABLE_WRITER), and `settle` each log with its outcome while the files are held."""
+    with contextlib.ExitStack() as held:
+        files = [(each, held.enter_context(locked_file(each))) for each in sorted(logs, key=lambda each: each.dir)]
+        wanted = [(each, file) for each, file in files if file is not None]
+        errors = DURABLE_WRITER.write([file for _each, file in wanted])
+        outcomes = {id(each): error for (each, _file), error in zip(wanted, errors, strict=True)}
+        for each, _file in files:
+            settle(each, outcomes.get(id(each)))

@@ -22,7 +22,7 @@ from broker.log.checkpoint import (
     TopicPartition,
     atomic_write_text,
     read_meta_properties,
-    write_in_parallel,
+    write_files,
     write_meta_properties,
 )
 
@@ -32,31 +32,19 @@ def error_at(path: Path, line: int, problem: str) -> str:
     return f"^{re.escape(str(path))}: line {line}: .*{re.escape(problem)}"
 
 
-# ---------------------------------------------------------------- write_in_parallel
+# ---------------------------------------------------------------- write_files
 
 
 @pytest.mark.parametrize("threads", [1, 4])
-def test_writes_in_parallel_are_all_done_on_return_and_failures_are_named(tmp_path: Path, threads: int) -> None:
+def test_files_written_together_are_all_done_on_return_and_failures_are_named(tmp_path: Path, threads: int) -> None:
     names = [f"p-{i}" for i in range(20)]
     for name in names[:-2]:
         (tmp_path / name).mkdir()
-
-    def write(name: str) -> None:
-        atomic_write_text(tmp_path / name / LEADER_EPOCH_CHECKPOINT, f"{name}\n")
-
-    failed = write_in_parallel(names, write, threads=threads)
-    assert [name for name, _error in failed] == names[-2:]  # their directories do not exist
-    assert all(isinstance(error, FileNotFoundError) for _name, error in failed)
+    outcomes = write_files([(tmp_path / name / LEADER_EPOCH_CHECKPOINT, f"{name}\n") for name in names], threads)
+    assert outcomes[:-2] == [None] * 18
+    assert all(isinstance(error, FileNotFoundError) for error in outcomes[-2:])  # their directories do not exist
     assert [(tmp_path / name / LEADER_EPOCH_CHECKPOINT).read_text() for name in names[:-2]] == [
         f"{name}\n" for name in names[:-2]]
-
-
-def test_an_error_other_than_an_os_error_is_raised() -> None:
-    def write(item: int) -> None:
-        raise ValueError(item)
-
-    with pytest.raises(ValueError):
-        write_in_parallel([1, 2, 3], write)
 
 
 # ---------------------------------------------------------------- atomic_write_text

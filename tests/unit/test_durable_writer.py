@@ -1,0 +1,75 @@
+"""Batches of small files written durably, large ones by a child process."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from broker.log.checkpoint import LEADER_EPOCH_CHECKPOINT, EpochEntry, LeaderEpochCheckpointFile
+from broker.log.durable_writer import CHILD_PROCESS_FROM_FILES, DurableFileWriter, DurableFileWriterError
+from broker.log.log import flush_epoch_caches
+from tests.unit.logutil import open_log
+
+
+@pytest.fixture
+def writer():
+    writer = DurableFileWriter()
+    yield writer
+    writer.close()
+
+
+@pytest.mark.parametrize("count", [3, CHILD_PROCESS_FROM_FILES + 36])
+def test_a_batch_is_written_and_each_failure_named_with_its_error(tmp_path: Path, writer: DurableFileWriter,
+                                                                   count: int) -> None:
+    names = [f"p-{i}" for i in range(count)]
+    for name in names[1:]:
+        (tmp_path / name).mkdir()
+    outcomes = writer.write([(tmp_path / name / "file", f"{name}\n") for name in names])
+    assert isinstance(outcomes[0], FileNotFoundError) and outcomes[0].filename  # its directory does not exist
+    assert outcomes[1:] == [None] * (count - 1)
+    assert [(tmp_path / name / "file").read_text() for name in names[1:]] == [f"{name}\n" for name in names[1:]]
+
+
+def test_the_epoch_checkpoints_of_many_logs_are_written_together_and_a_closed_log_writes_none(tmp_path: Path) -> None:
+    logs = [open_log(tmp_path / f"p{i}") for i in range(CHILD_PROCESS_FROM_FILES * 2)]
+    assert all(each.assign_epoch_start_offset(3, flush=False) for each in logs)
+    logs[0].close()
+    assert flush_epoch_caches(logs) == []
+    assert not (logs[0].dir / LEADER_EPOCH_CHECKPOINT).exists()
+    assert [LeaderEpochCheckpointFile(each.dir / LEADER_EPOCH_CHECKPOINT).read() for each in logs[1:]] == [
+        [EpochEntry(3, 0)]] * (len(logs) - 1)
+    assert not any(each.epoch_cache.unflushed for each in logs)
+    for each in logs[1:]:
+        each.close()
+
+
+def test_a_child_that_died_is_reported_and_replaced(tmp_path: Path, writer: DurableFileWriter) -> None:
+    files = [(tmp_path / f"f{i}", "x\n") for i in range(CHILD_PROCESS_FROM_FILES)]
+    writer.start()
+    writer._child.kill()
+    with pytest.raises(DurableFileWriterError):
+        writer.write(files)
+    assert writer.write(files) == [None] * len(files)
+
+
+def test_the_child_ends_when_the_broker_process_dies(tmp_path: Path) -> None:
+    program = ("import os, sys; from broker.log.durable_writer import DurableFileWriter; w = DurableFileWriter(); "
+               "w.start(); print(w._child.pid, flush=True); os._exit(9)")
+    parent = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, check=False,
+                            cwd=Path(__file__).parents[2])
+    child = int(parent.stdout)
+    deadline = time.monotonic() + 10
+    while Path(f"/proc/{child}").exists() and b"Z" not in _state(child) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not Path(f"/proc/{child}").exists() or b"Z" in _state(child)
+
+
+def _state(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/stat").read_bytes().rsplit(b")", 1)[1].split()[0]
+    except OSError:
+        return b"Z"

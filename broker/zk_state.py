@@ -155,14 +155,16 @@ class BrokerZkState:
             return
 
     async def _check_refused(self, suspects: Sequence[_IsrWrite], group: list[_IsrWrite]) -> list[_IsrWrite]:
-        """Read the state znodes of the suspects and settle those no longer at their cached version; the writes
-        of `group` left to retry."""
-        paths = [write.op.path for write in suspects]
-        reads = await asyncio.gather(*map(self.zk.get, paths), return_exceptions=True)
+        """Read the state znodes of the suspects (in few requests) and settle those no longer at their cached
+        version; the writes of `group` left to retry."""
+        try:
+            reads = await self.zk.get_many([write.op.path for write in suspects])
+        except ZkError as e:
+            reads = [e] * len(suspects)
         settled: set[int] = set()
         for write, read in zip(suspects, reads, strict=True):
-            if isinstance(read, BaseException):
-                write.settle(error=read)
+            if read is None or isinstance(read, ZkError):
+                write.settle(error=read if read is not None else NoNodeError(f"get {write.op.path}: NoNodeError"))
                 settled.add(id(write))
                 continue
             data, stat = read

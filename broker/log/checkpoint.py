@@ -17,7 +17,6 @@ import os
 import re
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple, TypeVar
@@ -71,27 +70,6 @@ def atomic_write_text(path: Path, text: str) -> None:
         tmp.unlink(missing_ok=True)
         raise
     fsync_dir(path.parent)
-
-
-#: Threads that write files durably together: fsyncs issued at once share the file system's journal commits.
-DURABLE_WRITE_THREADS = 8
-
-
-def write_files(files: Sequence[tuple[Path, str]], threads: int = DURABLE_WRITE_THREADS) -> list[OSError | None]:
-    """Durably write each ``(path, text)`` (:func:`atomic_write_text`) from up to ``threads`` threads, and return
-    once all are done: per file, None or the error that failed it. Many small checkpoint files are written this
-    way several times faster than one after another, each still durable when this returns."""
-    def attempt(file: tuple[Path, str]) -> OSError | None:
-        try:
-            atomic_write_text(*file)
-        except OSError as e:
-            return e
-        return None
-
-    if len(files) <= 1 or threads <= 1:
-        return [attempt(file) for file in files]
-    with ThreadPoolExecutor(min(threads, len(files)), thread_name_prefix="durable-write") as pool:
-        return list(pool.map(attempt, files))
 
 
 def _read_text_lines(path: Path) -> list[str] | None:

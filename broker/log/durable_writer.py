@@ -20,15 +20,37 @@ import subprocess
 import sys
 import threading
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import IO, Any
 
-from broker.log.checkpoint import DURABLE_WRITE_THREADS, write_files
+from broker.log.checkpoint import atomic_write_text
 
 #: Batches of fewer files are written in this process: a round trip to the child costs more than they do.
 CHILD_PROCESS_FROM_FILES = 64
 
 _LENGTH = struct.Struct(">I")
+
+
+#: Threads that write files durably together: fsyncs issued at once share the file system's journal commits.
+DURABLE_WRITE_THREADS = 8
+
+
+def write_files(files: Sequence[tuple[Path, str]], threads: int = DURABLE_WRITE_THREADS) -> list[OSError | None]:
+    """Durably write each ``(path, text)`` (:func:`atomic_write_text`) from up to ``threads`` threads, and return
+    once all are done: per file, None or the error that failed it. Many small checkpoint files are written this
+    way several times faster than one after another, each still durable when this returns."""
+    def attempt(file: tuple[Path, str]) -> OSError | None:
+        try:
+            atomic_write_text(*file)
+        except OSError as e:
+            return e
+        return None
+
+    if len(files) <= 1 or threads <= 1:
+        return [attempt(file) for file in files]
+    with ThreadPoolExecutor(min(threads, len(files)), thread_name_prefix="durable-write") as pool:
+        return list(pool.map(attempt, files))
 
 
 class DurableFileWriterError(RuntimeError):
@@ -49,7 +71,7 @@ class DurableFileWriter:
             self._running()
 
     def write(self, files: Sequence[tuple[Path, str]]) -> list[OSError | None]:
-        """Write every file as :func:`broker.log.checkpoint.write_files` does (blocking: call it from a worker
+        """Write every file as :func:`write_files` does (blocking: call it from a worker
         thread); per file, None or the error that failed it."""
         if len(files) < CHILD_PROCESS_FROM_FILES:
             return write_files(files, self._threads)

@@ -539,7 +539,7 @@ def flush_epoch_caches(logs: Sequence[Log]) -> list[tuple[Log, OSError]]:
 
 def _write_together(logs: Sequence[Log], locked_file: Callable[[Log], AbstractContextManager[tuple[Path, str] | None]],
                     settle: Callable[[Log, OSError | None], None]) -> None:
-    """Hold every log's file (`locked_file`, in directory order, so two batches never wait on each other), write
+    """Hold every log's file (`locked_file`, taken in directory order so that two batches cannot deadlock), write
     the files in one batch (DURABLE_WRITER), and `settle` each log with its outcome while the files are held."""
     with contextlib.ExitStack() as held:
         files = [(each, held.enter_context(locked_file(each))) for each in sorted(logs, key=lambda each: each.dir)]

@@ -22,7 +22,6 @@ from broker.log.checkpoint import (
     TopicPartition,
     atomic_write_text,
     read_meta_properties,
-    write_files,
     write_meta_properties,
 )
 
@@ -30,21 +29,6 @@ from broker.log.checkpoint import (
 def error_at(path: Path, line: int, problem: str) -> str:
     """A regex for a CheckpointError message about ``path`` at ``line`` that mentions ``problem``."""
     return f"^{re.escape(str(path))}: line {line}: .*{re.escape(problem)}"
-
-
-# ---------------------------------------------------------------- write_files
-
-
-@pytest.mark.parametrize("threads", [1, 4])
-def test_files_written_together_are_all_done_on_return_and_failures_are_named(tmp_path: Path, threads: int) -> None:
-    names = [f"p-{i}" for i in range(20)]
-    for name in names[:-2]:
-        (tmp_path / name).mkdir()
-    outcomes = write_files([(tmp_path / name / LEADER_EPOCH_CHECKPOINT, f"{name}\n") for name in names], threads)
-    assert outcomes[:-2] == [None] * 18
-    assert all(isinstance(error, FileNotFoundError) for error in outcomes[-2:])  # their directories do not exist
-    assert [(tmp_path / name / LEADER_EPOCH_CHECKPOINT).read_text() for name in names[:-2]] == [
-        f"{name}\n" for name in names[:-2]]
 
 
 # ---------------------------------------------------------------- atomic_write_text

@@ -10,9 +10,26 @@ from pathlib import Path
 import pytest
 
 from broker.log.checkpoint import LEADER_EPOCH_CHECKPOINT, EpochEntry, LeaderEpochCheckpointFile
-from broker.log.durable_writer import CHILD_PROCESS_FROM_FILES, DurableFileWriter, DurableFileWriterError
+from broker.log.durable_writer import (
+    CHILD_PROCESS_FROM_FILES,
+    DurableFileWriter,
+    DurableFileWriterError,
+    write_files,
+)
 from broker.log.log import flush_epoch_caches
 from tests.unit.logutil import open_log
+
+
+@pytest.mark.parametrize("threads", [1, 4])
+def test_files_written_together_are_all_done_on_return_and_failures_are_named(tmp_path: Path, threads: int) -> None:
+    names = [f"p-{i}" for i in range(20)]
+    for name in names[:-2]:
+        (tmp_path / name).mkdir()
+    outcomes = write_files([(tmp_path / name / LEADER_EPOCH_CHECKPOINT, f"{name}\n") for name in names], threads)
+    assert outcomes[:-2] == [None] * 18
+    assert all(isinstance(error, FileNotFoundError) for error in outcomes[-2:])  # their directories do not exist
+    assert [(tmp_path / name / LEADER_EPOCH_CHECKPOINT).read_text() for name in names[:-2]] == [
+        f"{name}\n" for name in names[:-2]]
 
 
 @pytest.fixture

@@ -170,6 +170,7 @@ class BrokerServer:
         log.info("broker %d shutting down%s", self.config.broker_id, "" if controlled else " (not controlled)")
         if controlled and self.config.controlled_shutdown_enable:
             await self.controlled_shutdown()
+        self.zk.stop_waiting_for_connection()  # what is left to write is not worth zookeeper.connection.timeout.ms
         await self.controller.shutdown()
         await self.fetchers.shutdown()
         await self.socket_server.stop()

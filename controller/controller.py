@@ -24,6 +24,7 @@ term (reading everything again); LOST / NEW_SESSION resigns and stands for elect
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -118,6 +119,7 @@ class KafkaController:
         self._suspended_term: tuple[int, int] | None = None  # (epoch, epoch znode version) while suspended
         self._controller_watch: Watch | None = None
         self._active_watches: list[Watch] = []
+        self._answering: set[asyncio.Future[Any]] = set()  # requests waiting for their event's answer
 
     @property
     def is_active(self) -> bool:
@@ -185,11 +187,15 @@ class KafkaController:
         broker is not the controller, or stops being it before the event is done (the client retries elsewhere)."""
         if not self.events.running or not self._active:
             return refuse(f"broker {self.broker_id} is not the controller")
+        answer = self.events.request(name, run)
+        self._answering.add(answer)
         try:
-            return await self.events.request(name, run)
-        except Exception as e:  # fenced, or failed and stepped down
+            return await answer
+        except Exception as e:  # fenced, failed and stepped down, or stopped acting meanwhile
             log.info("Controller %d: %s not done: %s", self.broker_id, name, e)
             return refuse(f"broker {self.broker_id} is no longer the controller")
+        finally:
+            self._answering.discard(answer)
 
     def new_batch(self) -> ControllerBrokerRequestBatch:
         return ControllerBrokerRequestBatch(self.channel, self.context.epoch, self.context.live_brokers,
@@ -243,17 +249,26 @@ class KafkaController:
                 log.warning("Controller %d: ZooKeeper session suspended; stops acting as the controller (epoch %d)",
                             self.broker_id, self.context.epoch)
                 self._suspended_term = (self.context.epoch, self.context.epoch_zk_version)
-                self._active = False
+                self._stop_acting("its ZooKeeper session is suspended")
                 self._enqueue("SessionSuspended", self._resign)
         elif state is ZkState.LOST:  # the session expired: /controller of ours is gone
             self._suspended_term = None
-            self._active = False
+            self._stop_acting("its ZooKeeper session expired")
             self._enqueue("SessionExpired", self._resign)
         elif state is ZkState.NEW_SESSION:  # a new session: stand for election as any other candidate
             self._suspended_term = None
             self._enqueue("Reelect", self._elect)
         else:  # CONNECTED: the same session again; an election may have been missed meanwhile
             self._enqueue("Reconnected", self._process_reconnected)
+
+    def _stop_acting(self, why: str) -> None:
+        """Stop acting at once, before the resignation's turn in the queue: the requests waiting for an event
+        (which may itself wait for ZooKeeper up to zookeeper.connection.timeout.ms) are refused now, so that their
+        senders retry with the next controller instead of timing out."""
+        self._active = False
+        for answer in list(self._answering):
+            if not answer.done():
+                answer.set_exception(ControllerMovedError(f"broker {self.broker_id} stopped acting: {why}"))
 
     def _watch_handlers(self) -> dict[str, tuple[str, Callable[[], Awaitable[Any]]]]:
         """The watches of an active controller: path -> (event name, handler)."""

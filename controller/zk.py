@@ -195,7 +195,8 @@ class ZkClient:
 
     kazoo holds a request made while it reconnects until it has reconnected, which may be never (ZooKeeper gone
     for good). Every request still waiting once the connection has been down for `connection_timeout_ms` (Kafka's
-    zookeeper.connection.timeout.ms, the session timeout unless given) fails with ZkSessionError instead."""
+    zookeeper.connection.timeout.ms, the session timeout unless given) fails with ZkSessionError instead, and after
+    stop_waiting_for_connection() (a broker shutting down) every request fails as soon as the connection is down."""
 
     def __init__(self, connect: str, chroot: str = "/minikafka", session_timeout_ms: int = 18000,
                  source_address: str | None = None, connection_timeout_ms: int | None = None,
@@ -206,6 +207,7 @@ class ZkClient:
         self.connection_timeout_ms = session_timeout_ms if connection_timeout_ms is None else connection_timeout_ms
         self._waiting: set[asyncio.Future[Any]] = set()  # requests not answered yet
         self._disconnected: asyncio.TimerHandle | None = None  # fails the waiting requests when it fires
+        self._waits_for_connection = True
         self.source_address = source_address
         self.max_request_bytes = max_request_bytes
         self._client: KazooClient | None = None
@@ -244,6 +246,15 @@ class ZkClient:
         self._connection_back()
         await asyncio.to_thread(client.stop)
         client.close()
+
+    def stop_waiting_for_connection(self) -> None:
+        """From now on no request waits for a lost connection to come back: those waiting fail now, later ones
+        as soon as the connection is down. For a broker shutting down, whose last writes are not worth waiting
+        zookeeper.connection.timeout.ms for."""
+        self._waits_for_connection = False
+        if self._disconnected is not None:
+            self._disconnected.cancel()
+            self._fail_waiting()
 
     @property
     def session_id(self) -> int | None:
@@ -488,11 +499,12 @@ class ZkClient:
 
         result.rawlink(completed)
         self._waiting.add(future)
+        if not self._waits_for_connection and not self.connected:
+            _settle(future, None, self._no_connection())
         try:
             return await future
-        except _NoConnection:
-            raise ZkSessionError(f"{what}: no connection to ZooKeeper for {self.connection_timeout_ms} ms "
-                                 "(zookeeper.connection.timeout.ms)") from None
+        except _NoConnection as e:
+            raise ZkSessionError(f"{what}: {e}") from None
         except Exception as e:
             raise _translate(e, what) from None
         finally:
@@ -524,7 +536,9 @@ class ZkClient:
         self._post(self._dispatch_state, event)
 
     def _connection_lost(self) -> None:
-        if self._disconnected is None and self._loop is not None:
+        if not self._waits_for_connection:
+            self._fail_waiting()
+        elif self._disconnected is None and self._loop is not None:
             self._disconnected = self._loop.call_later(self.connection_timeout_ms / 1000, self._fail_waiting)
 
     def _connection_back(self) -> None:
@@ -535,7 +549,13 @@ class ZkClient:
     def _fail_waiting(self) -> None:
         self._disconnected = None
         for future in list(self._waiting):
-            _settle(future, None, _NoConnection())
+            _settle(future, None, self._no_connection())
+
+    def _no_connection(self) -> _NoConnection:
+        if self._waits_for_connection:
+            return _NoConnection(f"no connection to ZooKeeper for {self.connection_timeout_ms} ms "
+                                 "(zookeeper.connection.timeout.ms)")
+        return _NoConnection("no connection to ZooKeeper, and no waiting for one while shutting down")
 
     def _dispatch_state(self, event: ZkState) -> None:
         log.info("ZooKeeper session %s: %s", self.connect + self.chroot, event.value)
@@ -551,7 +571,7 @@ class ZkClient:
 
 
 class _NoConnection(Exception):
-    """The connection has been down for the whole connection timeout."""
+    """The connection has been down for the whole connection timeout, or is down while shutting down."""
 
 
 def _settle(future: asyncio.Future[Any], value: Any, error: BaseException | None) -> None:

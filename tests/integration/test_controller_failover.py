@@ -709,3 +709,31 @@ async def test_a_suspended_controller_that_reconnects_in_time_resumes_its_term(z
         # And it acts again: a broker death is handled.
         await cluster.stop(2)
         await until(lambda: (s := cluster.latest_metadata(3, "t", 1)) and s.leader == 3, "t-1 moves to 3")
+
+
+async def test_a_request_waiting_for_the_controller_is_refused_as_soon_as_its_session_is_suspended(
+    zk_session: ZkSessionFactory,
+):
+    async with Cluster(zk_session) as cluster:
+        await cluster.start(1, proxied=True, session_timeout_ms=6000)
+        first = await cluster.active_controller()
+        await cluster.start(2, 3)
+        await cluster.active_controller()
+        await create(first, assigned("t", {0: [2, 3]}))
+        # An event ahead of it in the queue holds the controller (as a ZooKeeper write waiting for a connection
+        # would, up to zookeeper.connection.timeout.ms); broker 2 asks to shut down meanwhile.
+        release = asyncio.Event()
+        first.controller.events.put("Held", release.wait)
+        shutdown = asyncio.get_running_loop().create_task(
+            first.controller.controlled_shutdown(2, cluster.nodes[2].epoch))
+        first.proxy.cut()
+        # Refused at once, so that broker 2 retries with the next controller instead of timing out.
+        await until(shutdown.done, "the waiting ControlledShutdown to be answered")
+        assert shutdown.result().error_code == ErrorCode.NOT_CONTROLLER
+        release.set()
+        first.proxy.restore()
+        await until(lambda: first.controller.is_active, "the controller to resume")
+        # The refused request was not carried out afterwards: broker 2 still leads.
+        state = await cluster.state("t", 0)
+        assert (state.leader, state.leader_epoch, state.isr) == (2, 0, (2, 3))
+        assert 2 not in first.controller.context.shutting_down

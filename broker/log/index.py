@@ -5,6 +5,10 @@ Kafka's layout, mirrored in memory so look-ups are a binary search. New entries 
 when the index is flushed, truncated or closed; after a crash, recovery rebuilds the indexes of
 unflushed segments anyway. They carry no checksum: a segment whose index looks wrong is rebuilt
 from its log file.
+
+The file is created lazily, by the first write that needs it (a flush, or entries to write), as
+Kafka's LazyIndex: a new partition's empty segment costs one file, not three, and a segment without
+index files is only trusted while its log is empty.
 """
 
 from __future__ import annotations
@@ -43,7 +47,10 @@ class _IndexFile(ABC):
         return os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
 
     def _load(self) -> None:
-        fd = self._open()
+        try:
+            fd = os.open(self.path, os.O_RDONLY)
+        except FileNotFoundError:
+            return  # created by the first write
         try:
             data = os.pread(fd, os.fstat(fd).st_size, 0)
         finally:
@@ -93,6 +100,8 @@ class _IndexFile(ABC):
             self._unwritten.clear()
 
     def _keep_first(self, count: int) -> None:
+        if count >= len(self._keys):
+            return  # nothing to cut (and no file to create)
         fd = self._open()
         try:
             with self._lock:

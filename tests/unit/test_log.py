@@ -201,6 +201,7 @@ def test_segments_roll_by_size_and_are_named_by_base_offset(tmp_path):
     log = open_log(tmp_path, segment_bytes=1000)
     fill(log, 20)
     assert len(log.segments) >= 3
+    log.flush()  # the active segment's index files are created by its first flush
     for segment in log.segments:
         assert segment.size <= 1000
         name = f"{segment.base_offset:020d}"

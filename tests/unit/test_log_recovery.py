@@ -143,6 +143,28 @@ def test_missing_indexes_are_rebuilt(tmp_path):
     assert (log.segments[0].offset_index.entries(), log.segments[0].time_index.entries()) == expected
 
 
+def test_index_files_are_created_by_the_first_write_that_needs_them(tmp_path):
+    directory = tmp_path / "events-0"
+    index_files = [directory / f"{0:020d}.index", directory / f"{0:020d}.timeindex"]
+    empty = reopen(directory, recover=False)
+    empty.flush()
+    empty.close()
+    assert sorted(p.name for p in directory.iterdir() if p.name.startswith("0")) == [f"{0:020d}.log"]
+    assert reopen(directory, recover=False).segments[0].indexes_trusted  # an empty log needs none
+    log = reopen(directory, recover=False, index_interval_bytes=256)
+    log.append_as_leader(batch(b"a" * 300), leader_epoch=0)
+    log.append_as_leader(batch(b"b"), leader_epoch=0)
+    assert not any(p.exists() for p in index_files)
+    log.flush()
+    assert all(p.exists() for p in index_files)
+    entries = log.segments[0].offset_index.entries()
+    assert len(entries) == 1
+    log.close()
+    reopened = reopen(directory, recover=False, index_interval_bytes=256)
+    assert reopened.segments[0].indexes_trusted and reopened.log_end_offset == 2
+    assert reopened.segments[0].offset_index.entries() == entries
+
+
 def test_only_segments_past_the_recovery_point_are_scanned(tmp_path):
     directory = tmp_path / "events-0"
     written = write_log(directory, batches=40, segment_bytes=1500)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import subprocess
 import sys
 import time
@@ -9,9 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from broker.log import durable_writer
 from broker.log.checkpoint import LEADER_EPOCH_CHECKPOINT, EpochEntry, LeaderEpochCheckpointFile
 from broker.log.durable_writer import (
     CHILD_PROCESS_FROM_FILES,
+    SYNCFS_FROM_FILES,
     DurableFileWriter,
     DurableFileWriterError,
     write_files,
@@ -30,6 +33,35 @@ def test_files_written_together_are_all_done_on_return_and_failures_are_named(tm
     assert all(isinstance(error, FileNotFoundError) for error in outcomes[-2:])  # their directories do not exist
     assert [(tmp_path / name / LEADER_EPOCH_CHECKPOINT).read_text() for name in names[:-2]] == [
         f"{name}\n" for name in names[:-2]]
+
+
+def test_a_large_batch_is_made_durable_by_two_syncfs_calls_and_replaces_files_in_place(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = []
+    monkeypatch.setattr(durable_writer, "_syncfs", lambda fd, real=durable_writer._syncfs: calls.append(fd) or real(fd))
+    files = [tmp_path / f"p-{i}" / LEADER_EPOCH_CHECKPOINT for i in range(SYNCFS_FROM_FILES)]
+    for path in files:
+        path.parent.mkdir()
+        path.write_text("old\n")
+    assert write_files([(path, f"{path.parent.name}\n") for path in files]) == [None] * len(files)
+    assert len(calls) == 2  # one file system: one flush of the new files, one of their renames
+    assert [path.read_text() for path in files] == [f"{path.parent.name}\n" for path in files]
+    assert not list(tmp_path.glob("*/*.tmp"))
+
+
+def test_a_failed_syncfs_fails_every_file_of_its_batch_and_leaves_the_old_texts(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def failing(fd: int) -> None:
+        raise OSError(errno.EIO, "syncfs: Input/output error")
+
+    monkeypatch.setattr(durable_writer, "_syncfs", failing)
+    files = [tmp_path / f"f{i}" for i in range(SYNCFS_FROM_FILES)]
+    for path in files:
+        path.write_text("old\n")
+    outcomes = write_files([(path, "new\n") for path in files])
+    assert all(isinstance(error, OSError) and error.errno == errno.EIO for error in outcomes)
+    assert all(path.read_text() == "old\n" for path in files)
+    assert not list(tmp_path.glob("*.tmp"))
 
 
 @pytest.fixture

@@ -72,20 +72,24 @@ class BrokerLifecycle:
 
     async def on_broker_failure(self, dead: list[int]) -> None:
         """Elect new leaders for the partitions the dead brokers led and remove them from ISRs (Kafka's
-        onBrokerFailure / onReplicasBecomeOffline); tell the live replicas and every live broker."""
+        onBrokerFailure / onReplicasBecomeOffline); tell the live replicas and every live broker. As in Kafka, the
+        partitions that lost their leader go first, in requests of their own: their new leaders take over without
+        waiting for the ISR changes of the partitions the dead brokers only followed."""
         host = self._host
         context = host.context
         serving = context.serving_partitions()
         affected = [tp for tp in serving if tp in context.states and set(context.replicas(*tp)) & set(dead)]
-        changed = await host.partition_states.update_partition_states(
-            affected, host.partition_states.recovery_decider(f"broker failure of {dead}", gone=dead)
-        )
+        leaderless = [tp for tp in affected if context.states[tp].leader in dead]
+        followed = [tp for tp in affected if context.states[tp].leader not in dead]
+        decide = host.partition_states.recovery_decider(f"broker failure of {dead}", gone=dead)
+        for partitions in [group for group in (leaderless, followed) if group] or [[]]:  # live brokers at least
+            changed = await host.partition_states.update_partition_states(partitions, decide)
+            batch = host.new_batch()
+            host.partition_states.queue_changes(batch, changed)
+            batch.add_update_metadata(context.live_brokers, context.partition_infos(partitions))
+            host.send(batch)
         host.replica_states.to_offline(None, host.replica_states.replicas_on(dead, serving))
         await host.deletion.on_brokers_failed(dead)
-        batch = host.new_batch()
-        host.partition_states.queue_changes(batch, changed)
-        batch.add_update_metadata(context.live_brokers, context.partition_infos(affected))
-        host.send(batch)
 
     async def on_broker_startup(self, started: list[int]) -> None:
         """Send the other brokers the new live set, the started ones the full metadata and their replicas'

@@ -278,7 +278,8 @@ async def test_broker_death_elects_from_the_isr_and_removes_it_from_isrs(
         cluster.network.sent.clear()
 
         await cluster.stop(2)
-        await until(lambda: cluster.network.destinations(LeaderAndIsrRequest) == [1, 3], "LeaderAndIsr to 1 and 3")
+        await until(lambda: cluster.network.destinations(LeaderAndIsrRequest) == [1, 1, 3, 3],
+                    "two LeaderAndIsr to 1 and 3")
 
         # p1: broker 2 led; 3 is the first live ISR member in assignment order. p0, p2: 2 leaves the ISR.
         # Every change bumps the leader epoch (also the ISR shrinks, as Kafka's ReplicaStateMachine does).
@@ -290,17 +291,24 @@ async def test_broker_death_elects_from_the_isr_and_removes_it_from_isrs(
             assert state.zk_version == before[p].zk_version + 1
             for broker in (1, 3):
                 assert cluster.leader_and_isr(broker, "t", p) == [(leader, leader_epoch, list(isr), 1)]
-        (to_1,) = cluster.network.requests(LeaderAndIsrRequest, to=1)
-        assert to_1.broker_epoch == cluster.nodes[1].epoch
-        assert sorted(leader.broker_id for leader in to_1.live_leaders) == [1, 3]
+        # As in Kafka, the partition that lost its leader is told first, in requests of its own; the ISR changes
+        # of the partitions broker 2 only followed come after.
+        elected, shrunk = cluster.network.requests(LeaderAndIsrRequest, to=1)
+        assert [s.partition for s in elected.partition_states] == [1]
+        assert sorted(s.partition for s in shrunk.partition_states) == [0, 2]
+        assert elected.broker_epoch == cluster.nodes[1].epoch
+        assert sorted(leader.broker_id for leader in elected.live_leaders) == [3]
 
-        await until(lambda: cluster.network.destinations(UpdateMetadataRequest) == [1, 3], "UpdateMetadata")
+        await until(lambda: cluster.network.destinations(UpdateMetadataRequest) == [1, 1, 3, 3], "UpdateMetadata")
         for broker in (1, 3):
-            (request,) = cluster.network.requests(UpdateMetadataRequest, to=broker)
-            assert [b.id for b in request.live_brokers] == [1, 3]
-            assert sorted((s.partition, s.leader, s.offline_replicas) for s in request.partition_states) == [
-                (0, 1, [2]), (1, 3, [2]), (2, 3, [2])
+            first, second = cluster.network.requests(UpdateMetadataRequest, to=broker)
+            assert [b.id for b in first.live_brokers] == [b.id for b in second.live_brokers] == [1, 3]
+            assert [(s.partition, s.leader, s.offline_replicas) for s in first.partition_states] == [(1, 3, [2])]
+            assert sorted((s.partition, s.leader, s.offline_replicas) for s in second.partition_states) == [
+                (0, 1, [2]), (2, 3, [2])
             ]
+        order = [type(r).__name__ for dest, r in cluster.network.sent if dest == 1]
+        assert order == ["LeaderAndIsrRequest", "UpdateMetadataRequest"] * 2
         assert cluster.network.requests(LeaderAndIsrRequest, to=2) == []
 
         changes = {line["partition"]: line for line in state_changes(caplog, "t")[-3:]}

@@ -1,5 +1,5 @@
 """Partition reassignment from the operator's side, as Kafka's kafka-reassign-partitions does it in ZooKeeper mode:
-the JSON files it reads and prints, a proposed plan (seed 001's assignment rule over the brokers given), starting a
+the JSON files it reads and prints, a proposed plan (the replica assignment over the brokers given), starting a
 plan by writing /admin/reassign_partitions (the controller does the rest), and each partition's status.
 
 The plan functions are pure; `execute` and `statuses` talk to ZooKeeper.
@@ -101,7 +101,7 @@ def current_plan(assignments: Mapping[str, TopicAssignment], partitions: Iterabl
 
 
 def propose(assignments: Mapping[str, TopicAssignment], topics: Iterable[str], brokers: Iterable[int]) -> Plan:
-    """Each topic's partitions spread over `brokers` by seed 001's rule, keeping its replication factor."""
+    """Each topic's partitions spread over `brokers` by the replica assignment, keeping its replication factor."""
     plan: Plan = {}
     for topic in topics:
         current = current_plan(assignments, [(topic, p) for p in assignments[topic].partitions])

@@ -1,8 +1,11 @@
 """Pure rules for creating a topic: a legal name, and where its replicas go.
 
-Replica assignment follows seed 001: over the n live brokers sorted by id, partition i's first
-replica (its preferred leader) is broker i mod n and its replica j is broker (i + j) mod n, which
-spreads leaders and followers evenly and never puts two replicas of a partition on one broker.
+Replica assignment is Kafka's (AdminUtils.assignReplicasToBrokers without racks, from a fixed start): over the n
+live brokers sorted by id, partition i's first replica (its preferred leader) is broker i mod n, as in seed 001,
+and its followers come after it at a distance that shifts by one for every round of n partitions. Seed 001's
+"replica j is broker (i + j) mod n" is the first round; the shift is what makes the partitions a broker leads have
+different followers, so that when it fails its leaderships are spread over the others instead of all going to
+the next broker. No two replicas of a partition are on one broker.
 """
 
 from __future__ import annotations
@@ -67,7 +70,8 @@ def topics_collide(a: str, b: str) -> bool:
 def assign_replicas(broker_ids: Iterable[int], num_partitions: int, replication_factor: int, *,
                     first_partition: int = 0) -> dict[int, list[int]]:
     """partition -> replicas (the first is the preferred leader) over the given live brokers, for partitions
-    first_partition .. first_partition + num_partitions - 1 (added partitions follow the same rule)."""
+    first_partition .. first_partition + num_partitions - 1 (added partitions are placed as in a topic created
+    with that many partitions)."""
     brokers = sorted(set(broker_ids))
     if num_partitions < 1:
         raise InvalidPartitionsError("Number of partitions must be larger than 0.")
@@ -78,10 +82,16 @@ def assign_replicas(broker_ids: Iterable[int], num_partitions: int, replication_
         raise InvalidReplicationFactorError(
             f"Replication factor: {replication_factor} larger than available brokers: {n}."
         )
-    return {
-        i: [brokers[(i + j) % n] for j in range(replication_factor)]
-        for i in range(first_partition, first_partition + num_partitions)
-    }
+    added = range(first_partition, first_partition + num_partitions)
+    return {i: _replicas(brokers, i, replication_factor) for i in added}
+
+
+def _replicas(brokers: Sequence[int], partition: int, replication_factor: int) -> list[int]:
+    """Kafka's replicaIndex: the first replica at partition mod n, follower j at 1 + (shift + j) mod (n - 1) after
+    it, where the shift is the round (partition // n)."""
+    n = len(brokers)
+    first, shift = partition % n, partition // n
+    return [brokers[first]] + [brokers[(first + 1 + (shift + j) % (n - 1)) % n] for j in range(replication_factor - 1)]
 
 
 def validate_replicas(partition: int, replicas: Sequence[int], live_broker_ids: Collection[int]) -> list[int]:

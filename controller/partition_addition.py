@@ -1,7 +1,7 @@
 """`PartitionAddition`: CreatePartitions, adding partitions to a topic (never removing any).
 
-New partitions follow seed 001's assignment rule over the live brokers, continuing the partition numbering
-(partition i's replica j on broker (i + j) mod n), with the topic's replication factor; or the explicit
+New partitions are placed by the replica assignment over the live brokers (controller.assignment), continuing the
+partition numbering as in a topic created with that many, with the topic's replication factor; or the explicit
 assignment given. The topic znode gets them (fenced), then they are created as any new partition (NewPartition ->
 OnlinePartition). Refused: a topic that does not exist or is being deleted, one being reassigned, a count that is
 not larger than the current one, an assignment that does not fit.

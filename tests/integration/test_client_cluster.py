@@ -1,7 +1,7 @@
 """The client library and the command line against a real cluster: ZooKeeper and three broker processes started
 with `minikafka cluster up` on 127.0.0.1.
 
-Topic creation with seed 001's assignment, produce/consume round trips for replication factors 1..3 and acks
+Topic creation with Kafka's assignment, produce/consume round trips for replication factors 1..3 and acks
 0/1/all, replicas converging, `produce --json` acknowledgements in input order, `consume --json` fields, admin
 errors, restarting a broker with `cluster kill` / `cluster start`, and `cluster down`. Waits poll with deadlines.
 """
@@ -101,15 +101,15 @@ def test_cluster_status_lists_every_broker_alive_and_a_controller(cluster_dir):
     assert status["controller_epoch"] >= 1
 
 
-def test_topic_create_uses_seed_001_assignment(cluster_dir):
+def test_topic_create_uses_kafkas_assignment(cluster_dir):
     result = client_cli(cluster_dir, "topic", "create", "assigned", "--partitions", "5", "--replication-factor", "3")
     assert result.stdout.strip() == "Created topic assigned."
     partitions = json.loads(client_cli(cluster_dir, "topic", "describe", "assigned", "--json").stdout)
-    brokers = list(range(1, BROKERS + 1))
     assert [p["partition"] for p in partitions] == list(range(5))
+    # seed 001's for the first round of brokers, then the followers shifted by one (Kafka's AdminUtils)
+    assignment = {0: [1, 2, 3], 1: [2, 3, 1], 2: [3, 1, 2], 3: [1, 3, 2], 4: [2, 1, 3]}
     for p in partitions:
-        i = p["partition"]
-        expected = [brokers[(i + j) % BROKERS] for j in range(3)]
+        expected = assignment[p["partition"]]
         assert p["replicas"] == expected, p
         assert p["leader"] == expected[0]
         assert sorted(p["isr"]) == sorted(expected)

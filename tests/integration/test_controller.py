@@ -214,15 +214,16 @@ async def test_create_topics_writes_kafka_znodes_and_one_leader_and_isr_per_brok
         results = await create(active.controller, topic("events", 6, 2, configs={"min.insync.replicas": "2"}))
         assert results == [("events", ErrorCode.NONE, "")]
 
-        # Seed 001 over the sorted brokers [1, 2, 3]: partition i on broker i mod 3, replica j on (i + j) mod 3.
-        expected = {0: [1, 2], 1: [2, 3], 2: [3, 1], 3: [1, 2], 4: [2, 3], 5: [3, 1]}
+        # Kafka's assignment over the sorted brokers [1, 2, 3]: partition i on broker i mod 3, as in seed 001; the
+        # followers of the second round of 3 are shifted by one.
+        expected = {0: [1, 2], 1: [2, 3], 2: [3, 1], 3: [1, 3], 4: [2, 1], 5: [3, 2]}
         # Kafka 2.8+'s version 3, with a topic id (KIP-516): 16 random bytes in URL-safe base64.
         znode = await cluster.znode("/brokers/topics/events")
         topic_id = json.loads(znode)["topic_id"]
         assert len(base64.urlsafe_b64decode(topic_id + "==")) == 16
         assert znode == (
             b'{"version":3,"topic_id":"' + topic_id.encode() + b'",'
-            b'"partitions":{"0":[1,2],"1":[2,3],"2":[3,1],"3":[1,2],"4":[2,3],"5":[3,1]},'
+            b'"partitions":{"0":[1,2],"1":[2,3],"2":[3,1],"3":[1,3],"4":[2,1],"5":[3,2]},'
             b'"adding_replicas":{},"removing_replicas":{}}'
         )
         assert await cluster.znode("/config/topics/events") == b'{"version":1,"config":{"min.insync.replicas":"2"}}'

@@ -2,7 +2,7 @@
 
 - `replica-verification --once` agrees on a healthy cluster, and finds the replica whose segment was altered on
   disk (a flipped bit in one record: its batch no longer matches its CRC);
-- `topic alter --partitions` adds partitions placed by seed 001's rule, and refuses fewer;
+- `topic alter --partitions` adds partitions placed as in a topic created with that many, and refuses fewer;
 - `topic describe` filters: under-replicated, unavailable and under-min-ISR partitions;
 - `state-change-log merge` tells one partition's story across the brokers and the controller, in time order.
 """
@@ -66,13 +66,13 @@ async def test_replica_verification_agrees_on_a_healthy_cluster_and_finds_an_alt
     assert code == 0
 
 
-async def test_partitions_are_added_by_seed_001s_rule_and_never_removed(cluster):
+async def test_partitions_are_added_where_the_assignment_puts_them_and_never_removed(cluster):
     await create_topic(cluster, "growing", partitions=2, replication_factor=2)
     result = cli("topic", "alter", "growing", "--partitions", "5", "--dir", str(cluster.directory))
     assert result.stdout.strip() == "Topic growing has 5 partitions."
     described = await describe_topic(cluster, "growing")
     assert {p: list(info.replicas) for p, info in described.items()} == {
-        0: [1, 2], 1: [2, 3], 2: [3, 1], 3: [1, 2], 4: [2, 3]}
+        0: [1, 2], 1: [2, 3], 2: [3, 1], 3: [1, 3], 4: [2, 1]}
     assert all(info.leader == info.replicas[0] for info in described.values())
     await produce_values(cluster, "growing", [b"g%d" % i for i in range(100)])
     fewer = cli("topic", "alter", "growing", "--partitions", "3", "--dir", str(cluster.directory), check=False)

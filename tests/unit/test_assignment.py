@@ -1,4 +1,5 @@
-"""Replica assignment (seed 001) and topic-creation rules; the controller's pure modules import no I/O framework."""
+"""Replica assignment (Kafka's, whose first round is seed 001's) and topic-creation rules; the controller's pure
+modules import no I/O framework."""
 
 from collections import Counter
 from pathlib import Path
@@ -36,7 +37,26 @@ def test_seed_001_example_eight_brokers_eight_partitions_rf3():
 
 
 def test_brokers_are_sorted_first_and_ids_need_not_be_contiguous():
-    assert assign_replicas([30, 10, 20], 4, 2) == {0: [10, 20], 1: [20, 30], 2: [30, 10], 3: [10, 20]}
+    assert assign_replicas([30, 10, 20], 4, 2) == {0: [10, 20], 1: [20, 30], 2: [30, 10], 3: [10, 30]}
+
+
+def test_followers_shift_every_round_as_kafka_assigns_them():
+    # Kafka's AdminUtils from start index 0 on brokers 1..3: the second round's followers are shifted by one.
+    assert assign_replicas([1, 2, 3], 9, 3) == {
+        0: [1, 2, 3], 1: [2, 3, 1], 2: [3, 1, 2],
+        3: [1, 3, 2], 4: [2, 1, 3], 5: [3, 2, 1],
+        6: [1, 2, 3], 7: [2, 3, 1], 8: [3, 1, 2],
+    }
+
+
+@pytest.mark.parametrize(("brokers", "rf"), [(3, 3), (3, 2), (5, 3), (8, 3)])
+def test_a_failed_brokers_leaderships_have_every_other_broker_as_first_follower(brokers: int, rf: int):
+    # What the shift is for: whoever fails, its partitions' next preferred replicas are spread over the others.
+    assignment = assign_replicas(range(1, brokers + 1), brokers * (brokers - 1) * 10, rf)
+    for failed in range(1, brokers + 1):
+        successors = Counter(replicas[1] for replicas in assignment.values() if replicas[0] == failed)
+        assert set(successors) == set(range(1, brokers + 1)) - {failed}
+        assert max(successors.values()) - min(successors.values()) <= 1
 
 
 @pytest.mark.parametrize(("brokers", "partitions", "rf"), [(3, 6, 3), (4, 8, 2), (5, 10, 1), (3, 300, 2)])
@@ -124,8 +144,9 @@ def test_pure_controller_modules_import_no_io_framework(module: str):
     assert imported_roots(ROOT / Path(module)) & FORBIDDEN == set()
 
 
-def test_added_partitions_continue_seed_001s_rule():
-    # topic1 of seed 001 grown from 8 to 10 partitions on the same 8 brokers: partition i starts on broker i mod 8.
-    assert assign_replicas(range(1, 9), 2, 3, first_partition=8) == {8: [1, 2, 3], 9: [2, 3, 4]}
+def test_added_partitions_continue_the_assignment():
+    # topic1 of seed 001 grown from 8 to 10 partitions on the same 8 brokers: placed as in a topic created with 10,
+    # partition i on broker i mod 8 and its followers in the second round's shift.
+    assert assign_replicas(range(1, 9), 2, 3, first_partition=8) == {8: [1, 3, 4], 9: [2, 4, 5]}
     assert assign_replicas([1, 2, 3], 6, 2) == {**assign_replicas([1, 2, 3], 4, 2),
                                                 **assign_replicas([1, 2, 3], 2, 2, first_partition=4)}

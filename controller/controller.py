@@ -391,7 +391,9 @@ class KafkaController:
 
     async def _on_controller_failover(self, epoch: int, epoch_zk_version: int) -> None:
         """Become the active controller: read the cluster from ZooKeeper, elect leaders for partitions without
-        a live one, and tell every live broker everything (Kafka's onControllerFailover)."""
+        a live one, and tell every live broker everything (Kafka's onControllerFailover). The elected partitions
+        are told first, on their own (Kafka sends them after the whole state), so that they are online again
+        without waiting for every broker to go through every partition."""
         self._active = True
         self._epoch = epoch
         self.context = ControllerContext(epoch=epoch, epoch_zk_version=epoch_zk_version)
@@ -418,14 +420,15 @@ class KafkaController:
         elected = await self.partition_states.elect_offline_partitions(
             context.offline_partitions(), "controller failover"
         )
+        if elected:  # the partitions that were offline first, in requests of their own: they wait for nothing else
+            urgent = self.new_batch()
+            self.partition_states.queue_changes(urgent, elected)
+            self.send(urgent)
         partitions = context.serving_partitions()
         batch = self.new_batch()
         batch.add_update_metadata(context.live_brokers, context.partition_infos(partitions))
-        for topic, partition in partitions:
-            state = context.states.get((topic, partition))
-            if state is not None:
-                replicas = context.replicas(topic, partition)
-                batch.add_leader_and_isr(context.live_replicas(topic, partition), topic, partition, state, replicas)
+        told = set(elected)
+        self.partition_states.queue_changes(batch, [tp for tp in partitions if tp in context.states and tp not in told])
         self.send(batch)
         if elected:
             log.info("Controller %d elected leaders of %s at failover", self.broker_id, elected)

@@ -662,6 +662,10 @@ async def test_controller_session_loss_moves_the_controller_and_a_zombie_is_fenc
         to_3 = {(s.topic, s.partition): s for r in cluster.network.requests(LeaderAndIsrRequest, to=3)
                 for s in r.partition_states}
         assert sorted(to_2) == [("fence", 0), ("t", 0), ("t", 1)] and sorted(to_3) == [("fence", 0)]
+        # the partition it elected is sent first, on its own, then everything else
+        elected, rest = cluster.network.requests(LeaderAndIsrRequest, to=2)
+        assert [(s.topic, s.partition) for s in elected.partition_states] == [("t", 0)]
+        assert sorted((s.topic, s.partition) for s in rest.partition_states) == [("fence", 0), ("t", 1)]
         assert (to_2[("t", 0)].leader, to_2[("t", 0)].leader_epoch, to_2[("t", 0)].controller_epoch) == (2, 1, 2)
         assert (to_2[("t", 1)].leader, to_2[("t", 1)].isr) == (2, [2])
         assert to_3[("fence", 0)].leader == 3

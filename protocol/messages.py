@@ -23,6 +23,7 @@ import struct
 import types
 import typing
 from collections.abc import Callable
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from enum import IntEnum, unique
 from typing import Annotated, Any, Generic, NamedTuple, TypeVar, dataclass_transform
@@ -1116,6 +1117,24 @@ _check_str = _type_checker(str, "str")
 _check_bytes = _type_checker(bytes, "bytes")
 _check_buffer = _type_checker((bytes, bytearray, memoryview), "bytes")
 
+#: Byte fields at least this long are not copied into a response's msgpack buffer (encode_response_parts).
+PASS_THROUGH_BYTES = 64 * 1024
+#: While encode_response_parts encodes: the list its long byte fields go to, and their placeholders' token.
+_PASS_THROUGH: ContextVar[tuple[list[bytes | bytearray | memoryview], bytes] | None] = ContextVar(
+    "pass_through", default=None)
+
+
+def _encode_buffer(value: Any) -> Any:
+    """A bytes field, checked; a long one is set aside for encode_response_parts when it is encoding."""
+    _check_buffer(value)
+    if len(value) >= PASS_THROUGH_BYTES:
+        collecting = _PASS_THROUGH.get()
+        if collecting is not None:
+            large, token = collecting
+            large.append(value)
+            return token + (len(large) - 1).to_bytes(8, "big")
+    return value
+
 
 def _nullable(inner: Convert) -> Convert:
     def convert(value: Any) -> Any:
@@ -1194,7 +1213,7 @@ def _codec(hint: Any) -> _Codec:
     if hint is str:
         return _Codec(_check_str, _check_str, True)
     if hint is bytes:
-        return _Codec(_check_buffer, _check_bytes, True)
+        return _Codec(_encode_buffer, _check_bytes, False)
     if origin in (typing.Union, types.UnionType) and type(None) in args and len(args) == 2:
         inner = _codec(next(a for a in args if a is not type(None)))
         return _Codec(_nullable(inner.encode), _nullable(inner.decode), inner.checks_only)
@@ -1363,8 +1382,6 @@ def encode_response(
     return msgpack.packb(_response_envelope(correlation_id, body, error_code, error_message))
 
 
-#: Byte fields at least this long are not copied into a response's msgpack buffer (encode_response_parts).
-PASS_THROUGH_BYTES = 64 * 1024
 _BIN32 = struct.Struct(">BI")
 
 
@@ -1377,22 +1394,16 @@ def encode_response_parts(
     """encode_response's payload as buffers to write one after the other, the same bytes: byte fields of at least
     PASS_THROUGH_BYTES (the record batches of a fetch response) are buffers of their own, not copied into msgpack's.
     Each is packed as a unique placeholder first, then cut out of the packed bytes and replaced by its bin 32
-    header and the bytes themselves."""
-    envelope = _response_envelope(correlation_id, body, error_code, error_message)
+    header and the bytes themselves. The placeholders are put in while the body is converted, not by another walk
+    over it (which cost more than the conversion for a fetch response of thousands of partitions)."""
     large: list[bytes | bytearray | memoryview] = []
     token = os.urandom(8)
-
-    def swap(value: Any) -> Any:
-        if isinstance(value, dict):
-            return {key: swap(item) for key, item in value.items()}
-        if isinstance(value, list):
-            return [swap(item) for item in value]
-        if isinstance(value, bytes | bytearray | memoryview) and len(value) >= PASS_THROUGH_BYTES:
-            large.append(value)
-            return token + (len(large) - 1).to_bytes(8, "big")
-        return value
-
-    packed = msgpack.packb(swap(envelope))
+    collecting = _PASS_THROUGH.set((large, token))
+    try:
+        envelope = _response_envelope(correlation_id, body, error_code, error_message)
+    finally:
+        _PASS_THROUGH.reset(collecting)
+    packed = msgpack.packb(envelope)
     if not large:
         return [packed]
     parts: list[bytes | bytearray | memoryview] = []

@@ -199,7 +199,8 @@ class BrokerZkState:
         try:
             while self._changed and not self._closing.is_set():
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._closing.wait(), self.propagation_delay_ms / 1000)
+                    async with asyncio.timeout(self.propagation_delay_ms / 1000):
+                        await self._closing.wait()
                 await self._propagate()
         finally:
             self._propagator = None

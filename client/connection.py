@@ -120,11 +120,12 @@ class BrokerConnection:
         local_addr = (self.local_address, 0) if self.local_address else None
         loop = asyncio.get_running_loop()
         try:
-            _transport, self._stream = await asyncio.wait_for(
-                loop.create_connection(lambda: FrameStream(self.max_frame_bytes), self.host, self.port,
-                                       local_addr=local_addr),
-                self.request_timeout_ms / 1000,
-            )
+            # asyncio.timeout, not wait_for: Python 3.11's wait_for loses a cancellation that arrives as the
+            # connection attempt ends (it returns or raises the attempt's outcome instead), which left a
+            # controller's sender retrying a removed broker for ever
+            async with asyncio.timeout(self.request_timeout_ms / 1000):
+                _transport, self._stream = await loop.create_connection(
+                    lambda: FrameStream(self.max_frame_bytes), self.host, self.port, local_addr=local_addr)
         except (OSError, TimeoutError) as e:
             self._closed = True
             raise KafkaConnectionError(f"cannot connect to {self.host}:{self.port}: {e or 'timed out'}") from e

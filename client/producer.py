@@ -263,7 +263,8 @@ class Producer(AsyncClosing):
             try:
                 if remaining <= 0:
                     raise TimeoutError
-                await asyncio.wait_for(self._space.wait(), remaining / 1000)
+                async with asyncio.timeout(remaining / 1000):
+                    await self._space.wait()
             except TimeoutError:
                 raise ProducerError(
                     ErrorCode.REQUEST_TIMED_OUT,
@@ -301,7 +302,8 @@ class Producer(AsyncClosing):
             delay = accumulator.next_wakeup_in(now, force=self._flushing > 0 or self._closing)
             self._wakeup.clear()
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wakeup.wait(), None if delay is None else delay / 1000)
+                async with asyncio.timeout(None if delay is None else delay / 1000):
+                    await self._wakeup.wait()
 
     def _send_ready(self) -> None:
         """Send the batches that may go now: one request per leader with fewer than max_in_flight requests

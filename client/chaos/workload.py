@@ -94,7 +94,8 @@ class HistoryProducers:
                 if partition is None:
                     settled.clear()
                     with contextlib.suppress(TimeoutError):
-                        await asyncio.wait_for(settled.wait(), timeout=0.5)
+                        async with asyncio.timeout(0.5):
+                            await settled.wait()
                     continue
                 n = next(sequence)
                 key, value = f"{self.label}-{number}-{n}", f"{self.label} producer {number} record {n}"

@@ -72,13 +72,16 @@ class _BrokerSender:
         self.queue: asyncio.Queue[_Pending] = asyncio.Queue()
         self.connection: Connection | None = None
         self.current: _Pending | None = None
+        self.stopping = False  # checked between attempts too: a cancellation can be lost (see stop)
         self.task = asyncio.get_running_loop().create_task(self._run(), name=f"controller-send-{broker_id}")
 
     async def _run(self) -> None:
         failures = 0  # consecutive failed attempts: the backoff doubles with each, up to the maximum
-        while True:
+        while not self.stopping:
             self.current = pending = await self.queue.get()
             while not pending.future.done():
+                if self.stopping:
+                    return  # stop() fails what is left, this request included
                 try:
                     response = await self._send(pending.request)
                 except (KafkaError, ValidationError) as e:  # refused as a whole, or does not encode: final
@@ -123,6 +126,10 @@ class _BrokerSender:
                 await connection.close()
 
     async def stop(self) -> None:
+        """End the sender. Besides the cancellation, the flag: code under an attempt may turn a cancellation into
+        an ordinary failure (Python 3.11's asyncio.wait_for does when the awaited work ends at that moment), and a
+        sender that took it for a failed attempt would retry a removed broker for ever while this waited."""
+        self.stopping = True
         self.task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await self.task

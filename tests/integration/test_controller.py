@@ -437,3 +437,40 @@ async def test_channel_retries_until_answered_and_a_stuck_broker_delays_no_one()
     await channel.shutdown()
     assert channel.broker_ids == []
     assert network.destinations(UpdateMetadataRequest) == [1, 2]
+
+
+async def test_a_removed_broker_is_let_go_even_when_its_connection_attempt_swallows_the_cancellation():
+    # Python 3.11's asyncio.wait_for returns the awaited outcome instead of raising CancelledError when both
+    # arrive together: a connection attempt that fails just as the sender is cancelled looks like one more
+    # failed attempt. The sender must end anyway, or removing the broker (a controller event) waits for ever.
+    attempts, swallowing = 0, True
+
+    class SwallowingConnection:
+        async def connect(self) -> None:
+            nonlocal attempts
+            attempts += 1
+            try:
+                await asyncio.sleep(0.005)
+            except asyncio.CancelledError:
+                if not swallowing:
+                    raise
+            raise OSError("connection refused")  # what the race does: the attempt's failure, not the cancellation
+
+        async def request(self, body: object) -> object:
+            raise AssertionError("never connected")
+
+        async def close(self) -> None:
+            pass
+
+    channel = ControllerChannelManager(1, lambda host, port: SwallowingConnection(), backoff_ms=1, max_backoff_ms=1)
+    channel.add_broker(2, "127.0.0.1", PORT_BASE + 2)
+    pending = channel.send(2, UpdateMetadataRequest(controller_id=1, controller_epoch=1, broker_epoch=0,
+                                                    partition_states=[], live_brokers=[]))
+    try:
+        await eventually(lambda: attempts >= 3, "a few connection attempts")
+        removing = asyncio.get_running_loop().create_task(channel.remove_broker(2))
+        await eventually(removing.done, "the broker's sender to end")
+        with pytest.raises(BrokerRemovedError):
+            await pending
+    finally:
+        swallowing = False  # a sender left running ends with the test's loop

@@ -131,8 +131,9 @@ class _BrokerSender:
         sender that took it for a failed attempt would retry a removed broker for ever while this waited."""
         self.stopping = True
         self.task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await self.task
+        # not suppress(CancelledError): that would swallow a cancellation of the caller too (the controller's
+        # event task, stopped while removing a broker, went on processing events)
+        await asyncio.gather(self.task, return_exceptions=True)
         await self._disconnect()
         error = BrokerRemovedError(f"broker {self.broker_id} was removed from the controller channel")
         pending = [self.current] if self.current is not None else []

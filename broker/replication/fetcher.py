@@ -79,8 +79,7 @@ class ReplicaFetcher:
 
     async def stop(self) -> None:
         self._task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await self._task
+        await asyncio.gather(self._task, return_exceptions=True)  # a cancellation of our own still propagates
         if self._connection is not None:
             await self._connection.close()
 

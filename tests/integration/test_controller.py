@@ -474,3 +474,36 @@ async def test_a_removed_broker_is_let_go_even_when_its_connection_attempt_swall
             await pending
     finally:
         swallowing = False  # a sender left running ends with the test's loop
+
+
+async def test_removing_a_broker_can_itself_be_cancelled():
+    # The controller's event task may be stopped while it removes a broker whose sender takes a while to end: the
+    # cancellation must reach the event task, not be taken for the sender's own.
+    answering = asyncio.Event()
+
+    class SlowToStopConnection:
+        async def connect(self) -> None:
+            pass
+
+        async def request(self, body: object) -> object:
+            answering.set()
+            try:
+                await asyncio.Future()
+            except asyncio.CancelledError:
+                await asyncio.sleep(0.2)  # cleaning up
+                raise
+
+        async def close(self) -> None:
+            pass
+
+    channel = ControllerChannelManager(1, lambda host, port: SlowToStopConnection())
+    channel.add_broker(2, "127.0.0.1", PORT_BASE + 2)
+    channel.send(2, UpdateMetadataRequest(controller_id=1, controller_epoch=1, broker_epoch=0, partition_states=[],
+                                          live_brokers=[]))
+    await asyncio.wait_for(answering.wait(), TIMEOUT)
+    removing = asyncio.get_running_loop().create_task(channel.remove_broker(2))
+    await eventually(lambda: channel.broker_ids == [], "the removal to wait for the sender to end")
+    assert not removing.done()
+    removing.cancel()
+    await asyncio.gather(removing, return_exceptions=True)
+    assert removing.cancelled()

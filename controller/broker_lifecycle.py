@@ -82,7 +82,8 @@ class BrokerLifecycle:
         leaderless = [tp for tp in affected if context.states[tp].leader in dead]
         followed = [tp for tp in affected if context.states[tp].leader not in dead]
         decide = host.partition_states.recovery_decider(f"broker failure of {dead}", gone=dead)
-        for partitions in [group for group in (leaderless, followed) if group] or [[]]:  # live brokers at least
+        groups = [group for group in (leaderless, followed) if group]
+        for partitions in groups or [[]]:  # with no partition to change, the live brokers still go to every broker
             changed = await host.partition_states.update_partition_states(partitions, decide)
             batch = host.new_batch()
             host.partition_states.queue_changes(batch, changed)

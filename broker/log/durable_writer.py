@@ -17,7 +17,7 @@ syncfs also writes out what else is dirty on that file system (segment data not 
 writeback keeps to about its last 30 s.
 
 The child reads batches on its stdin and answers each on its stdout (4-byte length, then a pickle): a batch is
-``(files, threads)``, its answer the outcome of every file (None or the OSError). It ends at the end of its
+its files (path and text), its answer the outcome of every file (None or the OSError). It ends at the end of its
 stdin, which is also what it sees when the broker dies, however it dies.
 """
 
@@ -149,8 +149,7 @@ class DurableFileWriterError(RuntimeError):
 class DurableFileWriter:
     """Writes batches of ``(path, text)`` durably, large ones from a child process, one batch at a time."""
 
-    def __init__(self, threads: int = DURABLE_WRITE_THREADS) -> None:
-        self._threads = threads
+    def __init__(self) -> None:
         self._child: subprocess.Popen[bytes] | None = None
         self._lock = threading.Lock()
 
@@ -163,11 +162,11 @@ class DurableFileWriter:
         """Write every file as :func:`write_files` does (blocking: call it from a worker
         thread); per file, None or the error that failed it."""
         if len(files) < CHILD_PROCESS_FROM_FILES:
-            return write_files(files, self._threads)
+            return write_files(files)
         with self._lock:
             child = self._running()
             try:
-                _send(child.stdin, ([(str(path), text) for path, text in files], self._threads))  # type: ignore[arg-type]
+                _send(child.stdin, [(str(path), text) for path, text in files])  # type: ignore[arg-type]
                 return _receive(child.stdout)  # type: ignore[arg-type]
             except (OSError, EOFError, pickle.UnpicklingError) as e:
                 self._child = None
@@ -212,10 +211,10 @@ def serve(requests: IO[bytes], answers: IO[bytes]) -> None:
     """The child's loop: write each batch read from `requests`, answer on `answers`, until `requests` ends."""
     while True:
         try:
-            files, threads = _receive(requests)
+            files = _receive(requests)
         except EOFError:
             return
-        _send(answers, write_files([(Path(path), text) for path, text in files], threads))
+        _send(answers, write_files([(Path(path), text) for path, text in files]))
 
 
 #: The broker's writer (one child process per broker process).

@@ -18,10 +18,12 @@ from client.consumer import Consumer
 from client.producer import Producer
 from tests.integration.clusterutil import cluster_fixture, connect, create_topic, eventually, metadata, paused
 
-# A killed broker's session ends within seconds; paused followers stay in the ISR longer than a request timeout.
-cluster = cluster_fixture(brokers=3, configs={"zookeeper.session.timeout.ms": "3000",
-                                               "replica.lag.time.max.ms": "10000"})
+# Paused followers keep their sessions and stay in the ISR (10 s) far longer than a request times out (1.5 s), so
+# the producer retries before the ISR could shrink even on a loaded machine; a killed broker's session ends in 10 s.
+cluster = cluster_fixture(brokers=3, configs={"zookeeper.session.timeout.ms": "10000",
+                                               "replica.lag.time.max.ms": "30000"})
 REQUEST_TIMEOUT_MS = 1500
+WARM_UP = b"warm-up"
 TIMEOUT_S = 60
 
 
@@ -55,7 +57,8 @@ async def read_all(cluster: ClusterState, topic: str, partitions: int, expected:
 
 async def retried_while_followers_paused(cluster: ClusterState, topic: str, send, retried) -> None:
     """Pause both followers, send (the leader appends, the acknowledgement times out and the producer retries
-    the same batch), wait until it retried, then let the followers catch up."""
+    the same batch), wait until it retried, then let the followers catch up. The producer has already written
+    WARM_UP, so its producer id and its connection to the leader are there before the pause begins."""
     leader = (await leaders(cluster, topic))[0]
     followers = [b.id for b in cluster.brokers if b.id != leader]
     async with paused(cluster, followers[0]), paused(cluster, followers[1]):
@@ -70,6 +73,8 @@ async def test_librdkafka_retrying_an_appended_batch_writes_it_once(cluster: Clu
         "bootstrap.servers": cluster.bootstrap_servers, "enable.idempotence": True, "acks": "all",
         "request.timeout.ms": REQUEST_TIMEOUT_MS, "retry.backoff.ms": 100, "linger.ms": 5,
         "statistics.interval.ms": 100, "stats_cb": lambda text: stats.append(json.loads(text))})
+    producer.produce(topic, WARM_UP, partition=0)
+    assert await asyncio.to_thread(producer.flush, TIMEOUT_S) == 0
     values = [f"once-{i}".encode() for i in range(10)]
     failures: list[object] = []
 
@@ -81,12 +86,12 @@ async def test_librdkafka_retrying_an_appended_batch_writes_it_once(cluster: Clu
         producer.poll(0)
         produce_requests = max((b["req"].get("Produce", 0) for s in stats[-1:] for b in s["brokers"].values()),
                                default=0)
-        return True if produce_requests >= 2 else None
+        return True if produce_requests >= 3 else None  # the warm-up's, the batch's, its retry
 
     await retried_while_followers_paused(cluster, topic, send, retried)
     assert await asyncio.to_thread(producer.flush, TIMEOUT_S) == 0 and failures == []
     producer.close()
-    assert [value for _p, value in await read_all(cluster, topic, 1, len(values))] == values
+    assert [value for _p, value in await read_all(cluster, topic, 1, 1 + len(values))] == [WARM_UP, *values]
 
 
 async def test_minikafkas_producer_retrying_an_appended_batch_writes_it_once(
@@ -96,6 +101,8 @@ async def test_minikafkas_producer_retrying_an_appended_batch_writes_it_once(
     values = [f"once-{i}".encode() for i in range(10)]
     async with Producer(cluster.bootstrap_servers, enable_idempotence=True,
                         request_timeout_ms=REQUEST_TIMEOUT_MS, retry_backoff_ms=100) as producer:
+        await (await producer.send(topic, WARM_UP, partition=0))
+        caplog.clear()
         futures = []
 
         def send() -> None:
@@ -108,8 +115,8 @@ async def test_minikafkas_producer_retrying_an_appended_batch_writes_it_once(
         await retried_while_followers_paused(cluster, topic, send, retried)
         sent = await futures[0]
         offsets = [(await future).offset for future in sent]
-    assert offsets == list(range(10))
-    assert [value for _p, value in await read_all(cluster, topic, 1, len(values))] == values
+    assert offsets == list(range(1, 11))
+    assert [value for _p, value in await read_all(cluster, topic, 1, 1 + len(values))] == [WARM_UP, *values]
 
 
 async def test_an_idempotent_stream_through_a_killed_leader_loses_and_duplicates_nothing(

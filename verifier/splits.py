@@ -10,6 +10,7 @@ is not used (the range before it just grows).
 
 from __future__ import annotations
 
+import heapq
 import itertools
 import os
 import struct
@@ -92,3 +93,14 @@ def _is_batch_of(fd: int, position: int, offset: int) -> bool:
     (last_delta,) = _LAST_OFFSET_DELTA.unpack_from(header, 23)
     return magic == MAGIC and batch_length >= HEADER_SIZE - LOG_OVERHEAD and base_offset <= offset <= \
         base_offset + last_delta
+
+
+def group_splits(splits: list[Split], groups: int) -> list[list[Split]]:
+    """The splits dealt into at most ``groups`` groups of about equal bytes (largest first, each to the lightest
+    group): one group is one task, so a task's fixed cost is paid per group rather than per split."""
+    heap = [(0, number, []) for number in range(max(1, min(groups, len(splits))))]
+    for split in sorted(splits, key=lambda s: s.end - s.start, reverse=True):
+        size, number, members = heapq.heappop(heap)
+        members.append(split)
+        heapq.heappush(heap, (size + split.end - split.start, number, members))
+    return [members for _size, _number, members in sorted(heap, key=lambda entry: entry[1]) if members]

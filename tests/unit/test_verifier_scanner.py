@@ -1,5 +1,6 @@
 """The batch scanner and the split planner on segment bytes (no Spark): every byte of a range is accounted for,
-damage is found, a torn tail is told apart from corruption, and large segments split only at checked batch starts."""
+damage is found, a torn tail is told apart from corruption, large segments split only at checked batch starts, and
+splits are dealt into tasks of about equal bytes."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from protocol.records import BatchBuilder, set_base_offset, set_partition_leader
 from tests.verifierutil import log_dir, write_replica
 from verifier.layout import read_layout
 from verifier.scanner import CRC, OK, TORN, UNREADABLE, scan_buffer, scan_file
-from verifier.splits import plan_splits
+from verifier.splits import Split, group_splits, plan_splits
 
 
 def _segment(batches: int = 4, records: int = 3) -> bytes:
@@ -147,3 +148,18 @@ def test_a_zero_filled_or_damaged_index_only_costs_splits(tmp_path: Path):
     for split in plan_splits([replica], split_bytes=16 * 1024):
         rows = list(scan_file(split.path, split.start, split.end, tail_may_tear=split.tail_may_tear))
         assert all(r.status == OK for r in rows)
+
+
+def _split(number: int, size: int) -> Split:
+    return Split(number, 1, "t", number, 0, f"/{number}.log", 0, size, True)
+
+
+@given(st.lists(st.integers(min_value=1, max_value=10**9), max_size=40), st.integers(min_value=1, max_value=8))
+def test_splits_are_dealt_into_tasks_of_about_equal_bytes(sizes: list[int], groups: int):
+    splits = [_split(number, size) for number, size in enumerate(sizes)]
+    dealt = group_splits(splits, groups)
+    assert sorted(s.replica_id for group in dealt for s in group) == list(range(len(sizes)))  # each split once
+    assert len(dealt) == min(groups, len(sizes)) and all(dealt)
+    loads = [sum(s.end - s.start for s in group) for group in dealt]
+    if loads:  # largest first, each to the lightest group: no group is heavier than another by more than a split
+        assert max(loads) - min(loads) <= max(sizes)

@@ -3,7 +3,9 @@
 Inputs: the batch table (verifier.source) and two small tables the driver builds from the layout: one row per
 replica (REPLICA_SCHEMA: its checkpoint entries) and one per leader-epoch-checkpoint entry (EPOCH_SCHEMA). Outputs:
 one row per replica (`replica_summary`) and one row per violation (`violations`, VIOLATION_COLUMNS), both small
-enough for the driver to collect.
+enough for the driver to collect. The checks of `violations` also join the batches with two small tables the driver
+derives from the collected summary (each replica's bounds, each pair of replicas' range to compare): built there,
+they cost no Spark job of their own.
 
 A replica's log end offset (LEO) is the end of its last complete batch (or, for a log without batches, its active
 segment's base offset or its log start); its high watermark (HW) is its replication-offset-checkpoint entry clamped
@@ -13,9 +15,12 @@ its first segment.
 
 from __future__ import annotations
 
+import itertools
+from collections import defaultdict
+from collections.abc import Callable
 from functools import reduce
 
-from pyspark.sql import Column, DataFrame, SparkSession, Window
+from pyspark.sql import Column, DataFrame, Row, SparkSession, Window
 from pyspark.sql import functions as F
 
 from broker.log.checkpoint import RECOVERY_POINT_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT
@@ -25,7 +30,7 @@ from verifier.scanner import CRC, OK, TORN, UNREADABLE
 REPLICA_SCHEMA = ("replica_id int, broker int, topic string, partition int, log_start bigint, hw_checkpoint bigint, "
                   "recovery_point bigint, last_segment bigint, hw_file boolean, recovery_file boolean, "
                   "has_epochs boolean")
-EPOCH_SCHEMA = "replica_id int, entry int, epoch int, start_offset bigint"
+EPOCH_SCHEMA = "replica_id int, entry int, epoch int, start_offset bigint, prev_epoch int, prev_start bigint"
 VIOLATION_COLUMNS = ["kind", "topic", "partition", "broker", "offset", "detail"]
 READABLE = (OK, CRC)
 
@@ -41,7 +46,8 @@ def replica_table(spark: SparkSession, layout: Layout) -> DataFrame:
 
 
 def epoch_table(spark: SparkSession, layout: Layout) -> DataFrame:
-    rows = [(r.replica_id, entry, epoch, start)
+    """One row per leader-epoch-checkpoint entry, with the entry before it in the same file (null for the first)."""
+    rows = [(r.replica_id, entry, epoch, start, *(r.epochs[entry - 1] if entry else (None, None)))
             for r in layout.replicas for entry, (epoch, start) in enumerate(r.epochs or ())]
     return spark.createDataFrame(rows, EPOCH_SCHEMA)
 
@@ -61,17 +67,52 @@ def replica_summary(batches: DataFrame, replicas: DataFrame) -> DataFrame:
         (F.max("last_offset") + 1).alias("batch_end"),
     )
     leo = F.greatest("batch_end", "last_segment", "log_start")
-    return (replicas.join(stats, "replica_id", "left")
+    return (replicas.join(F.broadcast(stats), "replica_id", "left")
             .fillna(0, ["batches", "records", "bytes"])
             .withColumn("leo", leo)
             .withColumn("hw", F.least(F.coalesce("hw_checkpoint", "log_start"), F.col("leo"))))
 
 
-def violations(batches: DataFrame, summary: DataFrame, epochs: DataFrame) -> DataFrame:
-    """Every violation the tables show, unordered (VIOLATION_COLUMNS)."""
+def violations(spark: SparkSession, batches: DataFrame, summary: DataFrame, summary_rows: list[Row],
+               epochs: DataFrame) -> DataFrame:
+    """Every violation the tables show, unordered (VIOLATION_COLUMNS). ``summary_rows``: the collected summary
+    (one row per replica), from which the driver derives the small tables the checks join the batches with."""
     return reduce(DataFrame.unionByName, [
-        _batch_checks(batches), _unreadable(batches), _replica_checks(summary), _agreement(batches, summary),
-        _epoch_cache(batches, summary, epochs)])
+        _batch_checks(batches), _unreadable(batches), _replica_checks(summary),
+        _agreement(batches, pair_table(spark, summary_rows)),
+        _epoch_cache(batches, replica_bounds(spark, summary_rows), epochs)])
+
+
+BOUNDS_SCHEMA = ("replica_id int, broker int, topic string, partition int, first_offset bigint, leo bigint, "
+                 "has_epochs boolean")
+PAIR_SCHEMA = ("rid_a int, rid_b int, broker_a int, broker_b int, topic string, partition int, limit bigint, "
+               "lower bigint")
+
+
+def replica_bounds(spark: SparkSession, summary_rows: list[Row]) -> DataFrame:
+    """One row per replica (BOUNDS_SCHEMA): where its batches begin and end, and whether it has an epoch file."""
+    columns = [name.split()[0] for name in BOUNDS_SCHEMA.split(", ")]
+    return spark.createDataFrame([tuple(row[c] for c in columns) for row in summary_rows], BOUNDS_SCHEMA)
+
+
+def pair_table(spark: SparkSession, summary_rows: list[Row]) -> DataFrame:
+    """One row per pair of replicas of a partition (rid_a < rid_b, PAIR_SCHEMA) with the offsets where their
+    batches must agree: from ``lower``, the later of their first offsets, to below ``limit``, the lower of their
+    high watermarks."""
+    by_partition: dict[tuple[str, int], list[Row]] = defaultdict(list)
+    for row in summary_rows:
+        by_partition[(row["topic"], row["partition"])].append(row)
+    rows = [(a["replica_id"], b["replica_id"], a["broker"], b["broker"], topic, partition,
+             _present(min, a["hw"], b["hw"]), _present(max, a["first_offset"], b["first_offset"]))
+            for (topic, partition), replicas in by_partition.items()
+            for a, b in itertools.combinations(sorted(replicas, key=lambda r: r["replica_id"]), 2)]
+    return spark.createDataFrame(rows, PAIR_SCHEMA)
+
+
+def _present(choose: Callable[..., int], *values: int | None) -> int | None:
+    """``choose`` (min or max) of the values that are not None, like SQL's least and greatest; None if none is."""
+    present = [v for v in values if v is not None]
+    return choose(present) if present else None
 
 
 def torn_tails(batches: DataFrame) -> DataFrame:
@@ -155,33 +196,27 @@ def _replica_checks(summary: DataFrame) -> DataFrame:
     ])
 
 
-def _agreement(batches: DataFrame, summary: DataFrame) -> DataFrame:
+def _agreement(batches: DataFrame, pairs: DataFrame) -> DataFrame:
     """Check 2: for each pair of replicas of a partition, the batches below min(HW) of the two (and from the later
     of their first offsets) are identical: offsets, leader epoch and CRC. One violation per pair: the first
     divergent offset, with each side's epoch and CRC."""
-    r = summary.select("replica_id", "broker", "topic", "partition", "hw", "first_offset")
-    a, b = r.alias("a"), r.alias("b")
-    pairs = a.join(b, (F.col("a.topic") == F.col("b.topic")) & (F.col("a.partition") == F.col("b.partition"))
-                   & (F.col("a.replica_id") < F.col("b.replica_id"))).select(
-        F.col("a.replica_id").alias("rid_a"), F.col("b.replica_id").alias("rid_b"),
-        F.col("a.broker").alias("broker_a"), F.col("b.broker").alias("broker_b"),
-        F.col("a.topic").alias("topic"), F.col("a.partition").alias("partition"),
-        F.least("a.hw", "b.hw").alias("limit"), F.greatest("a.first_offset", "b.first_offset").alias("lower"))
-    rows = readable(batches).select("replica_id", "base_offset", "last_offset", "leader_epoch", "crc")
-    bounds = pairs.select("rid_a", "rid_b", "limit", "lower")
+    rows = readable(batches).select("replica_id", "base_offset",
+                                    F.struct("last_offset", "leader_epoch", "crc").alias("batch"))
+    bounds = F.broadcast(pairs.select("rid_a", "rid_b", "limit", "lower"))
 
-    def side(key: str, prefix: str) -> DataFrame:
-        joined = bounds.join(rows, F.col(key) == F.col("replica_id"))
+    def side(key: str, name: str) -> DataFrame:
+        joined = rows.join(bounds, F.col(key) == F.col("replica_id"))
         return joined.filter((F.col("base_offset") < F.col("limit")) & (F.col("base_offset") >= F.col("lower"))) \
-            .select("rid_a", "rid_b", "base_offset", *(F.col(c).alias(f"{prefix}_{c}")
-                                                      for c in ("last_offset", "leader_epoch", "crc")))
+            .select("rid_a", "rid_b", "base_offset", F.lit(name).alias("side"), "batch")
 
-    both = side("rid_a", "a").join(side("rid_b", "b"), ["rid_a", "rid_b", "base_offset"], "full_outer")
-    same = reduce(Column.__and__, [F.col(f"a_{c}").eqNullSafe(F.col(f"b_{c}"))
-                                   for c in ("last_offset", "leader_epoch", "crc")])
-    first = both.filter(~same).groupBy("rid_a", "rid_b").agg(F.min(F.struct(
-        "base_offset", "a_leader_epoch", "a_crc", "b_leader_epoch", "b_crc")).alias("m"))
-    found = first.join(pairs, ["rid_a", "rid_b"]).withColumn("broker", F.col("broker_b"))
+    # Both sides of every pair side by side per offset: one shuffle by pair serves both aggregations.
+    by_pair = side("rid_a", "a").unionByName(side("rid_b", "b")).repartition("rid_a", "rid_b")
+    per_offset = by_pair.groupBy("rid_a", "rid_b", "base_offset").agg(
+        *(F.max(F.when(F.col("side") == name, F.col("batch"))).alias(name) for name in ("a", "b")))
+    first = per_offset.filter(~F.col("a").eqNullSafe(F.col("b"))).groupBy("rid_a", "rid_b").agg(F.min(F.struct(
+        "base_offset", F.col("a.leader_epoch").alias("a_leader_epoch"), F.col("a.crc").alias("a_crc"),
+        F.col("b.leader_epoch").alias("b_leader_epoch"), F.col("b.crc").alias("b_crc"))).alias("m"))
+    found = first.join(F.broadcast(pairs), ["rid_a", "rid_b"]).withColumn("broker", F.col("broker_b"))
     return _flagged(found, [(F.lit(True), "divergence", F.col("m.base_offset"), F.format_string(
         "brokers %d and %d differ at offset %d, below both high watermarks (min %d): broker %d has %s, broker %d "
         "has %s", "broker_a", "broker_b", "m.base_offset", "limit", "broker_a",
@@ -193,25 +228,19 @@ def _batch_text(epoch: str, crc: str) -> Column:
         F.format_string("a batch of leader epoch %d, crc 0x%08x", epoch, crc))
 
 
-def _epoch_cache(batches: DataFrame, summary: DataFrame, epochs: DataFrame) -> DataFrame:
+def _epoch_cache(batches: DataFrame, replicas: DataFrame, epochs: DataFrame) -> DataFrame:
     """Check 3: leader-epoch-checkpoint entries strictly increasing; each entry's start offset is the first offset
-    of a batch with that epoch (within the retained log, below the LEO); no batch carries an epoch it lacks."""
-    replica = summary.select("replica_id", "broker", "topic", "partition", "first_offset", "leo", "has_epochs")
-    order = Window.partitionBy("replica_id").orderBy("entry")
-    entries = (epochs.withColumn("prev_epoch", F.lag("epoch").over(order))
-               .withColumn("prev_start", F.lag("start_offset").over(order))
-               .join(replica, "replica_id"))
-    unordered = _flagged(entries, [(
-        (F.col("epoch") <= F.col("prev_epoch")) | (F.col("start_offset") <= F.col("prev_start")),
-        "epoch-cache", F.col("start_offset"), F.format_string(
-            "leader-epoch-checkpoint entry %d (epoch %d at %d) does not follow the one before (epoch %d at %d)",
-            F.col("entry") + 1, "epoch", "start_offset", "prev_epoch", "prev_start"))])
-    by_epoch = readable(batches).groupBy("replica_id", "leader_epoch").agg(
+    of a batch with that epoch (within the retained log, below the LEO); no batch carries an epoch it lacks. One
+    join of the entries with each replica's epochs as its batches show them."""
+    by_epoch = readable(batches).groupBy("replica_id", F.col("leader_epoch").alias("epoch")).agg(
         F.min("base_offset").alias("epoch_first"))
-    matched = entries.join(by_epoch, (entries.replica_id == by_epoch.replica_id)
-                           & (entries.epoch == by_epoch.leader_epoch), "left").drop(by_epoch.replica_id)
+    rows = epochs.join(by_epoch, ["replica_id", "epoch"], "full_outer").join(F.broadcast(replicas), "replica_id")
     in_log = (F.col("start_offset") >= F.coalesce("first_offset", "leo")) & (F.col("start_offset") < F.col("leo"))
-    starts = _flagged(matched, [
+    return _flagged(rows, [
+        ((F.col("epoch") <= F.col("prev_epoch")) | (F.col("start_offset") <= F.col("prev_start")), "epoch-cache",
+         F.col("start_offset"), F.format_string(
+             "leader-epoch-checkpoint entry %d (epoch %d at %d) does not follow the one before (epoch %d at %d)",
+             F.col("entry") + 1, "epoch", "start_offset", "prev_epoch", "prev_start")),
         (in_log & F.col("epoch_first").isNull(), "epoch-cache", F.col("start_offset"), F.format_string(
             "leader-epoch-checkpoint says epoch %d starts at %d, but no batch has that epoch", "epoch",
             "start_offset")),
@@ -222,11 +251,7 @@ def _epoch_cache(batches: DataFrame, summary: DataFrame, epochs: DataFrame) -> D
          F.col("epoch_first"), F.format_string(
              "leader-epoch-checkpoint says epoch %d starts at %d (at or past the log end %d), but a batch of that "
              "epoch starts at %d", "epoch", "start_offset", "leo", "epoch_first")),
+        (F.col("entry").isNull() & F.col("has_epochs"), "epoch-cache", F.col("epoch_first"), F.format_string(
+            "batches of leader epoch %d (the first at offset %d) but leader-epoch-checkpoint has no entry for it",
+            "epoch", "epoch_first")),
     ])
-    known = epochs.select("replica_id", F.col("epoch").alias("leader_epoch"))
-    lacking = (by_epoch.join(known, ["replica_id", "leader_epoch"], "left_anti")
-               .join(replica.filter("has_epochs"), "replica_id"))
-    unknown = _flagged(lacking, [(F.lit(True), "epoch-cache", F.col("epoch_first"), F.format_string(
-        "batches of leader epoch %d (the first at offset %d) but leader-epoch-checkpoint has no entry for it",
-        "leader_epoch", "epoch_first"))])
-    return reduce(DataFrame.unionByName, [unordered, starts, unknown])

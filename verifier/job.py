@@ -40,7 +40,8 @@ def run_job(spark: SparkSession, layout: Layout, history: History | None = None,
         tails = checks.torn_tails(batches).select(
             F.lit(_TORN).alias("kind"), "topic", "partition", "broker", F.col("position").alias("offset"),
             F.format_string("%d %d %s", "segment", "bytes", "detail").alias("detail"))
-        found = checks.violations(batches, summary, checks.epoch_table(spark, layout)).unionByName(tails).collect()
+        found = checks.violations(spark, batches, summary, summary_rows, checks.epoch_table(spark, layout)) \
+            .unionByName(tails).collect()
         violations = [Violation(**row.asDict()) for row in found if row["kind"] != _TORN]
         torn = [_torn_tail(row) for row in found if row["kind"] == _TORN]
         violations += layout.findings

@@ -33,6 +33,12 @@ from verifier.report import Report, render_table
 VALUES = [[b"v0", b"v1"], [b"v2"], [b"v3", b"v4", b"v5"]]  # three batches: offsets 0-1, 2, 3-5
 EPOCHS = [0, 0, 1]
 LEO = 6
+# Broker 2's leader-epoch-checkpoint for each of these topics, against batches of epochs 0 (offsets 0-2), 1 (3-5).
+EPOCH_CHECKPOINTS = {
+    "epoch-start": [EpochEntry(0, 0), EpochEntry(1, 2)],  # epoch 1 starts at 3, not 2
+    "epoch-order": [EpochEntry(0, 0), EpochEntry(1, 3), EpochEntry(0, 4)],  # epoch 0 again, after epoch 1
+    "epoch-past-end": [EpochEntry(0, 0), EpochEntry(1, LEO)],  # at the log end, but epoch 1's batch is at 3
+}
 
 
 def _batches(values: list[list[bytes]] = VALUES, epochs: list[int] = EPOCHS) -> list[tuple[int, list[bytes]]]:
@@ -64,6 +70,8 @@ def cluster_dirs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
         write_replica(directory, "epoch-flip", 0, _batches())
         write_replica(directory, "torn", 0, _batches())
         write_replica(directory, "epoch-entry", 0, _batches())
+        for topic in EPOCH_CHECKPOINTS:
+            write_replica(directory, topic, 0, _batches())
         write_replica(directory, "hw-above-leo", 0, _batches())
         write_replica(directory, "no-hw", 0, _batches())
         write_replica(directory, "segments", 0, [(0, [b"x" * 100]) for _ in range(6)], segment_bytes=300)
@@ -81,6 +89,8 @@ def cluster_dirs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     with open(_segment(two, "torn"), "ab") as f:  # half a batch written when the broker died
         f.write(_segment(one, "healthy").read_bytes()[:40])
     LeaderEpochCheckpointFile(two / "epoch-entry-0" / LEADER_EPOCH_CHECKPOINT).write([EpochEntry(0, 0)])
+    for topic, entries in EPOCH_CHECKPOINTS.items():
+        LeaderEpochCheckpointFile(two / f"{topic}-0" / LEADER_EPOCH_CHECKPOINT).write(entries)
     set_checkpoint(two, REPLICATION_OFFSET_CHECKPOINT, TopicPartition("hw-above-leo", 0), LEO + 3)
     set_checkpoint(two, REPLICATION_OFFSET_CHECKPOINT, TopicPartition("no-hw", 0), None)
     second = sorted((two / "segments-0").glob("*.log"))[1]
@@ -124,7 +134,7 @@ def test_intact_replicas_verify_clean_with_exact_counts(report, cluster_dirs):
     assert [(r.broker, r.log_start, r.hw, r.leo, r.batches, r.records, r.epochs) for r in rows] == [
         (b, 0, LEO, LEO, 3, LEO, ((0, 0), (1, 3))) for b in (1, 2)]
     summary = found.to_json()
-    assert (summary["partitions"], summary["replicas"]) == (11, 22)
+    assert (summary["partitions"], summary["replicas"]) == (14, 28)
     assert summary["batches"] == sum(r.batches for r in found.replicas)
     assert [r.bytes for r in rows] == [_segment(d, "healthy").stat().st_size for d in cluster_dirs]
 
@@ -171,6 +181,19 @@ def test_a_leader_epoch_checkpoint_missing_an_epoch_is_reported(report):
     assert _of(found, "epoch-entry") == [("epoch-cache", 2, 3)]
 
 
+def test_a_leader_epoch_checkpoint_that_disagrees_with_the_batches_is_reported_where_it_does(report):
+    found, _ = report
+    details = {topic: [v.detail for v in found.violations if v.topic == topic] for topic in EPOCH_CHECKPOINTS}
+    assert _of(found, "epoch-start") == [("epoch-cache", 2, 2)]
+    assert "says epoch 1 starts at 2, but its first batch starts at 3" in details["epoch-start"][0]
+    assert _of(found, "epoch-order") == [("epoch-cache", 2, 4), ("epoch-cache", 2, 4)]
+    assert any("entry 3 (epoch 0 at 4) does not follow the one before (epoch 1 at 3)" in d
+               for d in details["epoch-order"])
+    assert _of(found, "epoch-past-end") == [("epoch-cache", 2, 3)]
+    assert f"says epoch 1 starts at {LEO} (at or past the log end {LEO}), but a batch of that epoch starts at 3" \
+        in details["epoch-past-end"][0]
+
+
 def test_offset_checkpoints_are_checked_against_the_log(report):
     found, _ = report
     assert _of(found, "hw-above-leo") == [("checkpoint", 2, LEO + 3)]
@@ -208,7 +231,7 @@ def test_the_table_shows_each_replica_and_the_verdict(report):
     found, _ = report
     table = render_table(found)
     assert "diverged-0" in table and "divergence: diverged-0, broker 2, offset 2" in table
-    assert table.splitlines()[-1].startswith("INCONSISTENT: 11 partitions, 22 replicas")
+    assert table.splitlines()[-1].startswith("INCONSISTENT: 14 partitions, 28 replicas")
 
 
 def test_the_batch_table_and_violations_are_written_as_parquet(report, spark):

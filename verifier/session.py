@@ -1,9 +1,10 @@
 """The Spark session the verifier runs in, quiet: Spark's output goes to a log file, never to the terminal.
 
 Under ``spark-submit`` the session (and its master) is spark-submit's. Otherwise one is started here: workers run
-this interpreter (PYSPARK_PYTHON), everything binds 127.0.0.1 unless SPARK_LOCAL_IP says otherwise, the UI and the
-console progress bar are off, log4j reads verifier/conf/log4j2.properties, and the driver JVM's standard error (its
-log, the Python workers' output) goes to a log file (``spark_log``).
+this interpreter (PYSPARK_PYTHON), everything binds 127.0.0.1 unless SPARK_LOCAL_IP says otherwise, the UI, the
+console progress bar and the recording of each DataFrame call's Python call site are off, log4j reads
+verifier/conf/log4j2.properties, and the driver JVM's standard error (its log, the Python workers' output) goes to
+a log file (``spark_log``).
 """
 
 from __future__ import annotations
@@ -48,6 +49,8 @@ def get_session(master: str | None = None) -> tuple[SparkSession, float]:
     builder = (SparkSession.builder.master(master or DEFAULT_MASTER).appName("minikafka-verify")
                .config("spark.ui.enabled", "false")
                .config("spark.ui.showConsoleProgress", "false")
+               # Not recording each DataFrame call's Python call site saves a round trip to the JVM per call.
+               .config("spark.python.sql.dataFrameDebugging.enabled", "false")
                .config("spark.pyspark.python", os.environ["PYSPARK_PYTHON"]))
     with _stderr_to(spark_log_path()):
         spark = builder.getOrCreate()

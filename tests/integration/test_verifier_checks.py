@@ -234,6 +234,15 @@ def test_the_table_shows_each_replica_and_the_verdict(report):
     assert table.splitlines()[-1].startswith("INCONSISTENT: 14 partitions, 28 replicas")
 
 
+def test_a_verification_leaves_the_sessions_adaptive_execution_as_it_found_it(spark, cluster_dirs):
+    key = "spark.sql.adaptive.enabled"
+    for setting in ("true", "false"):
+        spark.conf.set(key, setting)
+        verify(list(cluster_dirs), spark=spark)
+        assert spark.conf.get(key) == setting
+    spark.conf.set(key, "true")
+
+
 def test_the_batch_table_and_violations_are_written_as_parquet(report, spark):
     found, output = report
     batches = spark.read.parquet(str(output / "batches.parquet"))

@@ -17,10 +17,10 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
-from client.accumulator import FutureRecordMetadata
-from client.producer import ProducerError
+if TYPE_CHECKING:
+    from client.accumulator import FutureRecordMetadata
 
 OK, FAILED, UNKNOWN = "ok", "failed", "unknown"
 STATUSES = (OK, FAILED, UNKNOWN)
@@ -84,6 +84,9 @@ class Outcome:
 
 def outcome_of(topic: str, key: bytes | None, value: bytes | None, future: FutureRecordMetadata) -> Outcome:
     """The outcome of a settled record future: ok with its offset, or failed/unknown with Kafka's error name."""
+    # Imported here: readers of history files (the verifier's Spark workers among them) need none of the producer.
+    from client.producer import ProducerError
+
     error = future.exception()
     if error is None:
         metadata = future.result()

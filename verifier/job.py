@@ -77,8 +77,8 @@ def run_job(spark: SparkSession, layout: Layout, history: History | None = None,
 @contextmanager
 def _without_adaptive_execution(spark: SparkSession) -> Iterator[None]:
     """Adaptive query execution off inside the block. The checks' tables hold a row per batch or per replica: there,
-    planning each shuffle's consumers again once it has run costs more than it finds (7 Spark jobs rather than 14
-    for the checks)."""
+    planning each shuffle's consumers again once it has run costs more than it finds (9 Spark jobs a verification
+    rather than 14)."""
     key = "spark.sql.adaptive.enabled"
     before = spark.conf.get(key)
     spark.conf.set(key, "false")

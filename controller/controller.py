@@ -426,7 +426,8 @@ class KafkaController:
             self.send(urgent)
         partitions = context.serving_partitions()
         batch = self.new_batch()
-        # UpdateMetadata to every live broker with every partition: the LeaderAndIsr of the others adds them
+        # One UpdateMetadata to every live broker with every partition: the elected ones named here, the others
+        # added as their LeaderAndIsr is queued
         batch.add_update_metadata(context.live_brokers, context.partition_infos(elected))
         told = set(elected)
         self.partition_states.queue_changes(batch, [tp for tp in partitions if tp in context.states and tp not in told])

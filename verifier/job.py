@@ -15,7 +15,7 @@ from verifier.history_check import check_history, history_table
 from verifier.layout import Layout
 from verifier.report import ReplicaRow, Report, TornTail, Violation
 from verifier.source import read_splits
-from verifier.splits import plan_splits
+from verifier.splits import Split, plan_splits
 
 Progress = Callable[[str], None]
 _TORN = "torn-tail"  # a pseudo-kind: torn tails travel with the violations, and are reported apart from them
@@ -31,11 +31,19 @@ def run_job(spark: SparkSession, layout: Layout, history: History | None = None,
     progress(f"{len(layout.log_dirs)} log directories: {len(layout.partitions)} partitions, "
              f"{len(layout.replicas)} replicas, {sum(len(r.segments) for r in layout.replicas)} segment files "
              f"in {len(splits)} splits")
-    spark.conf.set("spark.sql.shuffle.partitions", str(max(1, spark.sparkContext.defaultParallelism)))
+    parallelism = str(max(1, spark.sparkContext.defaultParallelism))
+    with _session_settings(spark, {"spark.sql.shuffle.partitions": parallelism}):
+        return _verify_splits(spark, layout, splits, history, output, progress)
+
+
+def _verify_splits(spark: SparkSession, layout: Layout, splits: list[Split], history: History | None,
+                   output: Path | None, progress: Progress) -> Report:
     batches = read_splits(spark, splits).cache()
     summary = checks.replica_summary(batches, checks.replica_table(spark, layout)).cache()
     try:
-        with _without_adaptive_execution(spark):
+        # The checks' tables hold a row per batch or per replica: there, adaptive execution's planning of each
+        # shuffle's consumers again once it has run costs more than it finds (9 Spark jobs rather than 14).
+        with _session_settings(spark, {"spark.sql.adaptive.enabled": "false"}):
             summary_rows = summary.collect()
             progress(f"read {sum(r['batches'] for r in summary_rows)} batches, "
                      f"{sum(r['bytes'] for r in summary_rows)} bytes")
@@ -75,17 +83,16 @@ def run_job(spark: SparkSession, layout: Layout, history: History | None = None,
 
 
 @contextmanager
-def _without_adaptive_execution(spark: SparkSession) -> Iterator[None]:
-    """Adaptive query execution off inside the block. The checks' tables hold a row per batch or per replica: there,
-    planning each shuffle's consumers again once it has run costs more than it finds (9 Spark jobs a verification
-    rather than 14)."""
-    key = "spark.sql.adaptive.enabled"
-    before = spark.conf.get(key)
-    spark.conf.set(key, "false")
+def _session_settings(spark: SparkSession, settings: dict[str, str]) -> Iterator[None]:
+    """The session's SQL settings changed inside the block, and put back as they were afterwards."""
+    before = {key: spark.conf.get(key) for key in settings}
+    for key, value in settings.items():
+        spark.conf.set(key, value)
     try:
         yield
     finally:
-        spark.conf.set(key, before)
+        for key, value in before.items():
+            spark.conf.set(key, value)
 
 
 def _torn_tail(row: Row) -> TornTail:

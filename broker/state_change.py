@@ -1,7 +1,9 @@
 """The state-change log: one JSON line per partition state change a broker or controller makes or receives.
 
-Lines go to the ``state.change`` logger; a broker process also writes them to ``state-change.log`` in its
-first log directory, so each line can be parsed with ``json.loads``.
+Lines go to the ``state.change`` logger. A broker process writes them to ``state-change.log`` in its first log
+directory, where each line can be parsed with ``json.loads``, and only there: as with Kafka's state-change logger,
+they stay out of the server log, which a leadership move of thousands of partitions would otherwise flood (and
+each line would cost a second write).
 """
 
 from __future__ import annotations
@@ -36,10 +38,12 @@ def _record(**fields: object) -> None:
 
 
 def install_state_change_file(log_dir: Path) -> logging.Handler:
-    """Append state-change lines to ``<log_dir>/state-change.log`` (message only, one per line)."""
+    """Send state-change lines to ``<log_dir>/state-change.log`` (message only, one per line), and no longer to
+    the handlers of the root logger."""
     log_dir.mkdir(parents=True, exist_ok=True)
     handler = logging.FileHandler(log_dir / STATE_CHANGE_LOG, encoding="utf-8")
     handler.setFormatter(logging.Formatter("%(message)s"))
     logger.addHandler(handler)
     logger.setLevel(logging.INFO)
+    logger.propagate = False
     return handler

@@ -73,6 +73,9 @@ __all__ = ["ControllerMovedError", "KafkaController"]
 
 T = TypeVar("T")
 
+#: Partitions added to the failover's whole-state requests between two runs of the event loop.
+WHOLE_STATE_SLICE = 1000
+
 
 class KafkaController:
     """Controller election and failover, and the wiring of the controller's rooms."""
@@ -417,8 +420,9 @@ class KafkaController:
             await self._watch_data(path)
 
         self.deletion.send_pending_deletions(context.live_brokers)
+        # Decided on the states read_topics has just read, not read again
         elected = await self.partition_states.elect_offline_partitions(
-            context.offline_partitions(), "controller failover"
+            context.offline_partitions(), "controller failover", just_read=dict(context.states)
         )
         if elected:  # the partitions that were offline first, in requests of their own: they wait for nothing else
             urgent = self.new_batch()
@@ -427,10 +431,15 @@ class KafkaController:
         partitions = context.serving_partitions()
         batch = self.new_batch()
         # One UpdateMetadata to every live broker with every partition: the elected ones named here, the others
-        # added as their LeaderAndIsr is queued
+        # added as their LeaderAndIsr is queued, a slice at a time with the event loop run in between, so that
+        # the senders put the elected partitions' requests on the wire meanwhile (and this broker's own clients
+        # are answered), rather than after the whole state is built
         batch.add_update_metadata(context.live_brokers, context.partition_infos(elected))
         told = set(elected)
-        self.partition_states.queue_changes(batch, [tp for tp in partitions if tp in context.states and tp not in told])
+        rest = [tp for tp in partitions if tp in context.states and tp not in told]
+        for start in range(0, len(rest), WHOLE_STATE_SLICE):
+            self.partition_states.queue_changes(batch, rest[start:start + WHOLE_STATE_SLICE])
+            await asyncio.sleep(0)
         self.send(batch)
         if elected:
             log.info("Controller %d elected leaders of %s at failover", self.broker_id, elected)

@@ -153,20 +153,31 @@ class PartitionStateMachine:
         return states
 
     async def update_partition_states(
-        self, partitions: Iterable[TopicPartitionKey], decide: Decide
+        self, partitions: Iterable[TopicPartitionKey], decide: Decide,
+        just_read: Mapping[TopicPartitionKey, LeaderIsrAndControllerEpoch] | None = None,
     ) -> list[TopicPartitionKey]:
         """Change partition states as `decide` says, each on the state just read from ZooKeeper and written
         conditionally on its version, many partitions a fenced transaction (Kafka's updateLeaderAndIsr). A version
         conflict (the leader changed the ISR meanwhile) re-reads the state and decides again, up to
         STATE_UPDATE_ATTEMPTS conflicts a partition, its next writes in transactions of their own; the partitions
         of its transaction, rolled back with it, are read and decided again too. Logs every change to the
-        state-change log; returns the partitions changed (their new states are in the context)."""
+        state-change log; returns the partitions changed (their new states are in the context).
+
+        `just_read`: states this event has just read from ZooKeeper (the failover reads every partition's). The
+        first round decides on them instead of reading them again; one that a conflict shows to be out of date
+        already is read and decided again, not counted as a conflict."""
         host = self._host
         pending = list(dict.fromkeys(partitions))
         conflicts: dict[TopicPartitionKey, int] = {}
         changed: list[TopicPartitionKey] = []
         while pending:
-            current = await self.read_partition_states(pending)
+            if just_read is not None:
+                current = {tp: just_read[tp] for tp in pending if tp in just_read}
+                missing = [tp for tp in pending if tp not in just_read]
+                current.update(await self.read_partition_states(missing) if missing else {})
+            else:
+                current = await self.read_partition_states(pending)
+            stale_reads_allowed, just_read = just_read is not None, None
             proposals: list[tuple[TopicPartitionKey, LeaderIsrAndControllerEpoch, PartitionChange]] = []
             for tp in pending:
                 state = current.get(tp)
@@ -190,6 +201,9 @@ class PartitionStateMachine:
                     # Not written because another partition of its transaction conflicted: read and decided again,
                     # not counted against it.
                     pending.append(tp)
+                    continue
+                if isinstance(result, BadVersionError) and stale_reads_allowed:
+                    pending.append(tp)  # the state changed since this event read it: read it now
                     continue
                 if isinstance(result, BadVersionError):
                     conflicts[tp] = conflicts.get(tp, 0) + 1
@@ -263,12 +277,14 @@ class PartitionStateMachine:
         return cache[topic]
 
     async def elect_offline_partitions(
-        self, partitions: list[TopicPartitionKey], cause: str
+        self, partitions: list[TopicPartitionKey], cause: str,
+        just_read: Mapping[TopicPartitionKey, LeaderIsrAndControllerEpoch] | None = None,
     ) -> list[TopicPartitionKey]:
-        """Elect leaders for partitions without a live leader (Kafka's triggerOnlinePartitionStateChange)."""
+        """Elect leaders for partitions without a live leader (Kafka's triggerOnlinePartitionStateChange);
+        `just_read` as for :meth:`update_partition_states`."""
         if not partitions:
             return []
-        return await self.update_partition_states(partitions, self.recovery_decider(cause))
+        return await self.update_partition_states(partitions, self.recovery_decider(cause), just_read)
 
     def queue_changes(
         self, batch: ControllerBrokerRequestBatch, partitions: Iterable[TopicPartitionKey], exclude: int | None = None

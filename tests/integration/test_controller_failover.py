@@ -512,6 +512,39 @@ async def test_a_partition_whose_state_keeps_changing_does_not_hold_back_the_oth
         assert active.controller.is_active
 
 
+async def test_a_state_that_changes_between_the_failover_read_and_the_election_is_read_again(
+    zk_session: ZkSessionFactory, monkeypatch: pytest.MonkeyPatch
+):
+    async with Cluster(zk_session) as cluster:
+        await cluster.start(1, 2, 3)
+        old = await cluster.active_controller()
+        a, b = sorted(n for n in cluster.nodes if n != old.id)
+        await create(old, assigned("t", {0: [old.id, a, b]}))
+        # The new controller elects t-0's leader on the states it read at failover. Between that read and the
+        # election, the dying leader shrinks the ISR to [old, a]: deciding on what was read would take b back
+        # into the ISR. The write, conditional on the version read, fails; the state is read again.
+        changed: list[bool] = []
+        for node in (cluster.nodes[a], cluster.nodes[b]):
+            read_queued_topics = node.controller.deletion.read_queued_topics
+
+            async def racing_read(read_queued_topics: Callable[[], Awaitable[None]] = read_queued_topics) -> None:
+                await read_queued_topics()
+                if not changed:
+                    changed.append(True)
+                    await cluster.leader_changes_isr("t", 0, [old.id, a], notify=False)
+
+            monkeypatch.setattr(node.controller.deletion, "read_queued_topics", racing_read)
+        await cluster.stop(old.id)
+        new = await cluster.active_controller()
+        await until(lambda: (a, 1, [a], new.controller.epoch) in cluster.leader_and_isr(a, "t", 0),
+                    "LeaderAndIsr electing t-0's leader")
+        assert changed
+        state = await cluster.state("t", 0)
+        assert (state.leader, state.leader_epoch, state.isr, state.zk_version) == (a, 1, (a,), 2)
+        assert [s for s in cluster.leader_and_isr(a, "t", 0) if s[3] == new.controller.epoch] == [
+            (a, 1, [a], new.controller.epoch)]
+
+
 def _no_children(zk: ZkClient, path: str) -> Callable[[], Awaitable[bool]]:
     async def check() -> bool:
         return await zk.get_children(path) == []

@@ -111,18 +111,18 @@ class Log:
         self._truncations = 0
         self._topic_id_unwritten = False
         self._topic_id_lock = threading.Lock()  # a closed log's partition.metadata is never written
-        directory.mkdir(parents=True, exist_ok=True)
-        try:
-            #: The id of the topic incarnation this log belongs to (partition.metadata, KIP-516); None if unknown.
-            self.topic_id: str | None = read_partition_metadata(directory)
-        except CheckpointError as e:
-            _log.warning("%s: ignoring its partition.metadata: %s", tp, e)
-            self.topic_id = None
         checkpoint = LeaderEpochCheckpointFile(directory / LEADER_EPOCH_CHECKPOINT)
-        rebuild_epochs = not checkpoint.exists()
-        self.epoch_cache = LeaderEpochCache(checkpoint, entries=[] if rebuild_epochs else None)
         self._segments: list[LogSegment] = []
-        self.bytes_truncated_by_recovery = self._load_segments(recovery_point, needs_recovery, rebuild_epochs)
+        #: The id of the topic incarnation this log belongs to (partition.metadata, KIP-516); None if unknown.
+        self.topic_id: str | None = None
+        try:
+            directory.mkdir(parents=True)
+        except FileExistsError:
+            self._load_directory(checkpoint, recovery_point, needs_recovery)
+        else:  # a new log (a broker creates thousands at once): an empty directory has nothing to read
+            self.epoch_cache = LeaderEpochCache(checkpoint, entries=[])
+            self._segments = [LogSegment(directory, 0, config, clock(), files)]
+            self.bytes_truncated_by_recovery = 0
         self.log_start_offset = max(log_start_offset, self._segments[0].base_offset)
         self.recovery_point = min(max(recovery_point, self.log_start_offset), self.log_end_offset)
         self.high_watermark = self.log_start_offset
@@ -136,6 +136,17 @@ class Log:
         self._producer_state: ProducerStateManager | None = None
 
     # -- loading ----------------------------------------------------------------------------
+
+    def _load_directory(self, checkpoint: LeaderEpochCheckpointFile, recovery_point: int,
+                        needs_recovery: bool) -> None:
+        """Read what an existing directory holds: its topic id, its leader epochs and its segments."""
+        try:
+            self.topic_id = read_partition_metadata(self.dir)
+        except CheckpointError as e:
+            _log.warning("%s: ignoring its partition.metadata: %s", self.tp, e)
+        rebuild_epochs = not checkpoint.exists()
+        self.epoch_cache = LeaderEpochCache(checkpoint, entries=[] if rebuild_epochs else None)
+        self.bytes_truncated_by_recovery = self._load_segments(recovery_point, needs_recovery, rebuild_epochs)
 
     def _load_segments(self, recovery_point: int, needs_recovery: bool, rebuild_epochs: bool) -> int:
         """Open every segment; recover those past the recovery point (after an unclean shutdown)

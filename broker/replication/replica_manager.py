@@ -174,7 +174,7 @@ class ReplicaManager:
             return LeaderAndIsrResponse(error_code=ErrorCode.STALE_CONTROLLER_EPOCH, partition_errors=[])
         self.controller_epoch = request.controller_epoch
         self._drop_stale_incarnations(request)
-        creation_errors = await self._create_partitions(request)
+        creation_errors, created = await self._create_partitions(request)
         await self._adopt_topic_ids(request)
         codes: dict[TopicPartition, ErrorCode] = {}
         followed: dict[TopicPartition, int] = {}
@@ -190,6 +190,8 @@ class ReplicaManager:
                 self._apply_partition_state(self.partitions[tp], state, request)
                 followed[tp] = state.leader
         codes.update(await self._make_leaders(leading, request))
+        if created:  # their partition.metadata after the leaders' epochs: one batch of durable writes at a time
+            self._in_background(flush_topic_ids, created)
         endpoints = {leader.broker_id: (leader.host, leader.port) for leader in request.live_leaders}
         if followed:
             self.on_follow(followed, endpoints)
@@ -255,15 +257,18 @@ class ReplicaManager:
                 stale.append(tp)
         self._remove_replicas(stale, delete=True)
 
-    async def _create_partitions(self, request: LeaderAndIsrRequest) -> dict[TopicPartition, ErrorCode]:
+    async def _create_partitions(
+        self, request: LeaderAndIsrRequest
+    ) -> tuple[dict[TopicPartition, ErrorCode], list[Log]]:
         """Create the partitions the request names that this broker hosts and does not have yet: each topic's
         config is read once, and new logs are made on a worker thread, so thousands of new partitions never block
         the event loop with file work (a new leader's epoch is written with the others', :meth:`_make_leaders`;
-        its partition.metadata in the background, :meth:`Log.record_topic_id`). Returns the failures."""
+        its partition.metadata later, in the background, :meth:`Log.record_topic_id`). Returns the failures and
+        the logs created."""
         new = {TopicPartition(s.topic, s.partition): s for s in request.partition_states
                if self.broker_id in s.replicas and TopicPartition(s.topic, s.partition) not in self.partitions}
         if not new:
-            return {}
+            return {}, []
         failed: dict[TopicPartition, ErrorCode] = {}
         configs: dict[str, LogConfig] = {}
         for topic in sorted({tp.topic for tp in new}):
@@ -290,7 +295,6 @@ class ReplicaManager:
         opened = await asyncio.to_thread(open_logs) if placed else {}
         created = [each for each in opened.values() if isinstance(each, Log)]
         self.log_manager.add_logs(created)
-        self._in_background(flush_topic_ids, created)
         for tp, outcome in opened.items():
             if isinstance(outcome, Exception):
                 log.error("cannot create the log of %s: %s", tp, outcome)
@@ -305,7 +309,7 @@ class ReplicaManager:
                                                 replica_lag_time_max_ms=self.config.replica_lag_time_max_ms,
                                                 min_insync_replicas=configs[tp.topic].min_insync_replicas)
                 self._deleted.discard(tp)
-        return failed
+        return failed, created
 
     async def _adopt_topic_ids(self, request: LeaderAndIsrRequest) -> None:
         """Logs that do not know their topic id yet (written before the topic had one) take the controller's."""

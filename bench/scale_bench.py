@@ -338,19 +338,25 @@ async def main(runs: int, total: int, big: int, size: int, keep: Path | None) ->
           f"500), {total} partitions with replication factor 3 ({big} in one topic, the rest in topics of {size})")
     print("settings: " + ", ".join(f"{k}={v}" for k, v in SETTINGS.items()))
     results: list[dict[str, float]] = []
-    for run in range(1, runs + 1):
-        base = Path(tempfile.mkdtemp(prefix="scale-bench-", dir=keep))
-        try:
-            figures = await one_run(base / "cluster", total, big, size)
-        except (BenchError, AdminError, ClusterError, ConsumerError, ProducerError, KafkaError,
-                KafkaConnectionError) as e:
-            print(f"run {run}: failed: {e}", file=sys.stderr)
-            return 1
-        finally:
-            if keep is None:
-                shutil.rmtree(base, ignore_errors=True)
-        results.append(figures)
-        print(f"run {run}: " + ", ".join(f"{key}={value:.2f}" for key, value in figures.items()))
+    # Every run's directory stays until the last run ends. On an ext4 file system without a journal (this
+    # project's VMs), creating an inode skips every inode freed in the last 30 s or more (ext4's recently_deleted,
+    # seen with perf): right after the 30,000 files of one run were removed, creating the next run's logs took
+    # several times as long, and that is the file system's cost, not the cluster's.
+    parent = keep if keep is not None else Path(tempfile.mkdtemp(prefix="scale-bench-"))
+    try:
+        for run in range(1, runs + 1):
+            base = Path(tempfile.mkdtemp(prefix="scale-bench-", dir=parent))
+            try:
+                figures = await one_run(base / "cluster", total, big, size)
+            except (BenchError, AdminError, ClusterError, ConsumerError, ProducerError, KafkaError,
+                    KafkaConnectionError) as e:
+                print(f"run {run}: failed: {e}", file=sys.stderr)
+                return 1
+            results.append(figures)
+            print(f"run {run}: " + ", ".join(f"{key}={value:.2f}" for key, value in figures.items()))
+    finally:
+        if keep is None:
+            shutil.rmtree(parent, ignore_errors=True)
     print(f"medians of {runs}:")
     for key, label in LABELS.items():
         print(f"  {label}: {statistics.median(r[key] for r in results):.2f}")

@@ -338,10 +338,10 @@ async def main(runs: int, total: int, big: int, size: int, keep: Path | None) ->
           f"500), {total} partitions with replication factor 3 ({big} in one topic, the rest in topics of {size})")
     print("settings: " + ", ".join(f"{k}={v}" for k, v in SETTINGS.items()))
     results: list[dict[str, float]] = []
-    # Every run's directory stays until the last run ends. On an ext4 file system without a journal (this
-    # project's VMs), creating an inode skips every inode freed in the last 30 s or more (ext4's recently_deleted,
-    # seen with perf): right after the 30,000 files of one run were removed, creating the next run's logs took
-    # several times as long, and that is the file system's cost, not the cluster's.
+    # Every run's directory stays until the last run ends. On an ext4 file system without a journal (as on the
+    # machine of the published figures), creating an inode skips every inode freed in the last 30 s or more
+    # (ext4's recently_deleted, seen with perf): right after the 30,000 files of one run were removed, creating the
+    # next run's logs took several times as long, and that is the file system's cost, not the cluster's.
     parent = keep if keep is not None else Path(tempfile.mkdtemp(prefix="scale-bench-"))
     try:
         for run in range(1, runs + 1):

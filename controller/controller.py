@@ -422,7 +422,7 @@ class KafkaController:
         self.deletion.send_pending_deletions(context.live_brokers)
         # Decided on the states read_topics has just read, not read again
         elected = await self.partition_states.elect_offline_partitions(
-            context.offline_partitions(), "controller failover", just_read=dict(context.states)
+            context.offline_partitions(), "controller failover", just_read=context.states
         )
         if elected:  # the partitions that were offline first, in requests of their own: they wait for nothing else
             urgent = self.new_batch()

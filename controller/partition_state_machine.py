@@ -170,14 +170,13 @@ class PartitionStateMachine:
         pending = list(dict.fromkeys(partitions))
         conflicts: dict[TopicPartitionKey, int] = {}
         changed: list[TopicPartitionKey] = []
+        # Each used once: a partition decided again is read
+        known = {tp: just_read[tp] for tp in pending if tp in just_read} if just_read else {}
         while pending:
-            if just_read is not None:
-                current = {tp: just_read[tp] for tp in pending if tp in just_read}
-                missing = [tp for tp in pending if tp not in just_read]
-                current.update(await self.read_partition_states(missing) if missing else {})
-            else:
-                current = await self.read_partition_states(pending)
-            stale_reads_allowed, just_read = just_read is not None, None
+            unread = [tp for tp in pending if tp not in known]
+            current = await self.read_partition_states(unread) if unread else {}
+            reused = {tp: known.pop(tp) for tp in pending if tp in known}
+            current.update(reused)
             proposals: list[tuple[TopicPartitionKey, LeaderIsrAndControllerEpoch, PartitionChange]] = []
             for tp in pending:
                 state = current.get(tp)
@@ -202,8 +201,8 @@ class PartitionStateMachine:
                     # not counted against it.
                     pending.append(tp)
                     continue
-                if isinstance(result, BadVersionError) and stale_reads_allowed:
-                    pending.append(tp)  # the state changed since this event read it: read it now
+                if isinstance(result, BadVersionError) and tp in reused:
+                    pending.append(tp)  # the state changed since this event read it: read it now, not counted
                     continue
                 if isinstance(result, BadVersionError):
                     conflicts[tp] = conflicts.get(tp, 0) + 1

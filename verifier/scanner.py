@@ -53,11 +53,14 @@ def scan_file(path: str, start: int, end: int, *, tail_may_tear: bool,
     """The batches of ``path`` from ``start`` (a batch boundary) to ``end``. ``tail_may_tear``: ``end`` is the end
     of the replica's active segment, where an incomplete batch is a torn tail rather than corruption."""
     fd = os.open(path, os.O_RDONLY)
+    buffer = _take_buffer(min(chunk_bytes, end - start))
     try:
         position = start
         while position < end:
             size = min(max(chunk_bytes, _batch_size_at(fd, position, end)), end - position)
-            chunk = os.pread(fd, size, position)
+            if size > len(buffer):
+                buffer = bytearray(size)
+            chunk = memoryview(buffer)[:os.preadv(fd, [memoryview(buffer)[:size]], position)]
             if not chunk:
                 return  # the file shrank under us: nothing more to read
             last_chunk = position + len(chunk) >= end
@@ -75,6 +78,26 @@ def scan_file(path: str, start: int, end: int, *, tail_may_tear: bool,
             position += consumed
     finally:
         os.close(fd)
+        _give_back(buffer)
+
+
+#: Read buffers kept for the next scan: a new one costs a page fault per page when first filled, which at the
+#: scanner's speed (the CRC32C runs at several GB/s) took longer than checking the batches in it.
+_spare_buffers: list[bytearray] = []
+_SPARE_BUFFERS_KEPT = 2
+
+
+def _take_buffer(size: int) -> bytearray:
+    """A buffer of at least ``size`` bytes: a spare one if there is one large enough."""
+    for number, buffer in enumerate(_spare_buffers):
+        if len(buffer) >= size:
+            return _spare_buffers.pop(number)
+    return bytearray(size)
+
+
+def _give_back(buffer: bytearray) -> None:
+    if len(buffer) <= CHUNK_BYTES and len(_spare_buffers) < _SPARE_BUFFERS_KEPT:
+        _spare_buffers.append(buffer)
 
 
 def _batch_size_at(fd: int, position: int, end: int) -> int:
@@ -88,7 +111,7 @@ def _batch_size_at(fd: int, position: int, end: int) -> int:
 _MORE = "more"  # internal: the rest of the buffer is a partial batch, read more
 
 
-def scan_buffer(buf: bytes, base_position: int = 0, *, tail_may_tear: bool = True,
+def scan_buffer(buf: bytes | memoryview, base_position: int = 0, *, tail_may_tear: bool = True,
                 partial_ok: bool = False) -> Iterator[BatchRow]:
     """The batches of ``buf`` (whose first byte is at file position ``base_position``). With ``partial_ok`` a
     partial batch at the end yields a row of internal status "more" (the caller reads on) instead of torn or

@@ -16,6 +16,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from client.history import OK, History
+from verifier.views import local_table
 
 HISTORY_SCHEMA = ("outcome int, topic string, partition int, offset bigint, key binary, value binary, "
                   "status string")
@@ -40,7 +41,7 @@ class HistoryFindings:
 def history_table(spark: SparkSession, history: History) -> DataFrame:
     rows = [(number, o.topic, o.partition, o.offset, o.key, o.value, o.status)
             for number, o in enumerate(history.outcomes)]
-    return spark.createDataFrame(rows, HISTORY_SCHEMA)
+    return local_table(spark, rows, HISTORY_SCHEMA)
 
 
 def check_history(outcomes: DataFrame, records: DataFrame, summary: DataFrame) -> HistoryFindings:

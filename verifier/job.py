@@ -7,7 +7,6 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from pyspark.sql import DataFrame, Row, SparkSession
-from pyspark.sql import functions as F
 
 from client.history import History
 from verifier import checks
@@ -16,9 +15,9 @@ from verifier.layout import Layout
 from verifier.report import ReplicaRow, Report, TornTail, Violation
 from verifier.source import read_splits
 from verifier.splits import Split, plan_splits
+from verifier.views import Views, local_table
 
 Progress = Callable[[str], None]
-_TORN = "torn-tail"  # a pseudo-kind: torn tails travel with the violations, and are reported apart from them
 
 
 def _quiet(_: str) -> None:
@@ -32,28 +31,26 @@ def run_job(spark: SparkSession, layout: Layout, history: History | None = None,
              f"{len(layout.replicas)} replicas, {sum(len(r.segments) for r in layout.replicas)} segment files "
              f"in {len(splits)} splits")
     parallelism = str(max(1, spark.sparkContext.defaultParallelism))
-    with _session_settings(spark, {"spark.sql.shuffle.partitions": parallelism}):
+    # The checks' tables hold a row per batch or per replica: there, adaptive execution's planning of each shuffle's
+    # consumers again once it has run costs more than it finds. It is off from the start, so that the cached batch
+    # table is planned without it too.
+    with _session_settings(spark, {"spark.sql.shuffle.partitions": parallelism, "spark.sql.adaptive.enabled": "false"}):
         return _verify_splits(spark, layout, splits, history, output, progress)
 
 
 def _verify_splits(spark: SparkSession, layout: Layout, splits: list[Split], history: History | None,
                    output: Path | None, progress: Progress) -> Report:
-    batches = read_splits(spark, splits).cache()
-    summary = checks.replica_summary(batches, checks.replica_table(spark, layout)).cache()
-    try:
-        # The checks' tables hold a row per batch or per replica: there, adaptive execution's planning of each
-        # shuffle's consumers again once it has run costs more than it finds (9 Spark jobs rather than 14).
-        with _session_settings(spark, {"spark.sql.adaptive.enabled": "false"}):
-            summary_rows = summary.collect()
-            progress(f"read {sum(r['batches'] for r in summary_rows)} batches, "
-                     f"{sum(r['bytes'] for r in summary_rows)} bytes")
-            tails = checks.torn_tails(batches).select(
-                F.lit(_TORN).alias("kind"), "topic", "partition", "broker", F.col("position").alias("offset"),
-                F.format_string("%d %d %s", "segment", "bytes", "detail").alias("detail"))
-            found = checks.violations(spark, batches, summary, summary_rows, checks.epoch_table(spark, layout)) \
-                .unionByName(tails).collect()
-        violations = [Violation(**row.asDict()) for row in found if row["kind"] != _TORN]
-        torn = [_torn_tail(row) for row in found if row["kind"] == _TORN]
+    with Views(spark) as views:
+        batches = views.add("batches", read_splits(spark, splits), cached=True)
+        views.add("replicas", checks.replica_table(spark, layout))
+        summary = views.add("summary", checks.replica_summary(views), cached=True)
+        summary_rows = summary.collect()
+        progress(f"read {sum(r['batches'] for r in summary_rows)} batches, "
+                 f"{sum(r['bytes'] for r in summary_rows)} bytes")
+        views.add("epochs", checks.epoch_table(spark, layout))
+        found = checks.violations(views, summary_rows).collect()
+        violations = [Violation(**row.asDict()) for row in found if row["kind"] != checks.TORN_TAIL]
+        torn = [_torn_tail(row) for row in found if row["kind"] == checks.TORN_TAIL]
         violations += layout.findings
         notes = list(layout.notes)
         history_counts = None
@@ -77,9 +74,6 @@ def _verify_splits(spark: SparkSession, layout: Layout, splits: list[Split], his
             _write_parquet(spark, output, batches, summary, report)
             progress(f"wrote batches.parquet, replicas.parquet and violations.parquet to {output}")
         return report
-    finally:
-        summary.unpersist()
-        batches.unpersist()
 
 
 @contextmanager
@@ -112,4 +106,4 @@ def _write_parquet(spark: SparkSession, output: Path, batches: DataFrame, summar
     summary.write.mode("overwrite").parquet(f"{target}/replicas.parquet")
     rows = [(v.kind, v.topic, v.partition, v.broker, v.offset, v.detail) for v in report.violations]
     schema = "kind string, topic string, partition int, broker int, offset bigint, detail string"
-    spark.createDataFrame(rows, schema).coalesce(1).write.mode("overwrite").parquet(f"{target}/violations.parquet")
+    local_table(spark, rows, schema).coalesce(1).write.mode("overwrite").parquet(f"{target}/violations.parquet")

@@ -30,7 +30,7 @@ _MIN_BATCH_LENGTH = HEADER_SIZE - LOG_OVERHEAD
 _MAGIC_END = 17  # the magic byte is byte 16 of a batch
 _CRC_START = 21  # the CRC covers attributes .. end
 #: Ranges are read in pieces of about this size (a batch larger than it is read whole).
-CHUNK_BYTES = 16 * 1024 * 1024
+CHUNK_BYTES = 4 * 1024 * 1024
 
 
 class BatchRow(NamedTuple):

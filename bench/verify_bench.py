@@ -4,7 +4,10 @@ It starts a cluster (ZooKeeper and 3 brokers on 127.0.0.1, in a temporary direct
 partitions, replication factor 3, 128 MiB segments, so large segments are read as several byte ranges) and
 produces ``--size-mb`` MB of segment data in all (a third on each broker: 1000-byte values, acks=all), then stops
 the cluster. It starts a Spark session on local[*] and reports how long that took (start-up, excluded from the
-rest). Each run then:
+rest), then two figures also excluded from the runs: the first verification of the data (the JVM loading classes
+and compiling the generated code of every stage: a warm-up paid once per session), and the median of 3
+verifications of 3 log directories without partitions (what every verification costs whatever its size: the Spark
+jobs, their planning and their tasks). Each run then:
 
 - cold: drops the segment files from the page cache (fsync, then posix_fadvise DONTNEED: these files only),
   reads them all sequentially once (1 MiB reads, nothing else), drops them again and verifies them;
@@ -29,6 +32,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from broker.log.checkpoint import write_meta_properties
 from client.admin import Admin, NewTopic
 from client.cluster import ClusterState, cluster_down, cluster_up
 from client.producer import Producer
@@ -97,6 +101,17 @@ def timed_verify(log_dirs: list[Path], spark: object) -> float:
     return seconds
 
 
+def fixed_cost(root: Path, spark: object, times: int = 3) -> float:
+    """The median seconds of verifying 3 log directories that hold no partition."""
+    empty = []
+    for broker in range(1, BROKERS + 1):
+        directory = root / f"empty-{broker}"
+        directory.mkdir()
+        write_meta_properties(directory, broker)
+        empty.append(directory)
+    return statistics.median(timed_verify(empty, spark) for _ in range(times))
+
+
 def one_run(log_dirs: list[Path], files: list[Path], spark: object) -> Run:
     drop_from_cache(files)
     cold_read = plain_read(files)
@@ -146,6 +161,8 @@ def main() -> None:
 
         spark, startup_s = get_session()
         print(f"Spark session start-up (local[*]): {startup_s:.1f} s", flush=True)
+        print(f"first verification (the JVM's warm-up): {timed_verify(log_dirs, spark):.1f} s; every verification's "
+              f"fixed cost (3 log directories without partitions): {fixed_cost(root, spark):.2f} s", flush=True)
         runs = []
         try:
             for number in range(1, args.runs + 1):

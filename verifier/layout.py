@@ -10,6 +10,7 @@ input, not a finding. A checkpoint file that cannot be parsed is a finding (a Vi
 
 from __future__ import annotations
 
+import os
 import re
 from collections import Counter
 from dataclasses import dataclass, field
@@ -114,9 +115,9 @@ def read_layout(paths: list[Path]) -> Layout:
         seen[resolved] = index
         log_dir = _read_log_dir(index, Path(path), layout)
         layout.log_dirs.append(log_dir)
-        for entry in sorted(Path(path).iterdir()):
+        for entry in sorted(os.scandir(path), key=lambda e: e.name):
             if entry.is_dir():
-                _read_partition_dir(log_dir, entry, layout, ignored)
+                _read_partition_dir(log_dir, Path(entry.path), layout, ignored)
             elif entry.name not in _KNOWN_ROOT_FILES:
                 ignored[f"file {entry.name} in a log directory's root"] += 1
     for what, count in sorted(ignored.items()):
@@ -164,9 +165,10 @@ def _read_partition_dir(log_dir: LogDir, path: Path, layout: Layout, ignored: Co
     if topic in SKIPPED_TOPICS:
         ignored[f"{topic} partition (not a log of record batches to verify)"] += 1
         return
-    logs: dict[int, Path] = {}
+    logs: dict[int, os.DirEntry[str]] = {}
     indexes: set[int] = set()
-    for entry in path.iterdir():
+    has_epoch_file = False
+    for entry in os.scandir(path):
         segment = _SEGMENT_FILE.fullmatch(entry.name)
         if segment is not None and entry.is_file():
             base = int(segment["base"])
@@ -174,14 +176,17 @@ def _read_partition_dir(log_dir: LogDir, path: Path, layout: Layout, ignored: Co
                 logs[base] = entry
             elif segment["suffix"] == "index":
                 indexes.add(base)
-        elif entry.name != LEADER_EPOCH_CHECKPOINT:
-            kind = entry.suffix if _NUMBERED_FILE.fullmatch(entry.name) else entry.name
+        elif entry.name == LEADER_EPOCH_CHECKPOINT:
+            has_epoch_file = True
+        else:
+            kind = Path(entry.name).suffix if _NUMBERED_FILE.fullmatch(entry.name) else entry.name
             ignored[f"{kind} file in partition directories"] += 1
     segments = tuple(
-        Segment(base, str(file), file.stat().st_size, str(file.with_suffix(".index")) if base in indexes else None)
-        for base, file in sorted(logs.items()))
+        Segment(base, entry.path, entry.stat().st_size,
+                f"{entry.path.removesuffix('.log')}.index" if base in indexes else None)
+        for base, entry in sorted(logs.items()))
     tp = TopicPartition(topic, partition)
-    epochs = _read_epochs(log_dir, tp, path / LEADER_EPOCH_CHECKPOINT, bool(segments), layout)
+    epochs = _read_epochs(log_dir, tp, path / LEADER_EPOCH_CHECKPOINT, has_epoch_file, bool(segments), layout)
     checkpoints = log_dir.checkpoints
     layout.replicas.append(Replica(
         replica_id=len(layout.replicas), dir_index=log_dir.index, broker=log_dir.broker, topic=topic,
@@ -192,9 +197,10 @@ def _read_partition_dir(log_dir: LogDir, path: Path, layout: Layout, ignored: Co
         epochs=epochs))
 
 
-def _read_epochs(log_dir: LogDir, tp: TopicPartition, file: Path, has_segments: bool,
+def _read_epochs(log_dir: LogDir, tp: TopicPartition, file: Path, present: bool, has_segments: bool,
                  layout: Layout) -> tuple[tuple[int, int], ...] | None:
-    if not file.exists():
+    """The entries of ``file`` (``present``: its directory's listing has it)."""
+    if not present:
         if has_segments:
             layout.findings.append(Violation("epoch-cache", tp.topic, tp.partition, log_dir.broker, None,
                                            f"{file} is missing"))

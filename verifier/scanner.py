@@ -53,7 +53,7 @@ def scan_file(path: str, start: int, end: int, *, tail_may_tear: bool,
     """The batches of ``path`` from ``start`` (a batch boundary) to ``end``. ``tail_may_tear``: ``end`` is the end
     of the replica's active segment, where an incomplete batch is a torn tail rather than corruption."""
     fd = os.open(path, os.O_RDONLY)
-    buffer = _take_buffer(min(chunk_bytes, end - start))
+    buffer = _take_buffer(chunk_bytes)
     try:
         position = start
         while position < end:
@@ -81,22 +81,21 @@ def scan_file(path: str, start: int, end: int, *, tail_may_tear: bool,
         _give_back(buffer)
 
 
-#: Read buffers kept for the next scan: a new one costs a page fault per page when first filled, which at the
-#: scanner's speed (the CRC32C runs at several GB/s) took longer than checking the batches in it.
+#: Read buffers of CHUNK_BYTES kept for the next scan: a new one costs a page fault per page when first filled,
+#: which at the scanner's speed (the CRC32C runs at several GB/s) took longer than checking the batches in it.
 _spare_buffers: list[bytearray] = []
 _SPARE_BUFFERS_KEPT = 2
 
 
 def _take_buffer(size: int) -> bytearray:
-    """A buffer of at least ``size`` bytes: a spare one if there is one large enough."""
-    for number, buffer in enumerate(_spare_buffers):
-        if len(buffer) >= size:
-            return _spare_buffers.pop(number)
-    return bytearray(size)
+    """A buffer of at least ``size`` bytes: a spare one when CHUNK_BYTES are enough."""
+    if size > CHUNK_BYTES:
+        return bytearray(size)
+    return _spare_buffers.pop() if _spare_buffers else bytearray(CHUNK_BYTES)
 
 
 def _give_back(buffer: bytearray) -> None:
-    if len(buffer) <= CHUNK_BYTES and len(_spare_buffers) < _SPARE_BUFFERS_KEPT:
+    if len(buffer) == CHUNK_BYTES and len(_spare_buffers) < _SPARE_BUFFERS_KEPT:
         _spare_buffers.append(buffer)
 
 

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from protocol.records import BatchBuilder, set_base_offset, set_partition_leader_epoch
 from tests.verifierutil import log_dir, write_replica
+from verifier import scanner
 from verifier.layout import read_layout
 from verifier.scanner import CRC, OK, TORN, UNREADABLE, scan_buffer, scan_file
 from verifier.splits import Split, group_splits, plan_splits
@@ -74,6 +75,22 @@ def test_a_file_is_read_in_chunks_with_the_same_rows(tmp_path):
     assert rows == list(scan_buffer(SEGMENT[: 3 * SIZE + 30]))
     middle = list(scan_file(str(path), SIZE, 3 * SIZE, tail_may_tear=False, chunk_bytes=100))
     assert [(r.position, r.status) for r in middle] == [(SIZE, OK), (2 * SIZE, OK)]
+
+
+def test_scans_of_small_and_large_ranges_share_one_kept_read_buffer(tmp_path):
+    path = tmp_path / "segment.log"
+    path.write_bytes(SEGMENT)
+    scanner._spare_buffers.clear()
+    list(scan_file(str(path), 0, SIZE, tail_may_tear=False, chunk_bytes=100))
+    [kept] = scanner._spare_buffers
+    assert len(kept) == scanner.CHUNK_BYTES
+    # A scan in progress holds the kept buffer; one started meanwhile gets a buffer of its own, and both come back.
+    first, second = scan_file(str(path), 0, len(SEGMENT), tail_may_tear=True), \
+        scan_file(str(path), 0, len(SEGMENT), tail_may_tear=True)
+    assert next(first).position == next(second).position == 0
+    assert scanner._spare_buffers == []
+    assert list(first) == list(second) == list(scan_buffer(SEGMENT))[1:]
+    assert len(scanner._spare_buffers) == 2 and any(b is kept for b in scanner._spare_buffers)
 
 
 def _fields(rows: list) -> list[tuple]:

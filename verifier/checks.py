@@ -40,7 +40,7 @@ READABLE = (OK, CRC)
 TORN_TAIL = "torn-tail"
 
 
-def replica_table(spark: SparkSession, layout: Layout) -> DataFrame:
+def _replica_table(spark: SparkSession, layout: Layout) -> DataFrame:
     rows = []
     for r in layout.replicas:
         files = layout.log_dirs[r.dir_index].checkpoints
@@ -50,20 +50,22 @@ def replica_table(spark: SparkSession, layout: Layout) -> DataFrame:
     return local_table(spark, rows, REPLICA_SCHEMA)
 
 
-def epoch_table(spark: SparkSession, layout: Layout) -> DataFrame:
+def _epoch_table(spark: SparkSession, layout: Layout) -> DataFrame:
     """One row per leader-epoch-checkpoint entry, with the entry before it in the same file (null for the first)."""
     rows = [(r.replica_id, entry, epoch, start, *(r.epochs[entry - 1] if entry else (None, None)))
             for r in layout.replicas for entry, (epoch, start) in enumerate(r.epochs or ())]
     return local_table(spark, rows, EPOCH_SCHEMA)
 
 
-_READABLE = f"status IN ({', '.join(repr(status) for status in READABLE)})"
+#: The whole batches (valid or with a bad CRC: their header fields are still what the broker wrote).
+_READABLE_BATCHES = f"(SELECT * FROM {{batches}} WHERE status IN ({', '.join(repr(status) for status in READABLE)}))"
 _PLACE = "format_string('%020d.log position %d', segment, `position`)"
 
 
-def replica_summary(views: Views) -> DataFrame:
-    """Per replica (of the views ``batches`` and ``replicas``): the REPLICA_SCHEMA columns plus batches, records,
-    bytes, first_offset, batch_end, leo, hw."""
+def replica_summary(views: Views, layout: Layout) -> DataFrame:
+    """Per replica of the layout (the view ``batches`` holds their batches): the REPLICA_SCHEMA columns plus
+    batches, records, bytes, first_offset, batch_end, leo, hw. Adds the view ``replicas``."""
+    views.add("replicas", _replica_table(views.spark, layout))
     leo = "greatest(s.batch_end, r.last_segment, r.log_start)"
     return views.sql(f"""
         SELECT r.*, coalesce(s.batches, 0) AS batches, coalesce(s.records, 0) AS records,
@@ -73,17 +75,18 @@ def replica_summary(views: Views) -> DataFrame:
             SELECT replica_id, count(*) AS batches, CAST(sum(records) AS BIGINT) AS records,
                    CAST(sum(`size`) AS BIGINT) AS bytes, min(base_offset) AS first_offset,
                    max(last_offset) + 1 AS batch_end
-            FROM {{batches}} WHERE {_READABLE} GROUP BY replica_id) s
+            FROM {_READABLE_BATCHES} GROUP BY replica_id) s
         ON r.replica_id = s.replica_id""")
 
 
-def violations(views: Views, summary_rows: list[Row]) -> DataFrame:
-    """Every violation the views ``batches``, ``summary`` and ``epochs`` show, and every torn tail (kind TORN_TAIL),
-    unordered (VIOLATION_COLUMNS). ``summary_rows``: the collected summary (one row per replica), from which the
-    driver derives the small tables the checks join the batches with (added as the views ``pairs`` and
-    ``bounds``)."""
-    views.add("pairs", pair_table(views.spark, summary_rows))
-    views.add("bounds", replica_bounds(views.spark, summary_rows))
+def violations(views: Views, layout: Layout, summary_rows: list[Row]) -> DataFrame:
+    """Every violation the views ``batches`` and ``summary`` and the layout's epoch files show, and every torn tail
+    (kind TORN_TAIL), unordered (VIOLATION_COLUMNS). ``summary_rows``: the collected summary (one row per replica),
+    from which the driver derives the small tables the checks join the batches with. Adds the views ``epochs``,
+    ``pairs`` and ``bounds``."""
+    views.add("epochs", _epoch_table(views.spark, layout))
+    views.add("pairs", _pair_table(views.spark, summary_rows))
+    views.add("bounds", _replica_bounds(views.spark, summary_rows))
     return views.sql(" UNION ALL ".join([
         _batch_checks(), _unreadable(), _torn_tails(), _replica_checks(), _agreement(), _epoch_cache()]))
 
@@ -94,13 +97,13 @@ PAIR_SCHEMA = ("rid_a int, rid_b int, broker_a int, broker_b int, topic string, 
                "lower bigint")
 
 
-def replica_bounds(spark: SparkSession, summary_rows: list[Row]) -> DataFrame:
+def _replica_bounds(spark: SparkSession, summary_rows: list[Row]) -> DataFrame:
     """One row per replica (BOUNDS_SCHEMA): where its batches begin and end, and whether it has an epoch file."""
     columns = [name.split()[0] for name in BOUNDS_SCHEMA.split(", ")]
     return local_table(spark, [tuple(row[c] for c in columns) for row in summary_rows], BOUNDS_SCHEMA)
 
 
-def pair_table(spark: SparkSession, summary_rows: list[Row]) -> DataFrame:
+def _pair_table(spark: SparkSession, summary_rows: list[Row]) -> DataFrame:
     """One row per pair of replicas of a partition (rid_a < rid_b, PAIR_SCHEMA) with the offsets where their
     batches must agree: from ``lower``, the later of their first offsets, to below ``limit``, the lower of their
     high watermarks."""
@@ -139,7 +142,7 @@ def _batch_checks() -> str:
     """Check 1 on the whole batches, in file order per replica: the CRC32C valid, offsets contiguous within and
     between batches and segments, leader epochs never decreasing, each segment named after its first batch."""
     rows = f"""(SELECT *, lag(last_offset) OVER w AS prev_last, lag(leader_epoch) OVER w AS prev_epoch
-                FROM {{batches}} WHERE {_READABLE}
+                FROM {_READABLE_BATCHES}
                 WINDOW w AS (PARTITION BY replica_id ORDER BY segment, `position`))"""
     return _flagged(rows, [
         (f"status = '{CRC}'", "crc", "base_offset",
@@ -206,8 +209,8 @@ def _agreement() -> str:
         return f"""
             SELECT p.rid_a, p.rid_b, b.base_offset, '{name}' AS side,
                    named_struct('last_offset', b.last_offset, 'leader_epoch', b.leader_epoch, 'crc', b.crc) AS batch
-            FROM {{batches}} b JOIN {{pairs}} p ON b.replica_id = p.{key}
-            WHERE b.{_READABLE} AND b.base_offset < p.`limit` AND b.base_offset >= p.lower"""
+            FROM {_READABLE_BATCHES} b JOIN {{pairs}} p ON b.replica_id = p.{key}
+            WHERE b.base_offset < p.`limit` AND b.base_offset >= p.lower"""
 
     # Both sides of every pair side by side per offset: one shuffle by pair serves both aggregations.
     first = f"""(
@@ -240,7 +243,7 @@ def _epoch_cache() -> str:
     rows = f"""(
         SELECT * FROM {{epochs}} FULL OUTER JOIN (
             SELECT replica_id, leader_epoch AS epoch, min(base_offset) AS epoch_first
-            FROM {{batches}} WHERE {_READABLE} GROUP BY replica_id, leader_epoch) USING (replica_id, epoch)
+            FROM {_READABLE_BATCHES} GROUP BY replica_id, leader_epoch) USING (replica_id, epoch)
         JOIN {{bounds}} USING (replica_id))"""
     in_log = "(start_offset >= coalesce(first_offset, leo) AND start_offset < leo)"
     return _flagged(rows, [

@@ -42,13 +42,11 @@ def _verify_splits(spark: SparkSession, layout: Layout, splits: list[Split], his
                    output: Path | None, progress: Progress) -> Report:
     with Views(spark) as views:
         batches = views.add("batches", read_splits(spark, splits), cached=True)
-        views.add("replicas", checks.replica_table(spark, layout))
-        summary = views.add("summary", checks.replica_summary(views), cached=True)
+        summary = views.add("summary", checks.replica_summary(views, layout), cached=True)
         summary_rows = summary.collect()
         progress(f"read {sum(r['batches'] for r in summary_rows)} batches, "
                  f"{sum(r['bytes'] for r in summary_rows)} bytes")
-        views.add("epochs", checks.epoch_table(spark, layout))
-        found = checks.violations(views, summary_rows).collect()
+        found = checks.violations(views, layout, summary_rows).collect()
         violations = [Violation(**row.asDict()) for row in found if row["kind"] != checks.TORN_TAIL]
         torn = [_torn_tail(row) for row in found if row["kind"] == checks.TORN_TAIL]
         violations += layout.findings

@@ -53,14 +53,15 @@ def scan_file(path: str, start: int, end: int, *, tail_may_tear: bool,
     """The batches of ``path`` from ``start`` (a batch boundary) to ``end``. ``tail_may_tear``: ``end`` is the end
     of the replica's active segment, where an incomplete batch is a torn tail rather than corruption."""
     fd = os.open(path, os.O_RDONLY)
-    buffer = _take_buffer(chunk_bytes)
+    buffer = _take_buffer()
     try:
         position = start
         while position < end:
             size = min(max(chunk_bytes, _batch_size_at(fd, position, end)), end - position)
             if size > len(buffer):
                 buffer = bytearray(size)
-            chunk = memoryview(buffer)[:os.preadv(fd, [memoryview(buffer)[:size]], position)]
+            view = memoryview(buffer)
+            chunk = view[:os.preadv(fd, [view[:size]], position)]
             if not chunk:
                 return  # the file shrank under us: nothing more to read
             last_chunk = position + len(chunk) >= end
@@ -87,10 +88,8 @@ _spare_buffers: list[bytearray] = []
 _SPARE_BUFFERS_KEPT = 2
 
 
-def _take_buffer(size: int) -> bytearray:
-    """A buffer of at least ``size`` bytes: a spare one when CHUNK_BYTES are enough."""
-    if size > CHUNK_BYTES:
-        return bytearray(size)
+def _take_buffer() -> bytearray:
+    """A buffer of CHUNK_BYTES: a spare one if there is one (a scan that needs more makes a larger one of its own)."""
     return _spare_buffers.pop() if _spare_buffers else bytearray(CHUNK_BYTES)
 
 

@@ -121,7 +121,7 @@ class Log:
             self._load_directory(checkpoint, recovery_point, needs_recovery)
         else:  # a new log (a broker creates thousands at once): an empty directory has nothing to read
             self.epoch_cache = LeaderEpochCache(checkpoint, entries=[])
-            self._segments = [LogSegment(directory, 0, config, clock(), files)]
+            self._segments = [self._segment(0, clock())]
             self.bytes_truncated_by_recovery = 0
         self.log_start_offset = max(log_start_offset, self._segments[0].base_offset)
         self.recovery_point = min(max(recovery_point, self.log_start_offset), self.log_end_offset)
@@ -136,6 +136,10 @@ class Log:
         self._producer_state: ProducerStateManager | None = None
 
     # -- loading ----------------------------------------------------------------------------
+
+    def _segment(self, base_offset: int, now: int) -> LogSegment:
+        """The segment of this log's directory starting at ``base_offset`` (opened, or created empty)."""
+        return LogSegment(self.dir, base_offset, self.config, now, self._files)
 
     def _load_directory(self, checkpoint: LeaderEpochCheckpointFile, recovery_point: int,
                         needs_recovery: bool) -> None:
@@ -160,7 +164,7 @@ class Log:
             for orphan in self.dir.glob(f"*{suffix}"):
                 if not orphan.stem.isdigit() or int(orphan.stem) not in bases:
                     orphan.unlink()
-        self._segments = [LogSegment(self.dir, base, self.config, now, self._files) for base in bases]
+        self._segments = [self._segment(base, now) for base in bases]
         truncated = 0
         for i, segment in enumerate(self._segments):
             unflushed = needs_recovery and (i + 1 == len(self._segments)
@@ -177,7 +181,7 @@ class Log:
             elif rebuild_epochs:
                 self._assign_epochs_from(segment)
         if not self._segments:
-            self._segments = [LogSegment(self.dir, 0, self.config, now, self._files)]
+            self._segments = [self._segment(0, now)]
         return truncated
 
     def _assign_epochs_from(self, segment: LogSegment) -> None:
@@ -321,7 +325,7 @@ class Log:
 
     def _roll(self, base_offset: int, now: int) -> None:
         self.active_segment.on_become_inactive()
-        self._segments.append(LogSegment(self.dir, base_offset, self.config, now, self._files))
+        self._segments.append(self._segment(base_offset, now))
 
     # -- reading ----------------------------------------------------------------------------
 
@@ -397,7 +401,7 @@ class Log:
         self._truncations += 1
         for segment in self._segments:
             segment.delete()
-        self._segments = [LogSegment(self.dir, offset, self.config, self._clock(), self._files)]
+        self._segments = [self._segment(offset, self._clock())]
         self.log_start_offset = offset
         self.epoch_cache.clear(flush=flush_epochs)
         self._after_end_moved_back(flush_epochs)

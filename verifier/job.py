@@ -18,6 +18,9 @@ from verifier.splits import Split, plan_splits
 from verifier.views import Views, local_table
 
 Progress = Callable[[str], None]
+#: Segment bytes per task of the checks: their tables hold a row per batch, so a task's fixed cost outweighs its work
+#: until the data is large.
+CHECK_BYTES_PER_TASK = 1 << 30
 
 
 def _quiet(_: str) -> None:
@@ -30,18 +33,38 @@ def run_job(spark: SparkSession, layout: Layout, history: History | None = None,
     progress(f"{len(layout.log_dirs)} log directories: {len(layout.partitions)} partitions, "
              f"{len(layout.replicas)} replicas, {sum(len(r.segments) for r in layout.replicas)} segment files "
              f"in {len(splits)} splits")
-    parallelism = str(max(1, spark.sparkContext.defaultParallelism))
-    # The checks' tables hold a row per batch or per replica: there, adaptive execution's planning of each shuffle's
-    # consumers again once it has run costs more than it finds. It is off from the start, so that the cached batch
-    # table is planned without it too.
-    with _session_settings(spark, {"spark.sql.shuffle.partitions": parallelism, "spark.sql.adaptive.enabled": "false"}):
-        return _verify_splits(spark, layout, splits, history, output, progress)
+    tasks = check_tasks(sum(s.end - s.start for s in splits), spark.sparkContext.defaultParallelism)
+    with check_settings(spark, tasks):
+        return _verify_splits(spark, layout, splits, tasks, history, output, progress)
 
 
-def _verify_splits(spark: SparkSession, layout: Layout, splits: list[Split], history: History | None,
+@contextmanager
+def check_settings(spark: SparkSession, tasks: int) -> Iterator[None]:
+    """The session's settings for the checks inside the block: their shuffles in ``tasks`` partitions, and no
+    adaptive execution. The checks' tables hold a row per batch or per replica: there, adaptive execution's planning of
+    each shuffle's consumers again once it has run costs more than it finds. It is off from the start, so that the
+    cached batch table is planned without it too. The settings are put back as they were afterwards."""
+    settings = {"spark.sql.shuffle.partitions": str(tasks), "spark.sql.adaptive.enabled": "false"}
+    before = {key: spark.conf.get(key) for key in settings}
+    for key, value in settings.items():
+        spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key, value in before.items():
+            spark.conf.set(key, value)
+
+
+def check_tasks(segment_bytes: int, parallelism: int) -> int:
+    """How many tasks the checks run in: one per CHECK_BYTES_PER_TASK of segment data, at least 1 and at most one
+    per core."""
+    return max(1, min(parallelism, -(-segment_bytes // CHECK_BYTES_PER_TASK)))
+
+
+def _verify_splits(spark: SparkSession, layout: Layout, splits: list[Split], tasks: int, history: History | None,
                    output: Path | None, progress: Progress) -> Report:
     with Views(spark) as views:
-        batches = views.add("batches", read_splits(spark, splits), cached=True)
+        batches = cache_batches(views, splits, tasks)
         summary = views.add("summary", checks.replica_summary(views, layout), cached=True)
         summary_rows = summary.collect()
         progress(f"read {sum(r['batches'] for r in summary_rows)} batches, "
@@ -74,17 +97,11 @@ def _verify_splits(spark: SparkSession, layout: Layout, splits: list[Split], his
         return report
 
 
-@contextmanager
-def _session_settings(spark: SparkSession, settings: dict[str, str]) -> Iterator[None]:
-    """The session's SQL settings changed inside the block, and put back as they were afterwards."""
-    before = {key: spark.conf.get(key) for key in settings}
-    for key, value in settings.items():
-        spark.conf.set(key, value)
-    try:
-        yield
-    finally:
-        for key, value in before.items():
-            spark.conf.set(key, value)
+def cache_batches(views: Views, splits: list[Split], tasks: int) -> DataFrame:
+    """The view ``batches``: the splits' batches, cached in ``tasks`` partitions by replica, so that the checks by
+    replica (the summary, each replica's batches in order, its epochs) need no shuffle of their own. The scan runs
+    in tasks of its own (verifier.source)."""
+    return views.add("batches", read_splits(views.spark, splits).repartition(tasks, "replica_id"), cached=True)
 
 
 def _torn_tail(row: Row) -> TornTail:

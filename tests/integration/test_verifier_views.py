@@ -1,11 +1,14 @@
-"""The verification's views: the segment files are read once however many checks refer to the batches, the small
-tables live in the query plan, and nothing of a verification stays in the session."""
+"""The verification's views: the segment files are read once however many checks refer to the batches, the checks
+by replica read them without a shuffle, the small tables live in the query plan, and nothing of a verification
+stays in the session."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from tests.verifierutil import log_dir, write_replica
+from verifier import checks
+from verifier.job import cache_batches, check_settings, check_tasks
 from verifier.layout import read_layout
 from verifier.source import read_splits
 from verifier.splits import plan_splits
@@ -29,6 +32,57 @@ def test_a_cached_view_is_read_from_the_cache_by_every_query_that_names_it(spark
         leaves = _leaves(twice)
         assert len(leaves) == 2 and all(leaf.startswith("Scan In-memory table") for leaf in leaves), leaves
         assert sorted(r[0] for r in twice.collect()) == [0, 2]
+
+
+def _shuffles_above_batches(frame, *, of_aggregates: bool = True) -> list[str]:
+    """The shuffles (exchanges other than broadcasts) in the frame's executed plan with a scan of the cached batch
+    table below them, as Spark describes them; without ``of_aggregates``, only those of batch rows (no aggregation
+    in between)."""
+    found = []
+
+    def walk(node) -> bool:
+        """Whether the node's rows come from the batch table (without ``of_aggregates``: are batch rows)."""
+        children = node.children()
+        below = any([walk(children.apply(i)) for i in range(children.size())])
+        name = node.nodeName()
+        if name == "Exchange" and below:
+            found.append(node.simpleString(100))
+        if name.startswith("Scan In-memory table"):
+            return "_batches" in name
+        return below and (of_aggregates or not name.endswith("Aggregate"))
+
+    walk(frame._jdf.queryExecution().executedPlan())
+    return found
+
+
+def test_the_checks_by_replica_read_the_cached_batches_without_a_shuffle(spark, tmp_path: Path):
+    directories = [log_dir(tmp_path, broker) for broker in (1, 2, 3)]
+    for directory in directories:
+        for partition in (0, 1):
+            write_replica(directory, "t", partition, [(0, [b"a", b"b"]), (1, [b"c"]), (1, [b"d", b"e"])])
+    layout = read_layout(directories)
+    with check_settings(spark, 2), Views(spark) as views:
+        cache_batches(views, plan_splits(layout.replicas), 2)
+        query = checks.replica_summary(views, layout)
+        assert _shuffles_above_batches(query) == []
+        summary = views.add("summary", query, cached=True)
+        rows = summary.collect()
+        assert sorted((r["broker"], r["partition"], r["batches"], r["leo"]) for r in rows) == [
+            (broker, partition, 3, 5) for broker in (1, 2, 3) for partition in (0, 1)]
+        found = checks.violations(views, layout, rows)
+        assert found.collect() == []
+        # Only the agreement of pairs of replicas moves batch rows: by pair, once.
+        (pairs,) = _shuffles_above_batches(found, of_aggregates=False)
+        assert "hashpartitioning(rid_a" in pairs and "rid_b" in pairs, pairs
+
+
+def test_the_checks_run_in_a_task_per_gibibyte_of_segments_and_at_most_one_per_core():
+    assert check_tasks(0, 2) == 1
+    assert check_tasks(505_000_000, 2) == 1
+    assert check_tasks(2**30 + 1, 2) == 2
+    assert check_tasks(4 * 2**30, 2) == 2
+    assert check_tasks(4 * 2**30, 8) == 4
+    assert check_tasks(4 * 2**30, 0) == 1
 
 
 def test_a_local_table_is_in_the_plan_with_its_schema_and_rows(spark):

@@ -33,13 +33,13 @@ def run_job(spark: SparkSession, layout: Layout, history: History | None = None,
     progress(f"{len(layout.log_dirs)} log directories: {len(layout.partitions)} partitions, "
              f"{len(layout.replicas)} replicas, {sum(len(r.segments) for r in layout.replicas)} segment files "
              f"in {len(splits)} splits")
-    tasks = check_tasks(sum(s.end - s.start for s in splits), spark.sparkContext.defaultParallelism)
-    with check_settings(spark, tasks):
+    tasks = tasks_for_checks(sum(s.end - s.start for s in splits), spark.sparkContext.defaultParallelism)
+    with settings_for_checks(spark, tasks):
         return _verify_splits(spark, layout, splits, tasks, history, output, progress)
 
 
 @contextmanager
-def check_settings(spark: SparkSession, tasks: int) -> Iterator[None]:
+def settings_for_checks(spark: SparkSession, tasks: int) -> Iterator[None]:
     """The session's settings for the checks inside the block: their shuffles in ``tasks`` partitions, and no
     adaptive execution. The checks' tables hold a row per batch or per replica: there, adaptive execution's planning of
     each shuffle's consumers again once it has run costs more than it finds. It is off from the start, so that the
@@ -55,7 +55,7 @@ def check_settings(spark: SparkSession, tasks: int) -> Iterator[None]:
             spark.conf.set(key, value)
 
 
-def check_tasks(segment_bytes: int, parallelism: int) -> int:
+def tasks_for_checks(segment_bytes: int, parallelism: int) -> int:
     """How many tasks the checks run in: one per CHECK_BYTES_PER_TASK of segment data, at least 1 and at most one
     per core."""
     return max(1, min(parallelism, -(-segment_bytes // CHECK_BYTES_PER_TASK)))

@@ -23,6 +23,8 @@ from pyspark.sql import SparkSession
 CONF_DIR = Path(__file__).resolve().parent / "conf"
 DEFAULT_MASTER = "local[*]"
 DRIVER_MEMORY = "512m"
+#: A verification generates and compiles some 80 classes. With Spark's default cache of 100 (LRU by segment), each
+#: verification compiled about 24 of them again, and the JIT compiled those again in turn.
 CODEGEN_CACHE_ENTRIES = 1000
 #: The throughput collector: the driver's heap is small and its garbage short-lived; G1's concurrent marking cost
 #: more CPU time than it saved.
@@ -56,8 +58,6 @@ def get_session(master: str | None = None) -> tuple[SparkSession, float]:
                .config("spark.ui.showConsoleProgress", "false")
                # Not recording each DataFrame call's Python call site saves a round trip to the JVM per call.
                .config("spark.python.sql.dataFrameDebugging.enabled", "false")
-               # A verification generates and compiles some 80 classes. With the default cache of 100 (LRU by segment),
-               # each verification compiled about 24 of them again, and the JIT compiled those again in turn.
                .config("spark.sql.codegen.cache.maxEntries", str(CODEGEN_CACHE_ENTRIES))
                .config("spark.driver.extraJavaOptions", DRIVER_JAVA_OPTIONS)
                .config("spark.pyspark.python", os.environ["PYSPARK_PYTHON"]))

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from tests.verifierutil import log_dir, write_replica
 from verifier import checks
-from verifier.job import cache_batches, check_settings, check_tasks
+from verifier.job import cache_batches, settings_for_checks, tasks_for_checks
 from verifier.layout import read_layout
 from verifier.source import read_splits
 from verifier.splits import plan_splits
@@ -61,7 +61,7 @@ def test_the_checks_by_replica_read_the_cached_batches_without_a_shuffle(spark, 
         for partition in (0, 1):
             write_replica(directory, "t", partition, [(0, [b"a", b"b"]), (1, [b"c"]), (1, [b"d", b"e"])])
     layout = read_layout(directories)
-    with check_settings(spark, 2), Views(spark) as views:
+    with settings_for_checks(spark, 2), Views(spark) as views:
         cache_batches(views, plan_splits(layout.replicas), 2)
         query = checks.replica_summary(views, layout)
         assert _shuffles_above_batches(query) == []
@@ -77,12 +77,12 @@ def test_the_checks_by_replica_read_the_cached_batches_without_a_shuffle(spark, 
 
 
 def test_the_checks_run_in_a_task_per_gibibyte_of_segments_and_at_most_one_per_core():
-    assert check_tasks(0, 2) == 1
-    assert check_tasks(505_000_000, 2) == 1
-    assert check_tasks(2**30 + 1, 2) == 2
-    assert check_tasks(4 * 2**30, 2) == 2
-    assert check_tasks(4 * 2**30, 8) == 4
-    assert check_tasks(4 * 2**30, 0) == 1
+    assert tasks_for_checks(0, 2) == 1
+    assert tasks_for_checks(505_000_000, 2) == 1
+    assert tasks_for_checks(2**30 + 1, 2) == 2
+    assert tasks_for_checks(4 * 2**30, 2) == 2
+    assert tasks_for_checks(4 * 2**30, 8) == 4
+    assert tasks_for_checks(4 * 2**30, 0) == 1
 
 
 def test_a_local_table_is_in_the_plan_with_its_schema_and_rows(spark):

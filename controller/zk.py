@@ -194,9 +194,10 @@ class ZkClient:
     (RequestTooLargeError instead): see controller.zk_ops.request_budget.
 
     kazoo holds a request made while it reconnects until it has reconnected, which may be never (ZooKeeper gone
-    for good). Every request still waiting once the connection has been down for `connection_timeout_ms` (Kafka's
-    zookeeper.connection.timeout.ms, the session timeout unless given) fails with ZkSessionError instead, and after
-    stop_waiting_for_connection() (a broker shutting down) every request fails as soon as the connection is down."""
+    for good). A request waits for a lost connection at most `connection_timeout_ms` (Kafka's
+    zookeeper.connection.timeout.ms, the session timeout unless given), then fails with ZkSessionError, however long
+    the connection was down before it was made; after stop_waiting_for_connection() (a broker shutting down) every
+    request fails as soon as the connection is down."""
 
     def __init__(self, connect: str, chroot: str = "/minikafka", session_timeout_ms: int = 18000,
                  source_address: str | None = None, connection_timeout_ms: int | None = None,
@@ -252,9 +253,9 @@ class ZkClient:
         as soon as the connection is down. For a broker shutting down, whose last writes are not worth waiting
         zookeeper.connection.timeout.ms for."""
         self._waits_for_connection = False
-        if self._disconnected is not None:
-            self._disconnected.cancel()
-            self._fail_waiting()
+        self._connection_back()
+        if not self.connected:
+            self._connection_lost()
 
     @property
     def session_id(self) -> int | None:
@@ -499,8 +500,8 @@ class ZkClient:
 
         result.rawlink(completed)
         self._waiting.add(future)
-        if not self._waits_for_connection and not self.connected:
-            _settle(future, None, self._no_connection())
+        if not self.connected:  # made while the connection is down: it waits at most connection_timeout_ms
+            self._connection_lost()
         try:
             return await future
         except _NoConnection as e:
@@ -536,6 +537,8 @@ class ZkClient:
         self._post(self._dispatch_state, event)
 
     def _connection_lost(self) -> None:
+        """The waiting requests fail now (no waiting while shutting down), or when the connection has been down for
+        connection_timeout_ms (counted from the first request or event that found it down)."""
         if not self._waits_for_connection:
             self._fail_waiting()
         elif self._disconnected is None and self._loop is not None:

@@ -22,6 +22,7 @@ from controller.zk import (
     NotEmptyError,
     SetOp,
     ZkClient,
+    ZkSessionError,
     ZkState,
     ZnodeStat,
     register_broker,
@@ -267,6 +268,31 @@ async def test_session_events_through_an_expired_session(zookeeper: ZooKeeperSer
             assert zk.session_id != old_session
             assert await zk.exists("/mine") is None
             assert await zk.create("/mine", ephemeral=True) == "/mine"
+        finally:
+            await zk.close()
+
+
+async def test_a_request_made_long_after_the_connection_was_lost_still_fails_after_the_connection_timeout(
+        zookeeper: ZooKeeperServer, zk_session: ZkSessionFactory):
+    """However long the connection has been down when a request is made, it waits at most the connection timeout
+    (a broker's ISR write made then would otherwise wait for a ZooKeeper that may never come back); and once the
+    client stops waiting for connections (shutting down), a request fails at once."""
+    events: asyncio.Queue[ZkState] = asyncio.Queue()
+    async with CuttableProxy(zookeeper.port) as proxy, zk_session() as observer:
+        zk = ZkClient(f"127.0.0.1:{proxy.port}", chroot=observer.chroot, session_timeout_ms=4000,
+                      connection_timeout_ms=500)
+        await zk.start()
+        try:
+            zk.add_state_listener(events.put_nowait)
+            proxy.partition()
+            assert await next_item(events) is ZkState.SUSPENDED
+            with pytest.raises(ZkSessionError, match="no connection to ZooKeeper for 500 ms"):
+                await asyncio.wait_for(zk.exists("/first"), TIMEOUT)
+            with pytest.raises(ZkSessionError, match="no connection to ZooKeeper for 500 ms"):
+                await asyncio.wait_for(zk.exists("/later"), TIMEOUT)
+            zk.stop_waiting_for_connection()
+            with pytest.raises(ZkSessionError, match="no waiting for one while shutting down"):
+                await asyncio.wait_for(zk.exists("/shutting-down"), TIMEOUT)
         finally:
             await zk.close()
 

@@ -2,19 +2,22 @@
 
 Under ``spark-submit`` the session (and its master) is spark-submit's. Otherwise one is started here: workers run
 this interpreter (PYSPARK_PYTHON), everything binds 127.0.0.1 unless SPARK_LOCAL_IP says otherwise, the UI, the
-console progress bar and the recording of each DataFrame call's Python call site are off, the Python workers talk
-to the JVM over Unix domain sockets, the cache of generated code holds every class a verification compiles, the
-driver JVM runs the parallel (throughput) collector and only the JIT's quick compiler, log4j reads
-verifier/conf/log4j2.properties, and the driver JVM's standard error (its log, the Python workers' output) goes to a
-log file (``spark_log``).
+console progress bar and the recording of each DataFrame call's Python call site are off, the Python workers talk to
+the JVM over Unix domain sockets (in a directory of this process's own, removed when it exits), the cache of
+generated code holds every class a verification compiles, the driver JVM runs the parallel (throughput) collector
+and only the JIT's quick compiler, log4j reads verifier/conf/log4j2.properties, and the driver JVM's standard error
+(its log, the Python workers' output) goes to a log file (``spark_log``).
 """
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import sys
 import tempfile
 import time
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -31,6 +34,10 @@ CODEGEN_CACHE_ENTRIES = 1000
 #: more CPU time than it saved. And only the JIT's quick compiler (C1): a verifier's session runs a few
 #: verifications, all in the JIT's warm-up, where C2 spent about half the driver's CPU time compiling Spark's planner.
 DRIVER_JAVA_OPTIONS = "-XX:+UseParallelGC -XX:TieredStopAtLevel=1"
+#: The longest path a Unix socket can have (sun_path, less its terminating zero), and the length of the names Spark
+#: gives its sockets (".<UUID>.sock").
+SOCKET_PATH_BYTES = 107
+SOCKET_NAME_BYTES = len(f".{uuid.UUID(int=0)}.sock")
 
 
 def spark_log_path() -> Path:
@@ -61,14 +68,29 @@ def get_session(master: str | None = None) -> tuple[SparkSession, float]:
                # Not recording each DataFrame call's Python call site saves a round trip to the JVM per call.
                .config("spark.python.sql.dataFrameDebugging.enabled", "false")
                .config("spark.sql.codegen.cache.maxEntries", str(CODEGEN_CACHE_ENTRIES))
-               # Over TCP, each Python task waited about 40 ms for its input to arrive; over a Unix socket, a few ms.
-               .config("spark.python.unix.domain.socket.enabled", "true")
                .config("spark.driver.extraJavaOptions", DRIVER_JAVA_OPTIONS)
                .config("spark.pyspark.python", os.environ["PYSPARK_PYTHON"]))
+    sockets = socket_directory()
+    if sockets is not None:
+        # Over TCP, each Python task waited about 40 ms for its input to arrive; over a Unix socket, a few ms.
+        builder = (builder.config("spark.python.unix.domain.socket.enabled", "true")
+                   .config("spark.python.unix.domain.socket.dir", str(sockets)))
     with _stderr_to(spark_log_path()):
         spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark, time.monotonic() - started
+
+
+def socket_directory() -> Path | None:
+    """A directory of this process for the Python workers' Unix sockets, removed when it exits: Spark removes them
+    when its session stops, and a process that ends without stopping it would leave them behind. None where the
+    directory's path leaves no room for a socket's name."""
+    directory = Path(tempfile.mkdtemp(prefix="minikafka-spark-"))
+    if len(os.fsencode(directory)) + 1 + SOCKET_NAME_BYTES > SOCKET_PATH_BYTES:
+        directory.rmdir()
+        return None
+    atexit.register(shutil.rmtree, directory, ignore_errors=True)
+    return directory
 
 
 @contextmanager

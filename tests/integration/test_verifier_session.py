@@ -1,16 +1,63 @@
-"""The verifier's own Spark session is started with the settings it is tuned for: its Python workers on Unix domain
-sockets, the generated code kept, and the driver JVM with the throughput collector and only the JIT's quick
-compiler."""
+"""The verifier's own Spark session is started with the settings it is tuned for (its Python workers on Unix domain
+sockets, the generated code kept, the driver JVM with the throughput collector and only the JIT's quick compiler),
+and a verification leaves no socket behind."""
 
 from __future__ import annotations
 
-from verifier.session import CODEGEN_CACHE_ENTRIES, DRIVER_JAVA_OPTIONS
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from tests.verifierutil import log_dir, write_replica
+from verifier.session import (
+    CODEGEN_CACHE_ENTRIES,
+    DRIVER_JAVA_OPTIONS,
+    SOCKET_NAME_BYTES,
+    SOCKET_PATH_BYTES,
+    socket_directory,
+)
+
+JVM_TEMP = Path("/tmp")  # java.io.tmpdir: where Spark puts the workers' sockets unless told otherwise
 
 
 def test_the_verifiers_session_runs_with_the_settings_it_is_tuned_for(spark):
     conf = spark.sparkContext.getConf()
     assert conf.get("spark.python.unix.domain.socket.enabled") == "true"
+    assert Path(conf.get("spark.python.unix.domain.socket.dir")).is_dir()
     assert conf.get("spark.sql.codegen.cache.maxEntries") == str(CODEGEN_CACHE_ENTRIES)
     jvm_arguments = list(spark.sparkContext._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean()
                          .getInputArguments())
     assert set(DRIVER_JAVA_OPTIONS.split()) <= set(jvm_arguments), jvm_arguments
+
+
+def _sockets(directory: Path) -> set[Path]:
+    """The Unix sockets in the directory and in the directories in it."""
+    return {path for pattern in ("*.sock", "*/*.sock") for path in directory.glob(pattern) if path.is_socket()}
+
+
+def test_a_verification_from_the_command_line_leaves_no_socket_behind(tmp_path: Path):
+    directory = log_dir(tmp_path, 1)
+    write_replica(directory, "t", 0, [(0, [b"a", b"b"])])
+    with tempfile.TemporaryDirectory(prefix="mk-") as temp:  # short: a socket's path holds at most 107 bytes
+        before = _sockets(JVM_TEMP)
+        run = subprocess.run([sys.executable, "-m", "client.cli", "verify", str(directory), "--json"],
+                             env={**os.environ, "TMPDIR": temp}, capture_output=True, text=True, timeout=300)
+        assert run.returncode == 0, run.stderr
+        assert '"consistent": true' in run.stdout
+        assert _sockets(Path(temp)) == set() and list(Path(temp).glob("minikafka-spark-*")) == []
+        assert _sockets(JVM_TEMP) - before == set()
+
+
+def test_where_the_temporary_directorys_path_is_too_long_for_a_socket_the_workers_keep_to_tcp(tmp_path: Path,
+                                                                                                 monkeypatch):
+    deep = tmp_path / ("d" * max(1, SOCKET_PATH_BYTES - len(str(tmp_path)) - SOCKET_NAME_BYTES))
+    deep.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(deep))
+    assert socket_directory() is None
+    assert list(deep.iterdir()) == []
+    with tempfile.TemporaryDirectory(prefix="mk-", dir=JVM_TEMP) as short:
+        monkeypatch.setattr(tempfile, "tempdir", short)
+        sockets = socket_directory()
+        assert sockets is not None and sockets.parent == Path(short) and sockets.is_dir()

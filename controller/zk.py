@@ -244,7 +244,7 @@ class ZkClient:
         if client is None:
             return
         client.remove_listener(self._on_kazoo_state)
-        self._connection_back()
+        self._cancel_connection_timeout()
         await asyncio.to_thread(client.stop)
         client.close()
 
@@ -253,7 +253,7 @@ class ZkClient:
         as soon as the connection is down. For a broker shutting down, whose last writes are not worth waiting
         zookeeper.connection.timeout.ms for."""
         self._waits_for_connection = False
-        self._connection_back()
+        self._cancel_connection_timeout()
         if not self.connected:
             self._connection_lost()
 
@@ -544,7 +544,8 @@ class ZkClient:
         elif self._disconnected is None and self._loop is not None:
             self._disconnected = self._loop.call_later(self.connection_timeout_ms / 1000, self._fail_waiting)
 
-    def _connection_back(self) -> None:
+    def _cancel_connection_timeout(self) -> None:
+        """No timer fails the waiting requests any more (the connection is back, or they are failed otherwise)."""
         if self._disconnected is not None:
             self._disconnected.cancel()
             self._disconnected = None
@@ -563,7 +564,7 @@ class ZkClient:
     def _dispatch_state(self, event: ZkState) -> None:
         log.info("ZooKeeper session %s: %s", self.connect + self.chroot, event.value)
         if event in (ZkState.CONNECTED, ZkState.NEW_SESSION):
-            self._connection_back()
+            self._cancel_connection_timeout()
         else:
             self._connection_lost()
         for callback in list(self._state_listeners):

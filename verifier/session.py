@@ -1,12 +1,16 @@
 """The Spark session the verifier runs in, quiet: Spark's output goes to a log file, never to the terminal.
 
-Under ``spark-submit`` the session (and its master) is spark-submit's. Otherwise one is started here: workers run
-this interpreter (PYSPARK_PYTHON), everything binds 127.0.0.1 unless SPARK_LOCAL_IP says otherwise, the UI, the
-console progress bar and the recording of each DataFrame call's Python call site are off, the Python workers talk to
-the JVM over Unix domain sockets (in a directory of this process's own, removed when it exits), the cache of
-generated code holds every class a verification compiles, the driver JVM runs the parallel (throughput) collector
-and only the JIT's quick compiler, log4j reads verifier/conf/log4j2.properties, and the driver JVM's standard error
-(its log, the Python workers' output) goes to a log file (``spark_log``).
+Under ``spark-submit`` the session (and its master) is spark-submit's. Otherwise one is started here:
+
+- the workers run this interpreter (PYSPARK_PYTHON), and everything binds 127.0.0.1 unless SPARK_LOCAL_IP says
+  otherwise;
+- the UI, the console progress bar and the recording of each DataFrame call's Python call site are off;
+- the Python workers talk to the JVM over Unix domain sockets, in a directory of this process's own, removed when it
+  exits;
+- the cache of generated code holds every class a verification compiles;
+- the driver JVM runs the parallel (throughput) collector and only the JIT's quick compiler;
+- log4j reads verifier/conf/log4j2.properties, and the driver JVM's standard error (its log, the Python workers'
+  output) goes to a log file (``spark_log``).
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ DRIVER_MEMORY = "512m"
 CODEGEN_CACHE_ENTRIES = 1000
 #: The throughput collector: the driver's heap is small and its garbage short-lived; G1's concurrent marking cost
 #: more CPU time than it saved. And only the JIT's quick compiler (C1): a verifier's session runs a few
-#: verifications, all in the JIT's warm-up, where C2 spent about half the driver's CPU time compiling Spark's planner.
+#: verifications, all in the JIT's warm-up, where C2 spent about half the driver's CPU time compiling Spark's own code.
 DRIVER_JAVA_OPTIONS = "-XX:+UseParallelGC -XX:TieredStopAtLevel=1"
 #: The longest path a Unix socket can have (sun_path, less its terminating zero), and the length of the names Spark
 #: gives its sockets (".<UUID>.sock").
@@ -86,7 +90,7 @@ def socket_directory() -> Path | None:
     when its session stops, and a process that ends without stopping it would leave them behind. None where the
     directory's path leaves no room for a socket's name."""
     directory = Path(tempfile.mkdtemp(prefix="minikafka-spark-"))
-    if len(os.fsencode(directory)) + 1 + SOCKET_NAME_BYTES > SOCKET_PATH_BYTES:
+    if len(os.fsencode(directory)) + len(b"/") + SOCKET_NAME_BYTES > SOCKET_PATH_BYTES:
         directory.rmdir()
         return None
     atexit.register(shutil.rmtree, directory, ignore_errors=True)

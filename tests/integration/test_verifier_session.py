@@ -19,7 +19,10 @@ from verifier.session import (
     socket_directory,
 )
 
-JVM_TEMP = Path("/tmp")  # java.io.tmpdir: where Spark puts the workers' sockets unless told otherwise
+
+def _short_directory() -> tempfile.TemporaryDirectory[str]:
+    """A temporary directory with a short path (in /tmp): a socket's path holds at most SOCKET_PATH_BYTES."""
+    return tempfile.TemporaryDirectory(prefix="mk-", dir="/tmp")
 
 
 def test_the_verifiers_session_runs_with_the_settings_it_is_tuned_for(spark):
@@ -37,17 +40,19 @@ def _sockets(directory: Path) -> set[Path]:
     return {path for pattern in ("*.sock", "*/*.sock") for path in directory.glob(pattern) if path.is_socket()}
 
 
-def test_a_verification_from_the_command_line_leaves_no_socket_behind(tmp_path: Path):
+def test_a_verification_from_the_command_line_leaves_no_socket_behind(spark, tmp_path: Path):
     directory = log_dir(tmp_path, 1)
     write_replica(directory, "t", 0, [(0, [b"a", b"b"])])
-    with tempfile.TemporaryDirectory(prefix="mk-") as temp:  # short: a socket's path holds at most 107 bytes
-        before = _sockets(JVM_TEMP)
+    # Where Spark puts the workers' sockets unless told otherwise.
+    jvm_temp = Path(spark.sparkContext._jvm.java.lang.System.getProperty("java.io.tmpdir"))
+    with _short_directory() as temp:
+        before = _sockets(jvm_temp)
         run = subprocess.run([sys.executable, "-m", "client.cli", "verify", str(directory), "--json"],
                              env={**os.environ, "TMPDIR": temp}, capture_output=True, text=True, timeout=300)
         assert run.returncode == 0, run.stderr
         assert '"consistent": true' in run.stdout
         assert _sockets(Path(temp)) == set() and list(Path(temp).glob("minikafka-spark-*")) == []
-        assert _sockets(JVM_TEMP) - before == set()
+        assert _sockets(jvm_temp) - before == set()
 
 
 def test_where_the_temporary_directorys_path_is_too_long_for_a_socket_the_workers_keep_to_tcp(tmp_path: Path,
@@ -57,7 +62,7 @@ def test_where_the_temporary_directorys_path_is_too_long_for_a_socket_the_worker
     monkeypatch.setattr(tempfile, "tempdir", str(deep))
     assert socket_directory() is None
     assert list(deep.iterdir()) == []
-    with tempfile.TemporaryDirectory(prefix="mk-", dir=JVM_TEMP) as short:
+    with _short_directory() as short:
         monkeypatch.setattr(tempfile, "tempdir", short)
         sockets = socket_directory()
         assert sockets is not None and sockets.parent == Path(short) and sockets.is_dir()

@@ -4,6 +4,8 @@
 # run prints "ok" for every step and changes nothing. A failing tool's own last lines are shown.
 #   python      .venv with exactly requirements/dev.lock, and minikafka itself (editable)
 #   java        a headless JRE (default-jre-headless on Debian/Ubuntu)
+#   spark-classes  the class data sharing archive of the verifier's Spark driver JVM (in .venv/share/minikafka),
+#               which maps Spark's classes from it at start-up instead of loading them from the jars
 #   zookeeper   ZooKeeper's jar from Debian (libzookeeper-java), without the desktop JRE of the `zookeeper` package
 #   test-tools  kcat (a stock Kafka client the tests drive) and Maven (to fetch Kafka's jars)
 #   kafka       Apache Kafka 3.9.1's jars from tools/kafka/pom.xml in build/kafka/libs, an oracle for the tests
@@ -84,6 +86,19 @@ step_java() {
   logged dpkg-configure dpkg --configure -a  # finish a JRE whose postinst failed earlier
   apt_install "$JAVA_PACKAGE"
   java_works || fail "java: $JAVA_PACKAGE is installed but 'java -version' does not run"
+}
+
+spark_classes_works() { logged spark-classes-check "$VENV/bin/python" -m verifier.class_archive --check; }
+
+step_spark_classes() {
+  if spark_classes_works 2>/dev/null; then
+    say "spark-classes: ok (the verifier's driver JVM maps its class archive)"
+    return
+  fi
+  say "spark-classes: making the class archive of the verifier's driver JVM (a verification in Spark, about 40 s)"
+  logged spark-classes "$VENV/bin/python" -m verifier.class_archive ||
+    fail "spark-classes: the archive could not be made"
+  spark_classes_works || fail "spark-classes: the archive was made, but the driver JVM does not map it"
 }
 
 zookeeper_works() {
@@ -169,10 +184,10 @@ step_containers() {
 }
 
 steps=("$@")
-[ ${#steps[@]} -gt 0 ] || steps=(python java zookeeper test-tools kafka nftables containers)
+[ ${#steps[@]} -gt 0 ] || steps=(python java spark-classes zookeeper test-tools kafka nftables containers)
 for step in "${steps[@]}"; do
   case $step in
-    python | java | zookeeper | test-tools | kafka | nftables | containers) "step_${step/-/_}" ;;
-    *) fail "unknown step $step (python, java, zookeeper, test-tools, kafka, nftables, containers)" ;;
+    python | java | spark-classes | zookeeper | test-tools | kafka | nftables | containers) "step_${step//-/_}" ;;
+    *) fail "unknown step $step (python, java, spark-classes, zookeeper, test-tools, kafka, nftables, containers)" ;;
   esac
 done

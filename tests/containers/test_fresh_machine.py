@@ -16,7 +16,7 @@ import pytest
 from tests.containers.podman import BASE_IMAGE, ROOT, podman, podman_env, require_containers
 
 FRESH = ROOT / "build" / "fresh-machine"
-STEPS = ("python", "java", "zookeeper", "test-tools", "kafka", "nftables", "containers")
+STEPS = ("python", "java", "spark-classes", "zookeeper", "test-tools", "kafka", "nftables", "containers")
 
 SCRIPT = """
 set -eu
@@ -82,6 +82,7 @@ def test_make_setup_installs_everything_on_a_bare_machine_once_and_a_cluster_run
     first = section(output, "first make setup")
     assert "setup: python: making .venv from requirements/dev.lock" in first
     assert "setup: java: installing default-jre-headless" in first
+    assert "setup: spark-classes: making the class archive" in first
     assert "setup: zookeeper: installing libzookeeper-java" in first
     assert "setup: test-tools: installing kcat maven" in first
     assert "setup: kafka: fetching the jars of tools/kafka/pom.xml" in first
@@ -91,5 +92,5 @@ def test_make_setup_installs_everything_on_a_bare_machine_once_and_a_cluster_run
     second = section(output, "second make setup")
     lines = [line for line in second.splitlines() if line.startswith("setup: ")]
     assert [line.split(":")[1].strip() for line in lines] == list(STEPS), second
-    assert all(": ok (" in line for line in lines[:6]), second  # nothing installed the second time
+    assert all(": ok (" in line for line in lines[:7]), second  # nothing installed the second time
     assert "== done" in output

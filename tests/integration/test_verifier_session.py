@@ -1,9 +1,11 @@
 """The verifier's own Spark session is started with the settings it is tuned for (its Python workers on Unix domain
-sockets, the generated code kept, the driver JVM with the throughput collector and only the JIT's quick compiler),
-and a verification leaves no socket behind."""
+sockets, the generated code kept, the driver JVM with the throughput collector and only the JIT's quick compiler, and
+mapping the class archive `make setup` made), a verification leaves no socket behind, and the JVM's own warnings never
+reach the verifier's output."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -11,11 +13,14 @@ import tempfile
 from pathlib import Path
 
 from tests.verifierutil import log_dir, write_replica
+from verifier.class_archive import archive_is_mapped
 from verifier.session import (
     CODEGEN_CACHE_ENTRIES,
+    CONF_DIR,
     DRIVER_JAVA_OPTIONS,
     SOCKET_NAME_BYTES,
     SOCKET_PATH_BYTES,
+    class_archive,
     socket_directory,
 )
 
@@ -33,6 +38,23 @@ def test_the_verifiers_session_runs_with_the_settings_it_is_tuned_for(spark):
     jvm_arguments = list(spark.sparkContext._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean()
                          .getInputArguments())
     assert set(DRIVER_JAVA_OPTIONS.split()) <= set(jvm_arguments), jvm_arguments
+
+
+def test_the_driver_jvm_maps_the_class_archive_that_setup_made(spark):
+    assert class_archive().is_file(), f"no {class_archive()}: make setup makes it"
+    assert archive_is_mapped()
+
+
+def test_a_warning_of_the_jvm_goes_to_the_spark_log_not_to_the_verifiers_output(spark, tmp_path: Path):
+    directory = log_dir(tmp_path, 1)
+    write_replica(directory, "t", 0, [(0, [b"a"])])
+    # A directory of files on the JVM's class path: the JVM warns that it cannot use the class archive.
+    run = subprocess.run([sys.executable, "-m", "client.cli", "verify", str(directory), "--json"],
+                         env={**os.environ, "SPARK_CONF_DIR": str(CONF_DIR)}, capture_output=True, text=True,
+                         timeout=300)
+    assert run.returncode == 0, run.stderr
+    assert json.loads(run.stdout)["consistent"] is True
+    assert "warning" not in run.stderr.lower()
 
 
 def _sockets(directory: Path) -> set[Path]:

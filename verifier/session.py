@@ -8,9 +8,9 @@ Under ``spark-submit`` the session (and its master) is spark-submit's. Otherwise
 - the Python workers talk to the JVM over Unix domain sockets, in a directory of this process's own, removed when it
   exits;
 - the cache of generated code holds every class a verification compiles;
-- the driver JVM runs the parallel (throughput) collector and only the JIT's quick compiler, and maps Spark's
-  classes from a class data sharing archive where there is one (``class_archive``; ``make setup`` makes it with
-  verifier.class_archive);
+- the driver JVM runs the parallel (throughput) collector and only the JIT's quick compiler (at a tenth of its
+  thresholds), and maps Spark's classes from a class data sharing archive where there is one (``class_archive``;
+  ``make setup`` makes it with verifier.class_archive);
 - log4j reads verifier/conf/log4j2.properties, and the driver JVM's standard error (its log, its own warnings, the
   Python workers' output) goes to a log file (``spark_log``).
 """
@@ -40,7 +40,12 @@ CODEGEN_CACHE_ENTRIES = 1000
 #: The throughput collector: the driver's heap is small and its garbage short-lived; G1's concurrent marking cost
 #: more CPU time than it saved. And only the JIT's quick compiler (C1): a verifier's session runs a few
 #: verifications, all in the JIT's warm-up, where C2 spent about half the driver's CPU time compiling Spark's own code.
-DRIVER_JAVA_OPTIONS = "-XX:+UseParallelGC -XX:TieredStopAtLevel=1"
+#: C1 compiles a method after a tenth of the calls it would wait for otherwise: Spark's planner runs thousands of
+#: methods a few times per verification, and at the usual thresholds they were still being compiled (and run
+#: interpreted until then) after 15 verifications. The code they compile to takes about 66 MB, more than the 48 MB
+#: the JVM keeps for it with C1 alone, so it keeps 240 MB, as it does with C2.
+DRIVER_JAVA_OPTIONS = ("-XX:+UseParallelGC -XX:TieredStopAtLevel=1 -XX:CompileThresholdScaling=0.1 "
+                       "-XX:ReservedCodeCacheSize=240m")
 #: The JVM's own warnings (such as an archive it cannot use) go to its standard error, that is the log file, instead
 #: of its standard output, which is the verifier's.
 JVM_LOG_OPTIONS = "-Xlog:disable -Xlog:all=warning:stderr"

@@ -78,12 +78,18 @@ def class_archive() -> Path:
 def driver_java_options(archive_classes_to: Path | None = None) -> str:
     """The driver JVM's options: DRIVER_JAVA_OPTIONS, JVM_LOG_OPTIONS, log4j's configuration, and the class archive
     (mapped if it exists; with ``archive_classes_to``, written there instead when the JVM exits)."""
-    options = [DRIVER_JAVA_OPTIONS, JVM_LOG_OPTIONS, f"-Dlog4j2.configurationFile={shlex.quote(str(LOG4J_CONFIG))}"]
+    options = [DRIVER_JAVA_OPTIONS, JVM_LOG_OPTIONS, _path_option("-Dlog4j2.configurationFile", LOG4J_CONFIG)]
+    archive = class_archive()
     if archive_classes_to is not None:
-        options.append(f"-XX:ArchiveClassesAtExit={shlex.quote(str(archive_classes_to))}")
-    elif class_archive().is_file():
-        options.append(f"-XX:SharedArchiveFile={shlex.quote(str(class_archive()))}")
+        options.append(_path_option("-XX:ArchiveClassesAtExit", archive_classes_to))
+    elif archive.is_file():
+        options.append(_path_option("-XX:SharedArchiveFile", archive))
     return " ".join(options)
+
+
+def _path_option(option: str, path: Path) -> str:
+    """``option=path``, quoted as Spark splits its extraJavaOptions (like a shell)."""
+    return f"{option}={shlex.quote(str(path))}"
 
 
 def get_session(master: str | None = None, *, archive_classes_to: Path | None = None) -> tuple[SparkSession, float]:

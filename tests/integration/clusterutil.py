@@ -64,14 +64,15 @@ T = TypeVar("T")
 # ------------------------------------------------------------------------------------------------ the cluster
 
 
-def cli(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    """Run `minikafka ARGS` as a separate process."""
+def cli(*args: str, check: bool = True, env: Mapping[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """Run `minikafka ARGS` as a separate process (with ``env`` added to this process's environment)."""
     result = subprocess.run(
         [sys.executable, "-m", "client.cli", *args],
         capture_output=True,
         text=True,
         timeout=CLI_TIMEOUT_S,
         cwd=PROJECT_ROOT,
+        env={**os.environ, **(env or {})},
     )
     if check:
         assert result.returncode == 0, f"minikafka {' '.join(args)} failed:\n{result.stdout}\n{result.stderr}"

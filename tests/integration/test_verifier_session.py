@@ -6,12 +6,11 @@ reach the verifier's output."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
+from subprocess import CompletedProcess
 
+from tests.integration.clusterutil import cli
 from tests.verifierutil import log_dir, write_replica
 from verifier.class_archive import archive_is_mapped
 from verifier.session import (
@@ -45,13 +44,16 @@ def test_the_driver_jvm_maps_the_class_archive_that_setup_made(spark):
     assert archive_is_mapped()
 
 
-def test_a_warning_of_the_jvm_goes_to_the_spark_log_not_to_the_verifiers_output(spark, tmp_path: Path):
+def _verify_a_partition_from_the_command_line(tmp_path: Path, env: dict[str, str]) -> CompletedProcess[str]:
+    """`minikafka verify --json` (a process of its own, with ``env`` added) of a log directory of one partition."""
     directory = log_dir(tmp_path, 1)
-    write_replica(directory, "t", 0, [(0, [b"a"])])
+    write_replica(directory, "t", 0, [(0, [b"a", b"b"])])
+    return cli("verify", str(directory), "--json", check=False, env=env)
+
+
+def test_a_warning_of_the_jvm_goes_to_the_spark_log_not_to_the_verifiers_output(spark, tmp_path: Path):
     # A directory of files on the JVM's class path: the JVM warns that it cannot use the class archive.
-    run = subprocess.run([sys.executable, "-m", "client.cli", "verify", str(directory), "--json"],
-                         env={**os.environ, "SPARK_CONF_DIR": str(CONF_DIR)}, capture_output=True, text=True,
-                         timeout=300)
+    run = _verify_a_partition_from_the_command_line(tmp_path, {"SPARK_CONF_DIR": str(CONF_DIR)})
     assert run.returncode == 0, run.stderr
     assert json.loads(run.stdout)["consistent"] is True
     assert "warning" not in run.stderr.lower()
@@ -63,14 +65,11 @@ def _sockets(directory: Path) -> set[Path]:
 
 
 def test_a_verification_from_the_command_line_leaves_no_socket_behind(spark, tmp_path: Path):
-    directory = log_dir(tmp_path, 1)
-    write_replica(directory, "t", 0, [(0, [b"a", b"b"])])
     # Where Spark puts the workers' sockets unless told otherwise.
     jvm_temp = Path(spark.sparkContext._jvm.java.lang.System.getProperty("java.io.tmpdir"))
     with _short_directory() as temp:
         before = _sockets(jvm_temp)
-        run = subprocess.run([sys.executable, "-m", "client.cli", "verify", str(directory), "--json"],
-                             env={**os.environ, "TMPDIR": temp}, capture_output=True, text=True, timeout=300)
+        run = _verify_a_partition_from_the_command_line(tmp_path, {"TMPDIR": temp})
         assert run.returncode == 0, run.stderr
         assert '"consistent": true' in run.stdout
         assert _sockets(Path(temp)) == set() and list(Path(temp).glob("minikafka-spark-*")) == []

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from concurrent import futures
+from concurrent.futures import Future
 from contextlib import contextmanager
 from pathlib import Path
 
+from pyspark import InheritableThread
 from pyspark.sql import DataFrame, Row, SparkSession
 
 from client.history import History
@@ -66,10 +69,9 @@ def _verify_splits(spark: SparkSession, layout: Layout, splits: list[Split], tas
     with Views(spark) as views:
         batches = cache_batches(views, splits, tasks)
         summary = views.add("summary", checks.replica_summary(views, layout), cached=True)
-        summary_rows = summary.collect()
+        summary_rows, found = _summary_and_violations(summary, views, layout)
         progress(f"read {sum(r['batches'] for r in summary_rows)} batches, "
                  f"{sum(r['bytes'] for r in summary_rows)} bytes")
-        found = checks.violations(views, layout, summary_rows).collect()
         violations = [Violation(**row.asDict()) for row in found if row["kind"] != checks.TORN_TAIL]
         torn = [_torn_tail(row) for row in found if row["kind"] == checks.TORN_TAIL]
         violations += layout.findings
@@ -95,6 +97,32 @@ def _verify_splits(spark: SparkSession, layout: Layout, splits: list[Split], tas
             _write_parquet(spark, output, batches, summary, report)
             progress(f"wrote batches.parquet, replicas.parquet and violations.parquet to {output}")
         return report
+
+
+def _summary_and_violations(summary: DataFrame, views: Views, layout: Layout) -> tuple[list[Row], list[Row]]:
+    """The collected summary and violations. The summary's query (the first to read the cached batch table, so the
+    one that reads the segment files) runs in a thread of its own while this one plans the violations' query, the
+    larger one, which then waits for the cached tables where it reads them (Spark computes a cached partition once)."""
+    summary_rows = _collect_in_thread(summary)
+    try:
+        found = checks.violations(views, layout).collect()
+    finally:
+        futures.wait([summary_rows])
+    return summary_rows.result(), found
+
+
+def _collect_in_thread(frame: DataFrame) -> Future[list[Row]]:
+    """``frame.collect()`` in a new thread with this thread's Spark properties (such as its job group)."""
+    rows: Future[list[Row]] = Future()
+
+    def collect() -> None:
+        try:
+            rows.set_result(frame.collect())
+        except BaseException as error:
+            rows.set_exception(error)
+
+    InheritableThread(collect).start()
+    return rows
 
 
 def cache_batches(views: Views, splits: list[Split], tasks: int) -> DataFrame:

@@ -69,11 +69,30 @@ def test_the_checks_by_replica_read_the_cached_batches_without_a_shuffle(spark, 
         rows = summary.collect()
         assert sorted((r["broker"], r["partition"], r["batches"], r["leo"]) for r in rows) == [
             (broker, partition, 3, 5) for broker in (1, 2, 3) for partition in (0, 1)]
-        found = checks.violations(views, layout, rows)
+        found = checks.violations(views, layout)
         assert found.collect() == []
         # Only the agreement of pairs of replicas moves batch rows: by pair, once.
         (pairs,) = _shuffles_above_batches(found, of_aggregates=False)
         assert "hashpartitioning(rid_a" in pairs and "rid_b" in pairs, pairs
+
+
+def test_the_violations_are_planned_before_any_job_runs_and_found_without_a_collected_summary(spark, tmp_path: Path):
+    one, two = log_dir(tmp_path, 1), log_dir(tmp_path, 2)
+    write_replica(one, "t", 0, [(0, [b"a", b"b"]), (0, [b"c"]), (0, [b"d"])])
+    write_replica(two, "t", 0, [(0, [b"a", b"b"]), (1, [b"x"]), (1, [b"y"])])
+    layout = read_layout([one, two])
+    group = f"planning-{tmp_path.name}"
+    spark.sparkContext.setJobGroup(group, "the views and the violations' query of a verification")
+    try:
+        with settings_for_checks(spark, 1), Views(spark) as views:
+            cache_batches(views, plan_splits(layout.replicas), 1)
+            views.add("summary", checks.replica_summary(views, layout), cached=True)
+            found = checks.violations(views, layout)
+            assert spark.sparkContext.statusTracker().getJobIdsForGroup(group) == []
+            # The pairs' bounds come from the summary inside the query: nothing was collected before it.
+            assert [(r["kind"], r["broker"], r["offset"]) for r in found.collect()] == [("divergence", 2, 2)]
+    finally:
+        spark.sparkContext._jsc.clearJobGroup()
 
 
 def test_the_checks_run_in_a_task_per_gibibyte_of_segments_and_at_most_one_per_core():

@@ -93,6 +93,8 @@ def test_the_verify_benchmark_reports_start_up_read_and_verify_rates(tmp_path: P
     assert re.fullmatch(rf"Spark session start-up \(local\[\*\]\): {NUMBER} s", lines[1]), lines[1]
     assert re.fullmatch(rf"first verification \(the JVM's warm-up\): {NUMBER} s; every verification's fixed cost "
                         rf"\(3 log directories without partitions\): {NUMBER} s", lines[2]), lines[2]
+    assert re.fullmatch(rf"first read of the files from disk \(before the runs, not counted\): {NUMBER} MB/s",
+                        lines[3]), lines[3]
     rates = rf"read ({NUMBER}) MB/s, verify ({NUMBER}) MB/s, ratio ({NUMBER})"
     match = re.fullmatch(rf"median of 1 runs: cold {rates}; warm {rates}", lines[-1])
     assert match, lines[-1]

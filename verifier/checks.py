@@ -54,8 +54,8 @@ def _epoch_table(spark: SparkSession, layout: Layout) -> DataFrame:
 
 
 #: The whole batches (valid or with a bad CRC: their header fields are still what the broker wrote).
-_WHOLE = f"status IN ({', '.join(repr(status) for status in READABLE)})"
-_READABLE_BATCHES = f"(SELECT * FROM {{batches}} WHERE {_WHOLE})"
+_IS_READABLE = f"status IN ({', '.join(repr(status) for status in READABLE)})"
+_READABLE_BATCHES = f"(SELECT * FROM {{batches}} WHERE {_IS_READABLE})"
 _PLACE = "format_string('%020d.log position %d', segment, `position`)"
 
 
@@ -118,26 +118,30 @@ def _batch_checks() -> str:
     before a whole batch is the whole batch before it (``lag ... IGNORE NULLS`` of values only whole batches
     have)."""
     def before(column: str) -> str:
-        return f"lag(CASE WHEN {_WHOLE} THEN {column} END) IGNORE NULLS OVER w"
+        return f"lag(CASE WHEN {_IS_READABLE} THEN {column} END) IGNORE NULLS OVER w"
 
     rows = f"""(SELECT *, {before('last_offset')} AS prev_last, {before('leader_epoch')} AS prev_epoch
                 FROM {{batches}} WINDOW w AS (PARTITION BY replica_id ORDER BY segment, `position`))"""
+    of_whole_batches: list[Check] = [
+        ("base_offset > prev_last + 1", "offset-gap", "prev_last + 1",
+         "format_string('offsets %d..%d are missing: the batch before ends at %d, the next (%s) starts at %d', "
+         f"prev_last + 1, base_offset - 1, prev_last, {_PLACE}, base_offset)"),
+        ("base_offset <= prev_last", "offset-gap", "base_offset",
+         "format_string('the batch at %s starts at offset %d, within the batch before it (which ends at %d)', "
+         f"{_PLACE}, base_offset, prev_last)"),
+        ("last_offset < base_offset", "offset-gap", "base_offset",
+         f"format_string('the batch at %s ends (%d) before it starts (%d)', {_PLACE}, last_offset, base_offset)"),
+        ("leader_epoch < prev_epoch", "epoch-cache", "base_offset",
+         "format_string('the partition leader epoch goes down from %d to %d at %s', prev_epoch, leader_epoch, "
+         f"{_PLACE})"),
+        ("`position` = 0 AND base_offset != segment", "offset-gap", "segment",
+         "format_string('segment %020d.log starts with offset %d', segment, base_offset)"),
+    ]
     return _flagged(rows, [
         (f"status = '{CRC}'", "crc", "base_offset",
          f"format_string('%s: the batch of offsets %d..%d: %s', {_PLACE}, base_offset, last_offset, detail)"),
-        (f"{_WHOLE} AND base_offset > prev_last + 1", "offset-gap", "prev_last + 1",
-         "format_string('offsets %d..%d are missing: the batch before ends at %d, the next (%s) starts at %d', "
-         f"prev_last + 1, base_offset - 1, prev_last, {_PLACE}, base_offset)"),
-        (f"{_WHOLE} AND base_offset <= prev_last", "offset-gap", "base_offset",
-         "format_string('the batch at %s starts at offset %d, within the batch before it (which ends at %d)', "
-         f"{_PLACE}, base_offset, prev_last)"),
-        (f"{_WHOLE} AND last_offset < base_offset", "offset-gap", "base_offset",
-         f"format_string('the batch at %s ends (%d) before it starts (%d)', {_PLACE}, last_offset, base_offset)"),
-        (f"{_WHOLE} AND leader_epoch < prev_epoch", "epoch-cache", "base_offset",
-         "format_string('the partition leader epoch goes down from %d to %d at %s', prev_epoch, leader_epoch, "
-         f"{_PLACE})"),
-        (f"{_WHOLE} AND `position` = 0 AND base_offset != segment", "offset-gap", "segment",
-         "format_string('segment %020d.log starts with offset %d', segment, base_offset)"),
+        *[(f"{_IS_READABLE} AND {condition}", kind, offset, detail)
+          for condition, kind, offset, detail in of_whole_batches],
         (f"status = '{UNREADABLE}'", "crc", None,
          "format_string('%s: not a batch (%s); the %d bytes from there to the end of the range are not read', "
          f"{_PLACE}, detail, `size`)"),

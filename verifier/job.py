@@ -103,12 +103,12 @@ def _summary_and_violations(summary: DataFrame, views: Views, layout: Layout) ->
     """The collected summary and violations. The summary's query (the first to read the cached batch table, so the
     one that reads the segment files) runs in a thread of its own while this one plans the violations' query, the
     larger one, which then waits for the cached tables where it reads them (Spark computes a cached partition once)."""
-    summary_rows = _collect_in_thread(summary)
+    collecting_summary = _collect_in_thread(summary)
     try:
         found = checks.violations(views, layout).collect()
     finally:
-        futures.wait([summary_rows])
-    return summary_rows.result(), found
+        futures.wait([collecting_summary])
+    return collecting_summary.result(), found
 
 
 def _collect_in_thread(frame: DataFrame) -> Future[list[Row]]:

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from concurrent import futures
-from concurrent.futures import Future
+from concurrent.futures import Future, wait
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -102,12 +101,13 @@ def _verify_splits(spark: SparkSession, layout: Layout, splits: list[Split], tas
 def _summary_and_violations(summary: DataFrame, views: Views, layout: Layout) -> tuple[list[Row], list[Row]]:
     """The collected summary and violations. The summary's query (the first to read the cached batch table, so the
     one that reads the segment files) runs in a thread of its own while this one plans the violations' query, the
-    larger one, which then waits for the cached tables where it reads them (Spark computes a cached partition once)."""
+    larger one, which then waits for the cached tables where it reads them (Spark computes a cached partition once).
+    The thread is waited for even when the violations' query fails: the views it reads are dropped afterwards."""
     collecting_summary = _collect_in_thread(summary)
     try:
         found = checks.violations(views, layout).collect()
     finally:
-        futures.wait([collecting_summary])
+        wait([collecting_summary])
     return collecting_summary.result(), found
 
 

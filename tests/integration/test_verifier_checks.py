@@ -176,6 +176,18 @@ def test_replicas_diverging_below_both_high_watermarks_name_the_first_divergent_
     assert _of(found, "diverged-above-hw") == []
 
 
+def test_each_pair_of_replicas_is_compared_below_both_of_their_high_watermarks(spark, tmp_path: Path):
+    brokers = [log_dir(tmp_path, broker) for broker in (1, 2, 3, 4)]
+    recut = _batches([[b"v0", b"v1"], [b"v2"], [b"v3"], [b"v4", b"v5"]], [0, 0, 1, 1])  # offsets 3-5 as 3, 4-5
+    write_replica(brokers[0], "recut", 0, _batches())
+    write_replica(brokers[1], "recut", 0, _batches())
+    write_replica(brokers[2], "recut", 0, recut)
+    write_replica(brokers[3], "recut", 0, recut, hw=3)  # the same records, but committed only below offset 3
+    found = verify(brokers, spark=spark).violations
+    assert sorted((v.kind, v.broker, v.offset, v.detail.split(" differ")[0]) for v in found) == [
+        ("divergence", 3, 3, "brokers 1 and 3"), ("divergence", 3, 3, "brokers 2 and 3")]
+
+
 def test_a_leader_epoch_checkpoint_missing_an_epoch_is_reported(report):
     found, _ = report
     assert _of(found, "epoch-entry") == [("epoch-cache", 2, 3)]

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future, wait
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 
-from pyspark import InheritableThread
+from pyspark import inheritable_thread_target
 from pyspark.sql import DataFrame, Row, SparkSession
 
 from client.history import History
@@ -100,29 +100,14 @@ def _verify_splits(spark: SparkSession, layout: Layout, splits: list[Split], tas
 
 def _summary_and_violations(summary: DataFrame, views: Views, layout: Layout) -> tuple[list[Row], list[Row]]:
     """The collected summary and violations. The summary's query (the first to read the cached batch table, so the
-    one that reads the segment files) runs in a thread of its own while this one plans the violations' query, the
-    larger one, which then waits for the cached tables where it reads them (Spark computes a cached partition once).
-    The thread is waited for even when the violations' query fails: the views it reads are dropped afterwards."""
-    collecting_summary = _collect_in_thread(summary)
-    try:
+    one that reads the segment files) runs in a thread of its own, with this thread's Spark properties and tags
+    (such as its job group), while this one plans the violations' query, the larger one, which then waits for the
+    cached tables where it reads them (Spark computes a cached partition once). Leaving the pool waits for the
+    thread even when the violations' query fails: the views it reads are dropped afterwards."""
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        collecting_summary = pool.submit(inheritable_thread_target(views.spark)(summary.collect))
         found = checks.violations(views, layout).collect()
-    finally:
-        wait([collecting_summary])
     return collecting_summary.result(), found
-
-
-def _collect_in_thread(frame: DataFrame) -> Future[list[Row]]:
-    """``frame.collect()`` in a new thread with this thread's Spark properties (such as its job group)."""
-    rows: Future[list[Row]] = Future()
-
-    def collect() -> None:
-        try:
-            rows.set_result(frame.collect())
-        except BaseException as error:
-            rows.set_exception(error)
-
-    InheritableThread(collect).start()
-    return rows
 
 
 def cache_batches(views: Views, splits: list[Split], tasks: int) -> DataFrame:

@@ -14,7 +14,7 @@ import heapq
 import itertools
 import os
 import struct
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 from protocol.records import HEADER_SIZE, LOG_OVERHEAD, MAGIC
 from verifier.layout import Replica, Segment
@@ -40,9 +40,6 @@ class Split:
     end: int
     #: The range ends where the replica's log ends (its active segment's end): a partial batch there is a torn tail.
     tail_may_tear: bool
-
-    def to_dict(self) -> dict[str, object]:
-        return asdict(self)
 
 
 def plan_splits(replicas: list[Replica], split_bytes: int = SPLIT_BYTES) -> list[Split]:

@@ -4,7 +4,7 @@ small tables built from the driver's rows.
 Two ways that look simpler cost far more:
 
 - ``spark.sql(text, batches=frame)`` (and a view of a cached DataFrame) reads the segment files again for every
-  reference: the view of a Python data source is not matched with the cached plan. A view cached by name is.
+  reference: such a view is not matched with the cached plan. A view cached by name is.
 - ``spark.createDataFrame(rows, schema)`` sends the rows through a Python RDD: a job and a Python worker each time
   the table is read (1.9 s for 30,000 rows). From an Arrow table it is a local relation (0.25 s).
 """

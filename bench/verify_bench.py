@@ -8,7 +8,7 @@ rest), then two figures also excluded from the runs: the first verification of t
 and compiling the generated code of every stage: a warm-up paid once per session), and the median of 3
 verifications of 3 log directories without partitions (what every verification costs whatever its size: the Spark
 jobs, their planning and their tasks). It then reads the files once from disk (its rate is printed, apart from the
-runs'): on the 2-core VM, the first such read after the data was written ran at 740-920 MB/s and every later one
+runs'): on the 2-core VM, the first such read after the data was written ran at 690-920 MB/s and every later one
 at about 1,900 MB/s, so run 1's ratio came out twice the others'. Each run then:
 
 - cold: drops the segment files from the page cache (fsync, then posix_fadvise DONTNEED: these files only),

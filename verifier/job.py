@@ -15,7 +15,7 @@ from verifier import checks
 from verifier.history_check import check_history, history_table
 from verifier.layout import Layout
 from verifier.report import ReplicaRow, Report, TornTail, Violation
-from verifier.source import read_splits
+from verifier.source import read_batches, read_records
 from verifier.splits import Split, plan_splits
 from verifier.views import Views, local_table
 
@@ -79,7 +79,7 @@ def _verify_splits(spark: SparkSession, layout: Layout, splits: list[Split], tas
         if history is not None:
             progress(f"checking {len(history.outcomes)} history records")
             topics = {o.topic for o in history.outcomes}
-            records = read_splits(spark, [s for s in splits if s.topic in topics], rows="records")
+            records = read_records(spark, [s for s in splits if s.topic in topics])
             findings = check_history(history_table(spark, history), records, summary)
             violations += [Violation(**row.asDict()) for row in findings.violations.collect()]
             history_counts = {"acked": findings.acked, "lost": findings.lost, "failed": findings.failed,
@@ -114,7 +114,7 @@ def cache_batches(views: Views, splits: list[Split], tasks: int) -> DataFrame:
     """The view ``batches``: the splits' batches, cached in ``tasks`` partitions by replica, so that the checks by
     replica (the summary, each replica's batches in order, its epochs) need no shuffle of their own. The scan runs
     in tasks of its own (verifier.source)."""
-    return views.add("batches", read_splits(views.spark, splits).repartition(tasks, "replica_id"), cached=True)
+    return views.add("batches", read_batches(views.spark, splits).repartition(tasks, "replica_id"), cached=True)
 
 
 def _torn_tail(row: Row) -> TornTail:

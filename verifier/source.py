@@ -12,7 +12,8 @@ segments' 500,000 records took 1.29 s and 1.16 s.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterator
+from itertools import chain
 
 from pyspark.sql import DataFrame, SparkSession
 
@@ -23,27 +24,32 @@ _WHERE = "replica_id int, broker int, topic string, partition int"
 BATCH_SCHEMA = (f"{_WHERE}, segment bigint, position bigint, size int, base_offset bigint, last_offset bigint, "
                 "leader_epoch int, crc bigint, records int, max_timestamp bigint, status string, detail string")
 RECORD_SCHEMA = f"{_WHERE}, offset bigint, key binary, value binary"
+Rows = Iterator[tuple[object, ...]]
 
 
-def read_splits(spark: SparkSession, splits: list[Split], rows: str = "batches") -> DataFrame:
-    """The DataFrame of ``rows`` (``batches`` or ``records``) of the splits, in twice as many tasks as the cluster
-    has cores (fewer for fewer splits)."""
+def read_batches(spark: SparkSession, splits: list[Split]) -> DataFrame:
+    """One row per batch of the splits (BATCH_SCHEMA)."""
+    return _read(spark, splits, _batches_of, BATCH_SCHEMA)
+
+
+def read_records(spark: SparkSession, splits: list[Split]) -> DataFrame:
+    """One row per record of the splits' valid batches (RECORD_SCHEMA)."""
+    return _read(spark, splits, _records_of, RECORD_SCHEMA)
+
+
+def _read(spark: SparkSession, splits: list[Split], rows_of: Callable[[Split], Rows], schema: str) -> DataFrame:
+    """The rows of the splits, in twice as many tasks as the cluster has cores (fewer for fewer splits)."""
     groups = group_splits(splits, 2 * spark.sparkContext.defaultParallelism)
     tasks = spark.sparkContext.parallelize(groups, max(1, len(groups)))
-    if rows == "records":
-        return spark.createDataFrame(tasks.flatMap(_records), RECORD_SCHEMA, verifySchema=False)
-    return spark.createDataFrame(tasks.flatMap(_batches), BATCH_SCHEMA, verifySchema=False)
+    return spark.createDataFrame(tasks.flatMap(lambda group: chain.from_iterable(map(rows_of, group))), schema,
+                                 verifySchema=False)
 
 
-def _batches(group: Iterable[Split]) -> Iterator[tuple[object, ...]]:
-    for split in group:
-        where = (split.replica_id, split.broker, split.topic, split.partition, split.segment)
-        for row in scan_file(split.path, split.start, split.end, tail_may_tear=split.tail_may_tear):
-            yield (*where, *row)
+def _batches_of(split: Split) -> Rows:
+    where = (split.replica_id, split.broker, split.topic, split.partition, split.segment)
+    return ((*where, *row) for row in scan_file(split.path, split.start, split.end, tail_may_tear=split.tail_may_tear))
 
 
-def _records(group: Iterable[Split]) -> Iterator[tuple[object, ...]]:
-    for split in group:
-        where = (split.replica_id, split.broker, split.topic, split.partition)
-        for record in scan_records(split.path, split.start, split.end):
-            yield (*where, *record)
+def _records_of(split: Split) -> Rows:
+    where = (split.replica_id, split.broker, split.topic, split.partition)
+    return ((*where, *record) for record in scan_records(split.path, split.start, split.end))

@@ -11,7 +11,7 @@ from tests.verifierutil import log_dir, write_replica
 from verifier import checks
 from verifier.job import cache_batches, settings_for_checks, tasks_for_checks
 from verifier.layout import read_layout
-from verifier.source import read_splits
+from verifier.source import read_batches
 from verifier.splits import plan_splits
 from verifier.views import Views, local_table
 
@@ -27,7 +27,7 @@ def test_a_cached_view_is_read_from_the_cache_by_every_query_that_names_it(spark
     write_replica(directory, "t", 0, [(0, [b"a", b"b"]), (1, [b"c"])])
     splits = plan_splits(read_layout([directory]).replicas)
     with Views(spark) as views:
-        batches = views.add("batches", read_splits(spark, splits), cached=True)
+        batches = views.add("batches", read_batches(spark, splits), cached=True)
         assert batches.count() == 2
         twice = views.sql("SELECT a.base_offset FROM {batches} a JOIN {batches} b ON a.base_offset = b.base_offset")
         leaves = _leaves(twice)

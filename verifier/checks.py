@@ -170,7 +170,7 @@ def _agreement() -> str:
     its partition's replicas, and every pair whose range holds the offset compares its two sides there. Joining each
     pair of replicas with each side's batches instead took Spark twice as long to plan."""
     replicas = """(
-        SELECT /*+ REPARTITION(topic, `partition`) */ topic, `partition`,
+        SELECT topic, `partition`,
                collect_list(named_struct('id', replica_id, 'broker', broker, 'hw', hw, 'first', first_offset)) AS rs
         FROM {summary} GROUP BY topic, `partition`)"""
     offsets = f"""(

@@ -6,6 +6,10 @@ violation each). Records missing from some replicas only are one violation per r
 that ``failed`` or whose outcome is ``unknown`` may or may not be there (Kafka's semantics): how many are is
 counted. Acknowledged values found at more than one offset are duplicates: information, not a violation (the
 producer is not idempotent, so a retried batch may be written twice).
+
+Records are compared by the digest of their key and value (verifier.record_digest), never by their bytes: the history
+table and the records read hold the digest instead. The detail of a lost record, which shows its key and value, is
+written by the driver from the history it read.
 """
 
 from __future__ import annotations
@@ -15,20 +19,21 @@ from dataclasses import dataclass
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from client.history import OK, History
+from client.history import OK, History, Outcome
+from verifier.record_digest import record_digest
+from verifier.report import Violation
 from verifier.views import local_table
 
-HISTORY_SCHEMA = ("outcome int, topic string, partition int, offset bigint, key binary, value binary, "
-                  "status string")
+HISTORY_SCHEMA = "outcome int, topic string, partition int, offset bigint, digest binary, status string"
 #: How many duplicates are named in the report's notes.
 DUPLICATES_SHOWN = 5
 
 
 @dataclass(frozen=True, slots=True)
 class HistoryFindings:
-    """What the history check found: violations (VIOLATION_COLUMNS rows) and counts."""
+    """What the history check found: violations and counts."""
 
-    violations: DataFrame
+    violations: list[Violation]
     acked: int
     lost: int
     failed: int
@@ -39,23 +44,28 @@ class HistoryFindings:
 
 
 def history_table(spark: SparkSession, history: History) -> DataFrame:
-    rows = [(number, o.topic, o.partition, o.offset, o.key, o.value, o.status)
+    """One row per outcome of the history (HISTORY_SCHEMA), numbered in the file's order."""
+    rows = [(number, o.topic, o.partition, o.offset, record_digest(o.key, o.value), o.status)
             for number, o in enumerate(history.outcomes)]
     return local_table(spark, rows, HISTORY_SCHEMA)
 
 
-def check_history(outcomes: DataFrame, records: DataFrame, summary: DataFrame) -> HistoryFindings:
-    """Compare the history with the records (RECORD_SCHEMA) of every replica (summary: hw per replica)."""
+def check_history(history: History, outcomes: DataFrame, records: DataFrame, summary: DataFrame) -> HistoryFindings:
+    """Compare the history (``outcomes``: its history_table) with the records (RECORD_SCHEMA) of every replica
+    (summary: hw per replica). The acknowledged records and where they were found are cached while it runs."""
     acked = outcomes.filter(F.col("status") == OK).cache()
-    where = ["topic", "partition", "offset"]
-    found = (acked.join(records.withColumnRenamed("key", "r_key").withColumnRenamed("value", "r_value"), where)
-             .filter(F.col("key").eqNullSafe(F.col("r_key")) & F.col("value").eqNullSafe(F.col("r_value")))
-             .select("outcome", "replica_id").distinct().cache())
-    lost = acked.join(found, "outcome", "left_anti")
-    lost_rows = lost.select(F.lit("lost").alias("kind"), "topic", "partition", F.lit(None).cast("int").alias("broker"),
-                            "offset", F.format_string(
-                                "the acknowledged record (key %s, value %s) is on no replica at its offset",
-                                _shown("key"), _shown("value")).alias("detail"))
+    found = acked.join(records, ["topic", "partition", "offset", "digest"]).select("outcome", "replica_id")
+    found = found.distinct().cache()
+    try:
+        return _findings(history, outcomes, records, summary, acked, found)
+    finally:
+        found.unpersist()
+        acked.unpersist()
+
+
+def _findings(history: History, outcomes: DataFrame, records: DataFrame, summary: DataFrame, acked: DataFrame,
+              found: DataFrame) -> HistoryFindings:
+    lost = acked.join(found, "outcome", "left_anti").select("outcome").collect()
     expected = acked.join(summary.select("replica_id", "broker", "topic", "partition", "hw"),
                           ["topic", "partition"]).filter(F.col("hw") > F.col("offset"))
     missing = (expected.join(found, ["outcome", "replica_id"], "left_anti")
@@ -69,9 +79,10 @@ def check_history(outcomes: DataFrame, records: DataFrame, summary: DataFrame) -
     by_status = {row["status"]: row["count"] for row in counts}
     present = _unacknowledged_present(outcomes, records)
     return HistoryFindings(
-        violations=lost_rows.unionByName(missing_rows),
+        violations=[_lost(history.outcomes[row["outcome"]]) for row in lost]
+        + [Violation(**row.asDict()) for row in missing_rows.collect()],
         acked=by_status.get(OK, 0),
-        lost=lost.count(),
+        lost=len(lost),
         failed=by_status.get("failed", 0),
         failed_present=present.get("failed", 0),
         unknown=by_status.get("unknown", 0),
@@ -79,17 +90,23 @@ def check_history(outcomes: DataFrame, records: DataFrame, summary: DataFrame) -
         duplicates=_duplicates(acked, records))
 
 
-def _shown(column: str) -> F.Column:
-    return F.coalesce(F.concat(F.lit("'"), F.col(column).cast("string"), F.lit("'")), F.lit("null"))
+def _lost(outcome: Outcome) -> Violation:
+    return Violation("lost", outcome.topic, outcome.partition, None, outcome.offset,
+                     f"the acknowledged record (key {_shown(outcome.key)}, value {_shown(outcome.value)}) is on no "
+                     "replica at its offset")
+
+
+def _shown(data: bytes | None) -> str:
+    """Quoted text (bytes that are not UTF-8 shown as U+FFFD), or null."""
+    return "null" if data is None else f"'{data.decode('utf-8', 'replace')}'"
 
 
 def _unacknowledged_present(outcomes: DataFrame, records: DataFrame) -> dict[str, int]:
     """How many failed and unknown records are in their topic (and partition, when the history names it)."""
     others = outcomes.filter(F.col("status") != OK)
     r = records.select(F.col("topic").alias("r_topic"), F.col("partition").alias("r_partition"),
-                       F.col("key").alias("r_key"), F.col("value").alias("r_value"))
-    condition = ((F.col("topic") == F.col("r_topic")) & F.col("key").eqNullSafe(F.col("r_key"))
-                 & F.col("value").eqNullSafe(F.col("r_value"))
+                       F.col("digest").alias("r_digest"))
+    condition = ((F.col("topic") == F.col("r_topic")) & (F.col("digest") == F.col("r_digest"))
                  & (F.col("partition").isNull() | (F.col("partition") == F.col("r_partition"))))
     present = others.join(r, condition, "left_semi").groupBy("status").count().collect()
     return {row["status"]: row["count"] for row in present}
@@ -97,11 +114,9 @@ def _unacknowledged_present(outcomes: DataFrame, records: DataFrame) -> dict[str
 
 def _duplicates(acked: DataFrame, records: DataFrame) -> list[tuple[str, int, list[int]]]:
     """(topic, partition, offsets) of acknowledged values found at more than one offset; the first few."""
-    values = acked.select("topic", "partition", "key", "value").distinct()
-    at = records.select("topic", "partition", "offset", F.col("key").alias("r_key"), F.col("value").alias("r_value"))
-    joined = values.join(at, ["topic", "partition"]).filter(
-        F.col("key").eqNullSafe(F.col("r_key")) & F.col("value").eqNullSafe(F.col("r_value")))
-    repeated = (joined.groupBy("topic", "partition", "key", "value")
+    values = acked.select("topic", "partition", "digest").distinct()
+    joined = values.join(records.select("topic", "partition", "offset", "digest"), ["topic", "partition", "digest"])
+    repeated = (joined.groupBy("topic", "partition", "digest")
                 .agg(F.sort_array(F.collect_set("offset")).alias("offsets"))
                 .filter(F.size("offsets") > 1))
     return [(row["topic"], row["partition"], list(row["offsets"]))

@@ -1,6 +1,6 @@
 """Segment files as DataFrames: each group of splits (verifier.splits) is one task of a Python RDD, read by an
 executor with the batch scanner, and its rows are given BATCH_SCHEMA (one row per batch) or RECORD_SCHEMA (one row
-per record of the valid batches).
+per record of the valid batches: its offset and the digest of its key and value).
 
 Spark's Python data source API (a ``pyspark.sql.datasource.DataSource`` read with ``spark.read.format(...)``) does
 the same, but the driver runs each of its steps in a Python process of its own: looking up the installed data
@@ -17,13 +17,14 @@ from itertools import chain
 
 from pyspark.sql import DataFrame, SparkSession
 
+from verifier.record_digest import record_digest
 from verifier.scanner import scan_file, scan_records
 from verifier.splits import Split, group_splits
 
 _WHERE = "replica_id int, broker int, topic string, partition int"
 BATCH_SCHEMA = (f"{_WHERE}, segment bigint, position bigint, size int, base_offset bigint, last_offset bigint, "
                 "leader_epoch int, crc bigint, records int, max_timestamp bigint, status string, detail string")
-RECORD_SCHEMA = f"{_WHERE}, offset bigint, key binary, value binary"
+RECORD_SCHEMA = f"{_WHERE}, offset bigint, digest binary"
 Rows = Iterator[tuple[object, ...]]
 
 
@@ -33,7 +34,8 @@ def read_batches(spark: SparkSession, splits: list[Split]) -> DataFrame:
 
 
 def read_records(spark: SparkSession, splits: list[Split]) -> DataFrame:
-    """One row per record of the splits' valid batches (RECORD_SCHEMA)."""
+    """One row per record of the splits' valid batches (RECORD_SCHEMA: its offset and the digest of its key and
+    value, verifier.record_digest)."""
     return _read(spark, splits, _records_of, RECORD_SCHEMA)
 
 
@@ -52,4 +54,5 @@ def _batches_of(split: Split) -> Rows:
 
 def _records_of(split: Split) -> Rows:
     where = (split.replica_id, split.broker, split.topic, split.partition)
-    return ((*where, *record) for record in scan_records(split.path, split.start, split.end))
+    return ((*where, record.offset, record_digest(record.key, record.value))
+            for record in scan_records(split.path, split.start, split.end))

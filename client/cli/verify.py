@@ -11,7 +11,7 @@ import click
 from client.cli.common import dir_option
 from client.cluster import ClusterError, load_cluster
 
-#: Exit statuses: consistent, a violation found, bad usage or unreadable input.
+#: Exit statuses: consistent, a violation found, no verdict (bad usage, unreadable input, or Spark failing).
 CONSISTENT, VIOLATION, BAD_INPUT = 0, 1, 2
 
 
@@ -22,6 +22,35 @@ def _fail(message: str) -> None:
 
 def _progress(message: str) -> None:
     click.echo(message, err=True)
+
+
+def _spark_failure(error: BaseException, spark_errors: tuple[type[BaseException], ...]) -> str:
+    """One line saying how Spark failed, and where its log is: the first line of the error's message, or of the
+    Spark error it arose from (a driver JVM that died makes the verifier's clean-up fail too, and the first error
+    says why). A Java exception's message is the line after py4j's "An error occurred while calling ..."."""
+    from verifier.session import spark_log_path
+
+    while isinstance(error.__context__, spark_errors):
+        error = error.__context__
+    try:
+        text = str(error)
+    except Exception:  # a Java exception's message is asked of the JVM, which may be gone
+        text = getattr(error, "errmsg", "")
+    lines = [line.strip(" :") for line in text.splitlines() if line.strip(" :")] or [type(error).__name__]
+    summary = lines[1] if len(lines) > 1 and lines[0].startswith("An error occurred while calling") else lines[0]
+    log = spark_log_path()
+    if not log.is_file():
+        return f"the verification failed in Spark: {summary}"
+    return f"the verification failed in Spark: {_why_the_jvm_exited(log) or summary} (Spark's log: {log})"
+
+
+def _why_the_jvm_exited(log: Path) -> str | None:
+    """The message of the exception that ended a driver JVM before it started Spark (such as a master URL it cannot
+    parse), as its log has it; None if there is none."""
+    for line in log.read_text(errors="replace").splitlines():
+        if line.startswith('Exception in thread "main" ') and "Exception: " in line:
+            return line.split("Exception: ", 1)[1]
+    return None
 
 
 @click.command("verify")
@@ -38,10 +67,15 @@ def verify_command(log_dirs: tuple[Path, ...], directory: Path, history_file: Pa
     """Check that the replicas in broker log directories agree and that nothing acknowledged is lost.
 
     Reads LOG_DIRs (minikafka's or Apache Kafka's), or without them every broker of the local cluster in --dir
-    (running or stopped). Exit status 0 when consistent, 1 when a violation is found, 2 for bad usage or
-    unreadable input. Progress goes to stderr."""
+    (running or stopped). Exit status 0 when consistent, 1 when a violation is found, 2 for bad usage, unreadable
+    input, or Spark failing (the error says why, and where Spark's log is). Progress goes to stderr."""
+    from py4j.protocol import Py4JError
+    from pyspark.errors import PySparkException
+
     from verifier import HistoryError, LayoutError, verify
     from verifier.session import under_spark_submit
+
+    spark_errors = (Py4JError, PySparkException, ConnectionError)
 
     if not log_dirs:
         try:
@@ -55,6 +89,8 @@ def verify_command(log_dirs: tuple[Path, ...], directory: Path, history_file: Pa
         report = verify(list(log_dirs), history_file, master, output=output, progress=None if quiet else _progress)
     except (LayoutError, HistoryError) as e:
         _fail(str(e))
+    except spark_errors as e:
+        _fail(_spark_failure(e, spark_errors))
     if as_json:
         click.echo(json.dumps(report.to_json(), indent=2))
     else:

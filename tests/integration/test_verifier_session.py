@@ -1,7 +1,7 @@
 """The verifier's own Spark session is started with the settings it is tuned for (its Python workers on Unix domain
 sockets, the generated code kept, the driver JVM with the throughput collector and only the JIT's quick compiler, and
-mapping the class archive `make setup` made), a verification leaves no socket behind, and the JVM's own warnings never
-reach the verifier's output."""
+mapping the class archive `make setup` made), a verification leaves no socket behind, the JVM's own warnings never
+reach the verifier's output, and a session Spark cannot start ends the verification with one line saying why."""
 
 from __future__ import annotations
 
@@ -44,11 +44,13 @@ def test_the_driver_jvm_maps_the_class_archive_that_setup_made(spark):
     assert archive_is_mapped()
 
 
-def _verify_a_partition_from_the_command_line(tmp_path: Path, env: dict[str, str]) -> CompletedProcess[str]:
-    """`minikafka verify --json` (a process of its own, with ``env`` added) of a log directory of one partition."""
+def _verify_a_partition_from_the_command_line(tmp_path: Path, env: dict[str, str],
+                                              *options: str) -> CompletedProcess[str]:
+    """`minikafka verify --json` (a process of its own, with ``env`` added, and ``options``) of a log directory of
+    one partition."""
     directory = log_dir(tmp_path, 1)
     write_replica(directory, "t", 0, [(0, [b"a", b"b"])])
-    return cli("verify", str(directory), "--json", check=False, env=env)
+    return cli("verify", str(directory), "--json", *options, check=False, env=env)
 
 
 def test_a_warning_of_the_jvm_goes_to_the_spark_log_not_to_the_verifiers_output(spark, tmp_path: Path):
@@ -87,3 +89,13 @@ def test_where_the_temporary_directorys_path_is_too_long_for_a_socket_the_worker
         monkeypatch.setattr(tempfile, "tempdir", short)
         sockets = socket_directory()
         assert sockets is not None and sockets.parent == Path(short) and sockets.is_dir()
+
+
+def test_a_verification_spark_cannot_run_exits_2_with_one_line_saying_why(tmp_path: Path):
+    run = _verify_a_partition_from_the_command_line(tmp_path, {}, "--master", "no-such-master")
+
+    assert run.returncode == 2, run.stderr
+    [line] = run.stderr.strip().splitlines()
+    assert line.startswith("error: the verification failed in Spark: Master must "), line  # Spark's reason
+    log = Path(line.rsplit("(Spark's log: ", 1)[1].rstrip(")"))
+    assert "Master must" in log.read_text()

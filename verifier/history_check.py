@@ -50,9 +50,10 @@ def history_table(spark: SparkSession, history: History) -> DataFrame:
     return local_table(spark, rows, HISTORY_SCHEMA)
 
 
-def check_history(history: History, outcomes: DataFrame, records: DataFrame, summary: DataFrame) -> HistoryFindings:
-    """Compare the history (``outcomes``: its history_table) with the records (RECORD_SCHEMA) of every replica
-    (summary: hw per replica). The acknowledged records and where they were found are cached while it runs."""
+def check_history(history: History, records: DataFrame, summary: DataFrame) -> HistoryFindings:
+    """Compare the history with the records (RECORD_SCHEMA) of every replica (summary: hw per replica). The
+    acknowledged records and where they were found are cached while it runs."""
+    outcomes = history_table(records.sparkSession, history)
     acked = outcomes.filter(F.col("status") == OK).cache()
     found = acked.join(records, ["topic", "partition", "offset", "digest"]).select("outcome", "replica_id")
     found = found.distinct().cache()

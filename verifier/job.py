@@ -12,7 +12,7 @@ from pyspark.sql import DataFrame, Row, SparkSession
 
 from client.history import History
 from verifier import checks
-from verifier.history_check import check_history, history_table
+from verifier.history_check import check_history
 from verifier.layout import Layout
 from verifier.report import ReplicaRow, Report, TornTail, Violation
 from verifier.source import read_batches, read_records
@@ -80,7 +80,7 @@ def _verify_splits(spark: SparkSession, layout: Layout, splits: list[Split], tas
             progress(f"checking {len(history.outcomes)} history records")
             topics = {o.topic for o in history.outcomes}
             records = read_records(spark, [s for s in splits if s.topic in topics])
-            findings = check_history(history, history_table(spark, history), records, summary)
+            findings = check_history(history, records, summary)
             violations += findings.violations
             history_counts = {"acked": findings.acked, "lost": findings.lost, "failed": findings.failed,
                               "failed_present": findings.failed_present, "unknown": findings.unknown,

@@ -2,7 +2,7 @@
 
 The history check compares each acknowledged record with the records on disk by this digest instead of by their
 bytes, so that its joins and sorts move 16 bytes per record whatever the values' size: with the values themselves, a
-history of 166,000 records of 1 KB against three replicas of them (505 MB) ran the verifier's driver (512 MB of heap)
+history of 166,666 records of 1 KB against three replicas of them (505 MB) ran the verifier's driver (512 MB of heap)
 out of memory. Two different records have the same digest with a probability of about 2^-128.
 """
 

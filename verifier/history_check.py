@@ -22,7 +22,7 @@ from pyspark.sql import functions as F
 from client.history import OK, History, Outcome
 from verifier.record_digest import record_digest
 from verifier.report import Violation
-from verifier.views import local_table
+from verifier.views import Views, local_table
 
 HISTORY_SCHEMA = "outcome int, topic string, partition int, offset bigint, digest binary, status string"
 #: How many duplicates are named in the report's notes.
@@ -50,22 +50,14 @@ def history_table(spark: SparkSession, history: History) -> DataFrame:
     return local_table(spark, rows, HISTORY_SCHEMA)
 
 
-def check_history(history: History, records: DataFrame, summary: DataFrame) -> HistoryFindings:
-    """Compare the history with the records (RECORD_SCHEMA) of every replica (summary: hw per replica). The
-    acknowledged records and where they were found are cached while it runs."""
-    outcomes = history_table(records.sparkSession, history)
-    acked = outcomes.filter(F.col("status") == OK).cache()
-    found = acked.join(records, ["topic", "partition", "offset", "digest"]).select("outcome", "replica_id")
-    found = found.distinct().cache()
-    try:
-        return _findings(history, outcomes, records, summary, acked, found)
-    finally:
-        found.unpersist()
-        acked.unpersist()
-
-
-def _findings(history: History, outcomes: DataFrame, records: DataFrame, summary: DataFrame, acked: DataFrame,
-              found: DataFrame) -> HistoryFindings:
+def check_history(views: Views, history: History, records: DataFrame, summary: DataFrame) -> HistoryFindings:
+    """Compare the history with the records (RECORD_SCHEMA) of every replica (summary: hw per replica). Adds the
+    views ``acked`` (the acknowledged outcomes) and ``found`` (which replicas hold each), cached: the check's queries
+    read them several times."""
+    outcomes = history_table(views.spark, history)
+    acked = views.add("acked", outcomes.filter(F.col("status") == OK), cached=True)
+    found = views.add("found", acked.join(records, ["topic", "partition", "offset", "digest"])
+                      .select("outcome", "replica_id").distinct(), cached=True)
     lost = acked.join(found, "outcome", "left_anti").select("outcome").collect()
     expected = acked.join(summary.select("replica_id", "broker", "topic", "partition", "hw"),
                           ["topic", "partition"]).filter(F.col("hw") > F.col("offset"))

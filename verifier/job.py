@@ -80,7 +80,7 @@ def _verify_splits(spark: SparkSession, layout: Layout, splits: list[Split], tas
             progress(f"checking {len(history.outcomes)} history records")
             topics = {o.topic for o in history.outcomes}
             records = read_records(spark, [s for s in splits if s.topic in topics])
-            findings = check_history(history, records, summary)
+            findings = check_history(views, history, records, summary)
             violations += findings.violations
             history_counts = {"acked": findings.acked, "lost": findings.lost, "failed": findings.failed,
                               "failed_present": findings.failed_present, "unknown": findings.unknown,

@@ -12,7 +12,8 @@ Under ``spark-submit`` the session (and its master) is spark-submit's. Otherwise
   thresholds), and maps Spark's classes from a class data sharing archive where there is one (``class_archive``;
   ``make setup`` makes it with verifier.class_archive);
 - log4j reads verifier/conf/log4j2.properties, and the driver JVM's standard error (its log, its own warnings, the
-  Python workers' output) goes to a log file (``spark_log``).
+  Python workers' output) goes to a log file (``spark_log_path``); when Spark fails, ``spark_failure`` says why in
+  one line, from the error or from that log.
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from py4j.protocol import Py4JError
+from pyspark.errors import PySparkException
 from pyspark.sql import SparkSession
 
 CONF_DIR = Path(__file__).resolve().parent / "conf"
@@ -58,9 +61,41 @@ SOCKET_PATH_BYTES = 107
 SOCKET_NAME_BYTES = len(f".{uuid.UUID(int=0)}.sock")
 
 
+#: What Spark raises when it fails: an error of the JVM's, of PySpark's, or the JVM gone.
+SPARK_ERRORS = (Py4JError, PySparkException, ConnectionError)
+
+
 def spark_log_path() -> Path:
     """Where the driver JVM started by this process writes its output."""
     return Path(tempfile.gettempdir()) / f"minikafka-verify-spark-{os.getpid()}.log"
+
+
+def spark_failure(error: BaseException) -> str:
+    """One line saying how Spark failed (one of SPARK_ERRORS), and where its log is: the first line of the error's
+    message, or of the Spark error it arose from (a driver JVM that died makes the verifier's clean-up fail too, and
+    the first error says why). A Java exception's message is the line after py4j's "An error occurred while
+    calling ..."; a JVM that exited before it started Spark says why in the log."""
+    while isinstance(error.__context__, SPARK_ERRORS):
+        error = error.__context__
+    try:
+        text = str(error)
+    except Exception:  # a Java exception's message is asked of the JVM, which may be gone
+        text = getattr(error, "errmsg", "")
+    lines = [line.strip(" :") for line in text.splitlines() if line.strip(" :")] or [type(error).__name__]
+    summary = lines[1] if len(lines) > 1 and lines[0].startswith("An error occurred while calling") else lines[0]
+    log = spark_log_path()
+    if not log.is_file():
+        return f"the verification failed in Spark: {summary}"
+    return f"the verification failed in Spark: {_why_the_jvm_exited(log) or summary} (Spark's log: {log})"
+
+
+def _why_the_jvm_exited(log: Path) -> str | None:
+    """The message of the exception that ended a driver JVM before it started Spark (such as a master URL it cannot
+    parse), as its log has it; None if there is none."""
+    for line in log.read_text(errors="replace").splitlines():
+        if line.startswith('Exception in thread "main" ') and "Exception: " in line:
+            return line.split("Exception: ", 1)[1]
+    return None
 
 
 def under_spark_submit() -> bool:

@@ -24,35 +24,6 @@ def _progress(message: str) -> None:
     click.echo(message, err=True)
 
 
-def _spark_failure(error: BaseException, spark_errors: tuple[type[BaseException], ...]) -> str:
-    """One line saying how Spark failed, and where its log is: the first line of the error's message, or of the
-    Spark error it arose from (a driver JVM that died makes the verifier's clean-up fail too, and the first error
-    says why). A Java exception's message is the line after py4j's "An error occurred while calling ..."."""
-    from verifier.session import spark_log_path
-
-    while isinstance(error.__context__, spark_errors):
-        error = error.__context__
-    try:
-        text = str(error)
-    except Exception:  # a Java exception's message is asked of the JVM, which may be gone
-        text = getattr(error, "errmsg", "")
-    lines = [line.strip(" :") for line in text.splitlines() if line.strip(" :")] or [type(error).__name__]
-    summary = lines[1] if len(lines) > 1 and lines[0].startswith("An error occurred while calling") else lines[0]
-    log = spark_log_path()
-    if not log.is_file():
-        return f"the verification failed in Spark: {summary}"
-    return f"the verification failed in Spark: {_why_the_jvm_exited(log) or summary} (Spark's log: {log})"
-
-
-def _why_the_jvm_exited(log: Path) -> str | None:
-    """The message of the exception that ended a driver JVM before it started Spark (such as a master URL it cannot
-    parse), as its log has it; None if there is none."""
-    for line in log.read_text(errors="replace").splitlines():
-        if line.startswith('Exception in thread "main" ') and "Exception: " in line:
-            return line.split("Exception: ", 1)[1]
-    return None
-
-
 @click.command("verify")
 @click.argument("log_dirs", nargs=-1, type=click.Path(path_type=Path))
 @dir_option
@@ -69,13 +40,8 @@ def verify_command(log_dirs: tuple[Path, ...], directory: Path, history_file: Pa
     Reads LOG_DIRs (minikafka's or Apache Kafka's), or without them every broker of the local cluster in --dir
     (running or stopped). Exit status 0 when consistent, 1 when a violation is found, 2 for bad usage, unreadable
     input, or Spark failing (the error says why, and where Spark's log is). Progress goes to stderr."""
-    from py4j.protocol import Py4JError
-    from pyspark.errors import PySparkException
-
     from verifier import HistoryError, LayoutError, verify
-    from verifier.session import under_spark_submit
-
-    spark_errors = (Py4JError, PySparkException, ConnectionError)
+    from verifier.session import SPARK_ERRORS, spark_failure, under_spark_submit
 
     if not log_dirs:
         try:
@@ -89,8 +55,8 @@ def verify_command(log_dirs: tuple[Path, ...], directory: Path, history_file: Pa
         report = verify(list(log_dirs), history_file, master, output=output, progress=None if quiet else _progress)
     except (LayoutError, HistoryError) as e:
         _fail(str(e))
-    except spark_errors as e:
-        _fail(_spark_failure(e, spark_errors))
+    except SPARK_ERRORS as e:
+        _fail(spark_failure(e))
     if as_json:
         click.echo(json.dumps(report.to_json(), indent=2))
     else:

@@ -12,25 +12,31 @@ Under ``spark-submit`` the session (and its master) is spark-submit's. Otherwise
   thresholds), and maps Spark's classes from a class data sharing archive where there is one (``class_archive``;
   ``make setup`` makes it with verifier.class_archive);
 - log4j reads verifier/conf/log4j2.properties, and the driver JVM's standard error (its log, its own warnings, the
-  Python workers' output) goes to a log file (``spark_log_path``); when Spark fails, ``spark_failure`` says why in
-  one line, from the error or from that log.
+  Python workers' output) goes to a log file (``spark_log_path``), and so do the tracebacks py4j and PySpark's
+  accumulator server (a thread of this process) print when their connections to the JVM break; when Spark fails,
+  ``spark_failure`` says why in one line, from the error, from how the driver JVM ended, or from that log.
 """
 
 from __future__ import annotations
 
 import atexit
+import logging
 import os
 import shlex
 import shutil
+import signal
+import subprocess
 import sys
 import tempfile
 import time
+import traceback
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from py4j.protocol import Py4JError
+from py4j.protocol import Py4JError, Py4JJavaError
+from pyspark import SparkContext
 from pyspark.errors import PySparkException
 from pyspark.sql import SparkSession
 
@@ -61,6 +67,8 @@ SOCKET_PATH_BYTES = 107
 SOCKET_NAME_BYTES = len(f".{uuid.UUID(int=0)}.sock")
 
 
+#: How long a driver JVM whose connection broke is given to end, before it is said to still run.
+JVM_EXIT_WAIT_S = 5.0
 #: What Spark raises when it fails: an error of the JVM's, of PySpark's, or the JVM gone.
 SPARK_ERRORS = (Py4JError, PySparkException, ConnectionError)
 
@@ -74,7 +82,9 @@ def spark_failure(error: BaseException) -> str:
     """One line saying how Spark failed (one of SPARK_ERRORS), and where its log is: the first line of the error's
     message, or of the Spark error it arose from (a driver JVM that died makes the verifier's clean-up fail too, and
     the first error says why). A Java exception's message is the line after py4j's "An error occurred while
-    calling ..."; a JVM that exited before it started Spark says why in the log."""
+    calling ..."; a driver JVM that ended (killed, or out of memory) is said to have, with how it ended, instead of
+    py4j's message about the call that found no JVM (an error of py4j's own, or of the connection); a JVM that
+    exited before it started Spark says why in the log."""
     while isinstance(error.__context__, SPARK_ERRORS):
         error = error.__context__
     try:
@@ -83,10 +93,28 @@ def spark_failure(error: BaseException) -> str:
         text = getattr(error, "errmsg", "")
     lines = [line.strip(" :") for line in text.splitlines() if line.strip(" :")] or [type(error).__name__]
     summary = lines[1] if len(lines) > 1 and lines[0].startswith("An error occurred while calling") else lines[0]
+    lost_the_jvm = isinstance(error, (Py4JError, ConnectionError)) and not isinstance(error, Py4JJavaError)
+    ended = _how_the_driver_jvm_ended() if lost_the_jvm else None
+    if ended is not None:
+        summary = f"its driver JVM ended ({ended})"
     log = spark_log_path()
     if not log.is_file():
         return f"the verification failed in Spark: {summary}"
     return f"the verification failed in Spark: {_why_the_jvm_exited(log) or summary} (Spark's log: {log})"
+
+
+def _how_the_driver_jvm_ended() -> str | None:
+    """How the driver JVM that this process's Spark session runs on ended ("killed by SIGKILL", "exit status 52"),
+    waiting up to JVM_EXIT_WAIT_S for it (its connection closes while it exits): None if it still runs, or if no
+    session was started."""
+    process = getattr(SparkContext._gateway, "proc", None)
+    if process is None:
+        return None
+    try:
+        status = process.wait(timeout=JVM_EXIT_WAIT_S)
+    except subprocess.TimeoutExpired:
+        return None
+    return f"killed by {signal.Signals(-status).name}" if status < 0 else f"exit status {status}"
 
 
 def _why_the_jvm_exited(log: Path) -> str | None:
@@ -155,7 +183,23 @@ def get_session(master: str | None = None, *, archive_classes_to: Path | None = 
     with _stderr_to(spark_log_path()):
         spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
+    _broken_connections_to_log(spark.sparkContext)
     return spark, time.monotonic() - started
+
+
+def _broken_connections_to_log(context: SparkContext) -> None:
+    """When the driver JVM dies, two parts of PySpark in this process print a traceback to standard error: its
+    accumulator server (a thread the JVM sends the Python tasks' updates to), and py4j, which logs each call that
+    finds no JVM on the root logger (to standard error, by Python's default handler, where the root logger has none).
+    Both go to the Spark log instead (the root logger's records only where it has no handler of its own): the
+    verification's own error says what happened."""
+    def to_log(_request: object, _client_address: object) -> None:
+        with spark_log_path().open("a") as log:
+            traceback.print_exc(file=log)
+
+    context._accumulatorServer.handle_error = to_log  # type: ignore[union-attr]
+    if not logging.root.handlers:
+        logging.root.addHandler(logging.FileHandler(spark_log_path(), delay=True))
 
 
 def socket_directory() -> Path | None:

@@ -1,16 +1,22 @@
 """The verifier's own Spark session is started with the settings it is tuned for (its Python workers on Unix domain
 sockets, the generated code kept, the driver JVM with the throughput collector and only the JIT's quick compiler, and
 mapping the class archive `make setup` made), a verification leaves no socket behind, the JVM's own warnings never
-reach the verifier's output, and a session Spark cannot start ends the verification with one line saying why."""
+reach the verifier's output, and a session Spark cannot start, or a driver JVM that dies, ends the verification with
+one line saying why."""
 
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 from subprocess import CompletedProcess
 
-from tests.integration.clusterutil import cli
+from client.history import OK, HistoryWriter, Outcome
+from tests.integration.clusterutil import CLI_TIMEOUT_S, PROJECT_ROOT, cli
 from tests.verifierutil import log_dir, write_replica
 from verifier.class_archive import archive_is_mapped
 from verifier.session import (
@@ -99,3 +105,44 @@ def test_a_verification_spark_cannot_run_exits_2_with_one_line_saying_why(tmp_pa
     assert line.startswith("error: the verification failed in Spark: Master must "), line  # Spark's reason
     log = Path(line.rsplit("(Spark's log: ", 1)[1].rstrip(")"))
     assert "Master must" in log.read_text()
+
+
+def _driver_jvm_of(process: subprocess.Popen[str]) -> int:
+    """The pid of the Spark driver JVM that ``process`` started (its child)."""
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            parent = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+            command = (stat.parent / "cmdline").read_bytes()
+        except (OSError, IndexError, ValueError):
+            continue  # a process that ended meanwhile
+        if parent == process.pid and b"SparkSubmit" in command:
+            return int(stat.parent.name)
+    raise AssertionError(f"process {process.pid} has no Spark driver JVM")
+
+
+def test_a_driver_jvm_killed_during_a_verification_ends_it_with_one_line_and_no_traceback(tmp_path: Path):
+    directory = log_dir(tmp_path, 1)
+    write_replica(directory, "t", 0, [(0, [b"a", b"b"])])
+    history = tmp_path / "history.jsonl"
+    with HistoryWriter(history) as writer:
+        writer.write(Outcome("t", 0, 0, None, b"a", OK))
+    verification = subprocess.Popen([sys.executable, "-m", "client.cli", "verify", str(directory), "--history",
+                                     str(history)], cwd=PROJECT_ROOT, stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, text=True)
+    try:
+        assert verification.stderr is not None
+        # The batches were read (a Python task sent its updates to PySpark's accumulator server); the history's
+        # check, Spark jobs of its own, has just begun.
+        for line in verification.stderr:
+            if line.startswith("checking ") or line.startswith("error: "):
+                break
+        assert line.startswith("checking 1 history records"), line
+        os.kill(_driver_jvm_of(verification), signal.SIGKILL)
+        _, rest = verification.communicate(timeout=CLI_TIMEOUT_S)
+    finally:
+        verification.kill()
+
+    assert verification.returncode == 2, rest
+    [error] = rest.strip().splitlines()  # no traceback of PySpark's accumulator server's before it
+    assert error.startswith("error: the verification failed in Spark: its driver JVM ended (killed by SIGKILL) "
+                            "(Spark's log: "), error

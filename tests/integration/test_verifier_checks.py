@@ -255,6 +255,19 @@ def test_a_verification_leaves_the_sessions_adaptive_execution_as_it_found_it(sp
     spark.conf.set(key, "true")
 
 
+def _plan_descriptions(spark) -> dict[int, str]:
+    """The description of the plan of each query the session ran (as Spark's UI would show it), by execution id."""
+    executions = spark._jsparkSession.sharedState().statusStore().executionsList()
+    return {e.executionId(): e.physicalPlanDescription() for e in map(executions.apply, range(executions.size()))}
+
+
+def test_a_verification_leaves_spark_no_description_of_its_queries_plans(spark, cluster_dirs):
+    before = _plan_descriptions(spark)
+    verify(list(cluster_dirs), spark=spark)
+    descriptions = [text for execution, text in _plan_descriptions(spark).items() if execution not in before]
+    assert descriptions and all(text.startswith("Truncated plan of ") for text in descriptions), descriptions
+
+
 def test_the_batch_table_and_violations_are_written_as_parquet(report, spark):
     found, output = report
     batches = spark.read.parquet(str(output / "batches.parquet"))

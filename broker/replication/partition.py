@@ -22,9 +22,12 @@ from enum import Enum
 from broker.log.checkpoint import TopicPartition
 from broker.log.log import AppendInfo, Log
 from protocol.errors import ErrorCode, KafkaError
+from protocol.messages import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
 
 Clock = Callable[[], int]
 NO_LEADER = -1
+#: What ListOffsets answers for a timestamp or an offset there is not.
+NO_TIMESTAMP = NO_OFFSET = -1
 
 
 class Role(Enum):
@@ -263,6 +266,30 @@ class Partition:
         caught_up = fetch_offset == (high_watermark if up_to_high_watermark else log_end_offset)
         records = b"" if caught_up else log.read(fetch_offset, max_bytes, max_offset=limit)
         return ReadResult(records, high_watermark, log.log_start_offset, log_end_offset)
+
+    def list_offset(self, timestamp: int, *, for_consumer: bool) -> tuple[int, int]:
+        """ListOffsets on the leader: ``(timestamp, offset)`` for EARLIEST_TIMESTAMP (the log start),
+        LATEST_TIMESTAMP (the HW for a consumer, the LEO for a replica), or a timestamp (its first record, if
+        below the HW); -1 for what there is not. While a new leader's HW lags the start of its epoch (the HW was
+        a follower's, a fetch behind the old leader's), a consumer asking for the latest offset, or for a
+        timestamp without an offset below the HW, gets OFFSET_NOT_AVAILABLE (retriable) until the followers'
+        fetches move the HW up (Kafka's KIP-207): told the HW, it could read to an end below the one the old
+        leader gave it, and miss acknowledged records."""
+        log = self.log
+        lagging = for_consumer and log.high_watermark < self.leader_epoch_start_offset
+        if timestamp == EARLIEST_TIMESTAMP:
+            return NO_TIMESTAMP, log.log_start_offset
+        if timestamp == LATEST_TIMESTAMP and not lagging:
+            return NO_TIMESTAMP, log.high_watermark if for_consumer else log.log_end_offset
+        if timestamp != LATEST_TIMESTAMP:
+            found = log.offset_for_timestamp(timestamp)
+            if found is not None and found[1] < log.high_watermark:
+                return found
+            if not lagging:
+                return NO_TIMESTAMP, NO_OFFSET
+        raise KafkaError(ErrorCode.OFFSET_NOT_AVAILABLE,
+                         f"{self.tp}: the high watermark {log.high_watermark} of leader epoch {self.leader_epoch} "
+                         f"is below the epoch's start offset {self.leader_epoch_start_offset}")
 
     # -- the follower's write path ----------------------------------------------------------
 

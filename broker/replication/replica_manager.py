@@ -39,8 +39,6 @@ from protocol.errors import ErrorCode, KafkaError
 from protocol.messages import (
     CONSUMER_REPLICA_ID,
     DEBUGGING_CONSUMER_ID,
-    EARLIEST_TIMESTAMP,
-    LATEST_TIMESTAMP,
     FetchPartitionResponse,
     FetchRequest,
     FetchResponse,
@@ -576,7 +574,8 @@ class ReplicaManager:
     # -- offsets ----------------------------------------------------------------------------
 
     def list_offsets(self, request: ListOffsetsRequest) -> ListOffsetsResponse:
-        """Earliest (log start), latest (HW for consumers, LEO for replicas) or by timestamp, on the leader."""
+        """Earliest (log start), latest (HW for consumers, LEO for replicas) or by timestamp, on the leader
+        (Partition.list_offset)."""
         topics = []
         for topic in request.topics:
             parts = []
@@ -586,20 +585,12 @@ class ReplicaManager:
                 parts.append(response)
                 try:
                     partition = self._leader_partition(tp, asked.current_leader_epoch)
+                    response.timestamp, response.offset = partition.list_offset(
+                        asked.timestamp, for_consumer=request.replica_id == CONSUMER_REPLICA_ID)
                 except KafkaError as e:
                     response.error_code = e.code
                     continue
-                partition_log = partition.log
                 response.leader_epoch = partition.leader_epoch
-                if asked.timestamp == EARLIEST_TIMESTAMP:
-                    response.offset = partition_log.log_start_offset
-                elif asked.timestamp == LATEST_TIMESTAMP:
-                    response.offset = (partition_log.high_watermark if request.replica_id == CONSUMER_REPLICA_ID
-                                       else partition_log.log_end_offset)
-                else:
-                    found = partition_log.offset_for_timestamp(asked.timestamp)
-                    if found is not None and found[1] < partition_log.high_watermark:
-                        response.timestamp, response.offset = found
             topics.append(Topic(name=topic.name, partitions=parts))
         return ListOffsetsResponse(topics=topics)
 

@@ -63,6 +63,7 @@ class FakePartition:
     batches: list[bytes] = field(default_factory=list)
     end_offset: int = 0
     errors: list[ErrorCode] = field(default_factory=list)  # answered to the next produce requests, in order
+    offsets_errors: list[ErrorCode] = field(default_factory=list)  # answered to the next ListOffsets, in order
 
 
 class FakeCluster:
@@ -217,8 +218,12 @@ class FakeCluster:
         for topic in request.topics:
             results = []
             for p in topic.partitions:
-                end = self.partitions[TopicPartition(topic.name, p.partition)].end_offset
-                offset = 0 if p.timestamp == EARLIEST_TIMESTAMP else end
+                partition = self.partitions[TopicPartition(topic.name, p.partition)]
+                if partition.offsets_errors:
+                    results.append(ListOffsetsPartitionResponse(partition=p.partition,
+                                                                error_code=partition.offsets_errors.pop(0)))
+                    continue
+                offset = 0 if p.timestamp == EARLIEST_TIMESTAMP else partition.end_offset
                 results.append(ListOffsetsPartitionResponse(partition=p.partition, error_code=0, offset=offset))
             topics.append(Topic(name=topic.name, partitions=results))
         return ListOffsetsResponse(topics=topics)
@@ -246,6 +251,13 @@ async def send_all(p: Producer, values: list[bytes], **options: Any) -> list[Any
 
 def values(n: int, start: int = 0) -> list[bytes]:
     return [f"v{i}".encode() for i in range(start, start + n)]
+
+
+def one_batch(records: list[bytes]) -> bytes:
+    builder = BatchBuilder()
+    for value in records:
+        builder.append(value)
+    return builder.build()
 
 
 async def test_metadata_passes_over_a_broker_that_knows_no_brokers_yet():
@@ -374,17 +386,12 @@ async def poll_until(consumer: Consumer, count: int) -> list[ConsumerRecord]:
 
 async def test_the_consumer_follows_a_leader_change():
     async with fake_cluster() as cluster, Consumer(cluster.bootstrap, retry_backoff_ms=10) as consumer:
-        builder = BatchBuilder()
-        for value in values(3):
-            builder.append(value)
-        cluster.append(TP0, builder.build())
+        cluster.append(TP0, one_batch(values(3)))
         consumer.assign([TP0])
         await consumer.seek_to_beginning()
         first = await poll_until(consumer, 3)
         cluster.move_leader(TP0, 2)
-        builder = BatchBuilder()
-        builder.append(b"after")
-        cluster.append(TP0, builder.build())
+        cluster.append(TP0, one_batch([b"after"]))
         second = await poll_until(consumer, 1)
         assert [(r.offset, r.value, r.leader_epoch) for r in first + second] == [
             (0, b"v0", 0), (1, b"v1", 0), (2, b"v2", 0), (3, b"after", 1)
@@ -392,12 +399,19 @@ async def test_the_consumer_follows_a_leader_change():
         assert await consumer.position(TP0) == 4
 
 
+async def test_the_consumer_waits_for_the_end_offset_of_a_new_leader_whose_high_watermark_lags():
+    async with fake_cluster() as cluster, Consumer(cluster.bootstrap, retry_backoff_ms=10) as consumer:
+        cluster.append(TP0, one_batch(values(3)))
+        cluster.partitions[TP0].offsets_errors = [ErrorCode.OFFSET_NOT_AVAILABLE] * 2
+        consumer.assign([TP0])
+        await consumer.seek_to_end()
+        assert await consumer.position(TP0) == 3
+        assert cluster.partitions[TP0].offsets_errors == []
+
+
 async def test_the_consumer_skips_records_below_its_position_in_the_first_batch():
     async with fake_cluster() as cluster, Consumer(cluster.bootstrap) as consumer:
-        builder = BatchBuilder()
-        for value in values(5):
-            builder.append(value)
-        cluster.append(TP0, builder.build())
+        cluster.append(TP0, one_batch(values(5)))
         consumer.assign([TP0])
         consumer.seek(TP0, 2)
         records = await poll_until(consumer, 3)
@@ -406,10 +420,7 @@ async def test_the_consumer_skips_records_below_its_position_in_the_first_batch(
 
 async def test_poll_hands_out_at_most_max_records_and_keeps_the_rest():
     async with fake_cluster() as cluster, Consumer(cluster.bootstrap) as consumer:
-        builder = BatchBuilder()
-        for value in values(5):
-            builder.append(value)
-        cluster.append(TP0, builder.build())
+        cluster.append(TP0, one_batch(values(5)))
         consumer.assign([TP0])
         await consumer.seek_to_beginning()
         first = await consumer.poll(timeout_ms=int(TIMEOUT * 1000), max_records=2)

@@ -9,8 +9,9 @@ import pytest
 from broker.log.checkpoint import TopicPartition
 from broker.log.config import LogConfig
 from broker.log.log import Log
-from broker.replication.partition import Partition, PartitionState, Role
+from broker.replication.partition import NO_OFFSET, NO_TIMESTAMP, Partition, PartitionState, Role
 from protocol.errors import ErrorCode, KafkaError
+from protocol.messages import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
 from tests.unit.logutil import ManualClock, batch, values_of
 
 TP = TopicPartition("seed", 0)
@@ -144,6 +145,43 @@ def test_a_follower_below_the_current_epoch_start_does_not_rejoin(tmp_path):
     assert not leader.is_follower_in_sync(FOLLOWER)  # LEO 2 reaches the HW but not the epoch start (3)
     leader.update_follower_fetch_state(FOLLOWER, 3, 0)
     assert leader.is_follower_in_sync(FOLLOWER)
+
+
+def _failed_over_to_the_follower(tmp_path: Path, clock: ManualClock) -> tuple[Partition, Partition]:
+    """(new leader, new follower): m1 committed, m2 written on both replicas, the follower's HW still 1 (it learns
+    the HW from its next fetch); then the follower elected at epoch 1, which starts at offset 2, and the old leader
+    following it."""
+    leader, follower = two_replicas(tmp_path, clock)
+    leader.append_records_to_leader(batch(b"m1", timestamp=1000), required_acks=-1)
+    fetch(leader, follower)
+    fetch(leader, follower)
+    leader.append_records_to_leader(batch(b"m2", timestamp=2000), required_acks=-1)
+    fetch(leader, follower)
+    assert snapshot(leader, follower) == {
+        "leader LEO": 2, "leader HW": 1, "remote LEO": 1, "follower LEO": 2, "follower HW": 1}
+    state = PartitionState(leader=FOLLOWER, leader_epoch=1, isr=(LEADER, FOLLOWER), replicas=(LEADER, FOLLOWER))
+    follower.make_leader(state)
+    leader.make_follower(state)
+    return follower, leader
+
+
+def test_a_new_leader_whose_hw_lags_its_epoch_start_tells_consumers_no_latest_offset_until_it_catches_up(tmp_path):
+    clock = ManualClock()
+    new_leader, new_follower = _failed_over_to_the_follower(tmp_path, clock)
+    assert (new_leader.leader_epoch_start_offset, new_leader.log.high_watermark) == (2, 1)
+    for timestamp in (LATEST_TIMESTAMP, 2000, 3000):  # the latest; m2's timestamp (at the HW); none
+        with pytest.raises(KafkaError) as lagging:
+            new_leader.list_offset(timestamp, for_consumer=True)
+        assert lagging.value.code is ErrorCode.OFFSET_NOT_AVAILABLE and lagging.value.code.retriable
+    assert new_leader.list_offset(EARLIEST_TIMESTAMP, for_consumer=True) == (NO_TIMESTAMP, 0)
+    assert new_leader.list_offset(1000, for_consumer=True) == (1000, 0)  # m1, below the HW
+    assert new_leader.list_offset(LATEST_TIMESTAMP, for_consumer=False) == (NO_TIMESTAMP, 2)  # a replica: the LEO
+
+    new_leader.update_follower_fetch_state(LEADER, new_follower.log.log_end_offset, 0)  # its next fetch, from 2
+    assert new_leader.log.high_watermark == 2
+    assert new_leader.list_offset(LATEST_TIMESTAMP, for_consumer=True) == (NO_TIMESTAMP, 2)
+    assert new_leader.list_offset(2000, for_consumer=True) == (2000, 1)
+    assert new_leader.list_offset(3000, for_consumer=True) == (NO_TIMESTAMP, NO_OFFSET)
 
 
 def test_leader_epoch_fencing(tmp_path):

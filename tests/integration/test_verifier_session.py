@@ -133,12 +133,14 @@ def test_a_driver_jvm_killed_during_a_verification_ends_it_with_one_line_and_no_
         assert verification.stderr is not None
         # The batches were read (a Python task sent its updates to PySpark's accumulator server); the history's
         # check, Spark jobs of its own, has just begun.
+        line = ""
         for line in verification.stderr:
-            if line.startswith("checking ") or line.startswith("error: "):
+            if line.startswith(("checking ", "error: ")):
                 break
         assert line.startswith("checking 1 history records"), line
         os.kill(_driver_jvm_of(verification), signal.SIGKILL)
-        _, rest = verification.communicate(timeout=CLI_TIMEOUT_S)
+        verification.wait(timeout=CLI_TIMEOUT_S)
+        rest = verification.stderr.read()
     finally:
         verification.kill()
 

@@ -13,8 +13,8 @@ Under ``spark-submit`` the session (and its master) is spark-submit's. Otherwise
   ``make setup`` makes it with verifier.class_archive);
 - log4j reads verifier/conf/log4j2.properties, and the driver JVM's standard error (its log, its own warnings, the
   Python workers' output) goes to a log file (``spark_log_path``), and so do the tracebacks py4j and PySpark's
-  accumulator server (a thread of this process) print when their connections to the JVM break; when Spark fails,
-  ``spark_failure`` says why in one line, from the error, from how the driver JVM ended, or from that log.
+  accumulator server (a thread of this process) print when their connections to the JVM break (verifier.spark_failure
+  says in one line how Spark failed).
 """
 
 from __future__ import annotations
@@ -24,8 +24,6 @@ import logging
 import os
 import shlex
 import shutil
-import signal
-import subprocess
 import sys
 import tempfile
 import time
@@ -35,9 +33,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from py4j.protocol import Py4JError, Py4JJavaError
 from pyspark import SparkContext
-from pyspark.errors import PySparkException
 from pyspark.sql import SparkSession
 
 CONF_DIR = Path(__file__).resolve().parent / "conf"
@@ -67,63 +63,9 @@ SOCKET_PATH_BYTES = 107
 SOCKET_NAME_BYTES = len(f".{uuid.UUID(int=0)}.sock")
 
 
-#: How long a driver JVM whose connection broke is given to end, before it is said to still run.
-JVM_EXIT_WAIT_S = 5.0
-#: What Spark raises when it fails: an error of the JVM's, of PySpark's, or the JVM gone.
-SPARK_ERRORS = (Py4JError, PySparkException, ConnectionError)
-
-
 def spark_log_path() -> Path:
     """Where the driver JVM started by this process writes its output."""
     return Path(tempfile.gettempdir()) / f"minikafka-verify-spark-{os.getpid()}.log"
-
-
-def spark_failure(error: BaseException) -> str:
-    """One line saying how Spark failed (one of SPARK_ERRORS), and where its log is: the first line of the error's
-    message, or of the Spark error it arose from (a driver JVM that died makes the verifier's clean-up fail too, and
-    the first error says why). A Java exception's message is the line after py4j's "An error occurred while
-    calling ..."; a driver JVM that ended (killed, or out of memory) is said to have, with how it ended, instead of
-    py4j's message about the call that found no JVM (an error of py4j's own, or of the connection); a JVM that
-    exited before it started Spark says why in the log."""
-    while isinstance(error.__context__, SPARK_ERRORS):
-        error = error.__context__
-    try:
-        text = str(error)
-    except Exception:  # a Java exception's message is asked of the JVM, which may be gone
-        text = getattr(error, "errmsg", "")
-    lines = [line.strip(" :") for line in text.splitlines() if line.strip(" :")] or [type(error).__name__]
-    summary = lines[1] if len(lines) > 1 and lines[0].startswith("An error occurred while calling") else lines[0]
-    lost_the_jvm = isinstance(error, (Py4JError, ConnectionError)) and not isinstance(error, Py4JJavaError)
-    ended = _how_the_driver_jvm_ended() if lost_the_jvm else None
-    if ended is not None:
-        summary = f"its driver JVM ended ({ended})"
-    log = spark_log_path()
-    if not log.is_file():
-        return f"the verification failed in Spark: {summary}"
-    return f"the verification failed in Spark: {_why_the_jvm_exited(log) or summary} (Spark's log: {log})"
-
-
-def _how_the_driver_jvm_ended() -> str | None:
-    """How the driver JVM that this process's Spark session runs on ended ("killed by SIGKILL", "exit status 52"),
-    waiting up to JVM_EXIT_WAIT_S for it (its connection closes while it exits): None if it still runs, or if no
-    session was started."""
-    process = getattr(SparkContext._gateway, "proc", None)
-    if process is None:
-        return None
-    try:
-        status = process.wait(timeout=JVM_EXIT_WAIT_S)
-    except subprocess.TimeoutExpired:
-        return None
-    return f"killed by {signal.Signals(-status).name}" if status < 0 else f"exit status {status}"
-
-
-def _why_the_jvm_exited(log: Path) -> str | None:
-    """The message of the exception that ended a driver JVM before it started Spark (such as a master URL it cannot
-    parse), as its log has it; None if there is none."""
-    for line in log.read_text(errors="replace").splitlines():
-        if line.startswith('Exception in thread "main" ') and "Exception: " in line:
-            return line.split("Exception: ", 1)[1]
-    return None
 
 
 def under_spark_submit() -> bool:

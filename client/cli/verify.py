@@ -41,7 +41,8 @@ def verify_command(log_dirs: tuple[Path, ...], directory: Path, history_file: Pa
     (running or stopped). Exit status 0 when consistent, 1 when a violation is found, 2 for bad usage, unreadable
     input, or Spark failing (the error says why, and where Spark's log is). Progress goes to stderr."""
     from verifier import HistoryError, LayoutError, verify
-    from verifier.session import SPARK_ERRORS, spark_failure, under_spark_submit
+    from verifier.session import under_spark_submit
+    from verifier.spark_failure import SPARK_ERRORS, spark_failure
 
     if not log_dirs:
         try:

@@ -45,7 +45,6 @@ from client.cluster import (
     load_cluster,
     start_broker,
 )
-from client.connection import BrokerConnection, KafkaConnectionError
 from protocol.errors import ErrorCode
 from protocol.messages import (
     DescribeReplicasRequest,
@@ -58,6 +57,7 @@ from protocol.messages import (
     Topic,
 )
 from protocol.records import BatchBuilder
+from transport.connection import BrokerConnection, KafkaConnectionError
 
 SETTINGS = {
     "replica.lag.time.max.ms": "1500",

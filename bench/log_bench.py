@@ -19,10 +19,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from broker.log.checkpoint import TopicPartition
 from broker.log.config import LogConfig
 from broker.log.log import Log
 from protocol.records import BatchBuilder, iter_batches
+from protocol.topic_partition import TopicPartition
 
 BATCH_BYTES = 16 * 1024
 VALUE = b"v" * 100

@@ -48,12 +48,12 @@ from client.cluster import (
     load_cluster,
     start_broker,
 )
-from client.connection import BrokerConnection, KafkaConnectionError
 from client.consumer import Consumer, ConsumerError
 from client.producer import Producer, ProducerError
-from controller.zk import ZkClient
 from protocol.errors import KafkaError
 from protocol.messages import MetadataRequest, MetadataResponse
+from transport.connection import BrokerConnection, KafkaConnectionError
+from zk.client import ZkClient
 
 SETTINGS = {
     "zookeeper.session.timeout.ms": "6000",

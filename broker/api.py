@@ -30,6 +30,7 @@ from protocol.messages import (
     DescribeConfigsResource,
     DescribeConfigsResponse,
     DescribeConfigsResult,
+    DescribedReplica,
     DescribeReplicasRequest,
     DescribeReplicasResponse,
     ElectLeadersRequest,
@@ -45,7 +46,6 @@ from protocol.messages import (
     ProducePartitionResponse,
     ProduceRequest,
     ProduceResponse,
-    ReplicaState,
     StopReplicaRequest,
     Topic,
     UpdateMetadataRequest,
@@ -234,7 +234,7 @@ class KafkaApis:
         partitions = []
         for partition in self.replica_manager.describe(body.topics):
             partition_log = partition.log
-            partitions.append(ReplicaState(
+            partitions.append(DescribedReplica(
                 topic=partition.tp.topic, partition=partition.tp.partition, role=partition.role.value,
                 leader=partition.leader_id, leader_epoch=partition.leader_epoch,
                 log_end_offset=partition_log.log_end_offset, high_watermark=partition_log.high_watermark,

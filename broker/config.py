@@ -7,10 +7,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from broker.listeners import ListenerConfig, ListenerConfigError
+from broker.listeners import ListenerConfig
 from broker.log.config import LogConfig, LogConfigError
 from broker.network import NetworkConfig
-from controller.zk_ops import JUTE_MAXBUFFER
+from protocol.endpoint import ListenerConfigError
+from zk.ops import JUTE_MAXBUFFER
 
 log = logging.getLogger(__name__)
 
@@ -73,7 +74,7 @@ class BrokerConfig:
     #: how long start-up waits for ZooKeeper (Kafka's default: the session timeout)
     zookeeper_connection_timeout_ms: int = 18000
     #: the ZooKeeper servers' jute.maxbuffer (their -Djute.maxbuffer; Kafka's brokers take it as a JVM system
-    #: property): no request to them is over half of it (controller.zk_ops.request_budget)
+    #: property): no request to them is over half of it (zk.ops.request_budget)
     zookeeper_jute_maxbuffer: int = JUTE_MAXBUFFER
     replica_lag_time_max_ms: int = 30000
     replica_fetch_wait_max_ms: int = 500

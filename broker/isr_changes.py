@@ -7,9 +7,9 @@ from __future__ import annotations
 import enum
 from collections.abc import Sequence
 
-from controller import zkdata
-from controller.zk_ops import CreateOp, multi_bytes
-from controller.zkdata import LeaderIsrAndControllerEpoch
+from zk import znodes
+from zk.ops import CreateOp, multi_bytes
+from zk.znodes import LeaderIsrAndControllerEpoch
 
 
 class Conflict(enum.Enum):
@@ -42,8 +42,8 @@ def notification_payloads(partitions: Sequence[tuple[str, int]], max_request_byt
     they are split in halves until each fits."""
     if not partitions:
         return []
-    data = zkdata.encode_isr_change(partitions)
-    if multi_bytes([CreateOp(zkdata.isr_change_sequence_path(), data)], chroot) <= max_request_bytes:
+    data = znodes.encode_isr_change(partitions)
+    if multi_bytes([CreateOp(znodes.isr_change_sequence_path(), data)], chroot) <= max_request_bytes:
         return [(data, partitions)]
     if len(partitions) == 1:
         raise ValueError(f"an ISR change notification naming {partitions[0]} alone is over {max_request_bytes} bytes")

@@ -10,36 +10,15 @@ another security protocol is refused. Pure: no sockets.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+
+from protocol.endpoint import SUPPORTED_PROTOCOL, EndPoint, ListenerConfigError, parse_endpoint
 
 DEFAULT_LISTENERS = "PLAINTEXT://127.0.0.1:9092"
 DEFAULT_PROTOCOL_MAP = "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL"
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
-SUPPORTED_PROTOCOL = "PLAINTEXT"
 
-# Kafka's own pattern (kafka.utils.CoreUtils / EndPoint): NAME://host:port, host optionally in [brackets].
-_ENDPOINT = re.compile(r"^(.*)://\[?([0-9a-zA-Z\-%._:]*)\]?:(-?[0-9]+)$")
-
-
-class ListenerConfigError(ValueError):
-    """A listener setting that Kafka would refuse, or that minikafka cannot serve."""
-
-
-@dataclass(frozen=True, slots=True)
-class EndPoint:
-    """One listener: its name (upper case, as Kafka normalises it), host, port and security protocol."""
-
-    listener_name: str
-    host: str
-    port: int
-    security_protocol: str = SUPPORTED_PROTOCOL
-
-    def __str__(self) -> str:
-        """``NAME://host:port`` (IPv6 hosts in brackets), the form of a registration's `endpoints`."""
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"{self.listener_name}://{host}:{self.port}"
 
 
 def parse_protocol_map(text: str) -> dict[str, str]:
@@ -57,18 +36,6 @@ def parse_protocol_map(text: str) -> dict[str, str]:
             raise ListenerConfigError(f"listener.security.protocol.map: listener {name} is mapped twice")
         mapping[name] = protocol
     return mapping
-
-
-def parse_endpoint(text: str, protocol_map: Mapping[str, str]) -> EndPoint:
-    """``NAME://host:port`` -> EndPoint; the security protocol is the name's in the map, else the name itself
-    (registrations before listener names existed)."""
-    match = _ENDPOINT.match(text.strip())
-    if match is None:
-        raise ListenerConfigError(f"expected NAME://host:port, got {text!r}")
-    name, host, port = match.group(1).upper(), match.group(2), int(match.group(3))
-    if not name or not 0 <= port <= 65535:
-        raise ListenerConfigError(f"expected NAME://host:port with a port in 0..65535, got {text!r}")
-    return EndPoint(name, host, port, protocol_map.get(name, name))
 
 
 def parse_endpoints(setting: str, text: str, protocol_map: Mapping[str, str]) -> tuple[EndPoint, ...]:

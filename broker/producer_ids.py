@@ -9,8 +9,8 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from controller import zkdata
-from controller.zk import BadVersionError, NodeExistsError, ZkClient
+from zk import znodes
+from zk.client import BadVersionError, NodeExistsError, ZkClient
 
 log = logging.getLogger(__name__)
 
@@ -21,7 +21,7 @@ class ProducerIdManager:
     def __init__(self, zk: ZkClient, broker_id: int) -> None:
         self._zk = zk
         self._broker_id = broker_id
-        self._block: zkdata.ProducerIdBlock | None = None
+        self._block: znodes.ProducerIdBlock | None = None
         self._next = 0
         self._lock = asyncio.Lock()
 
@@ -35,17 +35,17 @@ class ProducerIdManager:
             self._next += 1
             return producer_id
 
-    async def _reserve_block(self) -> zkdata.ProducerIdBlock:
-        path = zkdata.PRODUCER_ID_BLOCK_PATH
+    async def _reserve_block(self) -> znodes.ProducerIdBlock:
+        path = znodes.PRODUCER_ID_BLOCK_PATH
         while True:
             found = await self._zk.get_or_none(path)
-            current = zkdata.decode_producer_id_block(found[0]) if found is not None else None
-            block = zkdata.next_producer_id_block(current, self._broker_id)
+            current = znodes.decode_producer_id_block(found[0]) if found is not None else None
+            block = znodes.next_producer_id_block(current, self._broker_id)
             try:
                 if found is None:
-                    await self._zk.create(path, zkdata.encode_producer_id_block(block))
+                    await self._zk.create(path, znodes.encode_producer_id_block(block))
                 else:
-                    await self._zk.set(path, zkdata.encode_producer_id_block(block), version=found[1].version)
+                    await self._zk.set(path, znodes.encode_producer_id_block(block), version=found[1].version)
             except (BadVersionError, NodeExistsError):
                 continue  # another broker reserved a block meanwhile: take the one after it
             log.info("broker %d reserved producer ids %d..%d", self._broker_id, block.first, block.last)

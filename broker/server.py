@@ -18,7 +18,6 @@ import uvloop
 
 from broker.api import KafkaApis
 from broker.config import BrokerConfig
-from broker.listeners import EndPoint
 from broker.log.config import LogConfig
 from broker.log.durable_writer import DURABLE_WRITER
 from broker.log.log import wall_clock_ms
@@ -26,17 +25,19 @@ from broker.log.manager import LogManager
 from broker.metadata_cache import MetadataCache
 from broker.network import SocketServer
 from broker.producer_ids import ProducerIdManager
+from broker.registration import register_broker
 from broker.replication.fetcher import ReplicaFetcherManager
 from broker.replication.replica_manager import ReplicaManager
-from broker.state_change import install_state_change_file
 from broker.zk_state import BrokerZkState
-from client.connection import BrokerConnection, KafkaConnectionError
 from controller.channel import ControllerChannelManager
 from controller.controller import KafkaController
-from controller.zk import ZkClient, ZkState, register_broker
-from controller.zk_ops import request_budget
+from protocol.endpoint import EndPoint
 from protocol.errors import ErrorCode, KafkaError
 from protocol.messages import ControlledShutdownRequest, ControlledShutdownResponse
+from protocol.state_change import install_state_change_file
+from transport.connection import BrokerConnection, KafkaConnectionError
+from zk.client import ZkClient, ZkState
+from zk.ops import request_budget
 
 log = logging.getLogger(__name__)
 

@@ -21,10 +21,10 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from broker.isr_changes import Conflict, conflict, notification_payloads
-from broker.log.checkpoint import TopicPartition
-from controller import zkdata
-from controller.zk import BadVersionError, NoNodeError, SetOp, ZkClient, ZkError
-from controller.zkdata import LeaderIsrAndControllerEpoch
+from protocol.topic_partition import TopicPartition
+from zk import znodes
+from zk.client import BadVersionError, NoNodeError, SetOp, ZkClient, ZkError
+from zk.znodes import LeaderIsrAndControllerEpoch
 
 log = logging.getLogger(__name__)
 
@@ -47,8 +47,8 @@ class _IsrWrite:
 
     @cached_property
     def op(self) -> SetOp:
-        return SetOp(zkdata.partition_state_path(self.tp.topic, self.tp.partition),
-                     zkdata.encode_partition_state(self.state), version=self.state.zk_version)
+        return SetOp(znodes.partition_state_path(self.tp.topic, self.tp.partition),
+                     znodes.encode_partition_state(self.state), version=self.state.zk_version)
 
     def settle(self, version: int | None = None, error: BaseException | None = None) -> None:
         if self.answer.done():  # its writer gave up waiting
@@ -75,10 +75,10 @@ class BrokerZkState:
     async def topic_config(self, topic: str) -> dict[str, str]:
         """The topic's config overrides (empty if none were set)."""
         try:
-            data, _stat = await self.zk.get(zkdata.topic_config_path(topic))
+            data, _stat = await self.zk.get(znodes.topic_config_path(topic))
         except NoNodeError:
             return {}
-        return zkdata.decode_topic_config(data)
+        return znodes.decode_topic_config(data)
 
     # -- conditional state writes ---------------------------------------------------------------
 
@@ -168,7 +168,7 @@ class BrokerZkState:
                 settled.add(id(write))
                 continue
             data, stat = read
-            stored = zkdata.decode_partition_state(data, stat.version)
+            stored = znodes.decode_partition_state(data, stat.version)
             match conflict(write.state, stored):
                 case Conflict.RETRY:
                     continue
@@ -213,7 +213,7 @@ class BrokerZkState:
         self._changed.clear()
         payloads = notification_payloads([(tp.topic, tp.partition) for tp in tps], self.zk.max_request_bytes,
                                          self.zk.chroot)
-        created = await asyncio.gather(*(self.zk.create(zkdata.isr_change_sequence_path(), data, sequence=True,
+        created = await asyncio.gather(*(self.zk.create(znodes.isr_change_sequence_path(), data, sequence=True,
                                                         makepath=True) for data, _ in payloads),
                                        return_exceptions=True)
         for (_data, named), result in zip(payloads, created, strict=True):

@@ -12,8 +12,8 @@ from collections import deque
 from collections.abc import Callable, Generator, Iterable, Sequence
 from typing import Any, NamedTuple
 
-from client.metadata import TopicPartition
 from protocol.records import HEADER_SIZE, BatchBuilder, Header, new_named_tuple
+from protocol.topic_partition import TopicPartition
 
 # Upper bounds of a record's framing in a v2 batch: length, timestampDelta, offsetDelta, keyLength,
 # valueLength and headerCount varints plus the attributes byte; per header its two length varints.

@@ -11,7 +11,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from client.closing import AsyncClosing
-from client.connection import KafkaConnectionError
 from client.metadata import NO_LEADER, ClusterMetadata, PartitionInfo
 from protocol.errors import ErrorCode, KafkaError
 from protocol.messages import (
@@ -25,6 +24,7 @@ from protocol.messages import (
     CreateTopicsResponse,
     DeleteTopicsRequest,
     DeleteTopicsResponse,
+    DescribedReplica,
     DescribeReplicasRequest,
     DescribeReplicasResponse,
     ElectionType,
@@ -32,9 +32,9 @@ from protocol.messages import (
     ElectLeadersResponse,
     MetadataRequest,
     MetadataResponse,
-    ReplicaState,
     TopicPartitions,
 )
+from transport.connection import KafkaConnectionError
 
 log = logging.getLogger(__name__)
 
@@ -201,14 +201,14 @@ class Admin(AsyncClosing):
                 raise AdminError(error, f"topic {name!r}")
         return [info for topic in (names or self.metadata.topics()) for info in self.metadata.partitions(topic) or ()]
 
-    async def describe_replicas(self, names: Sequence[str] | None = None) -> dict[int, list[ReplicaState]]:
+    async def describe_replicas(self, names: Sequence[str] | None = None) -> dict[int, list[DescribedReplica]]:
         """The replicas each live broker hosts (of the named topics, or all): role, LEO, HW, log start offset,
         and on leaders each follower's remote LEO. A broker that does not answer is left out."""
         await self.metadata.refresh([])
         broker_ids = sorted(self.metadata.brokers)
         request = DescribeReplicasRequest(topics=None if names is None else list(names))
         answers = await asyncio.gather(*(self._ask(b, request) for b in broker_ids), return_exceptions=True)
-        described: dict[int, list[ReplicaState]] = {}
+        described: dict[int, list[DescribedReplica]] = {}
         for broker_id, answer in zip(broker_ids, answers, strict=True):
             if isinstance(answer, DescribeReplicasResponse):
                 described[broker_id] = answer.partitions

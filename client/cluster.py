@@ -34,10 +34,10 @@ from pathlib import Path
 from typing import Any
 
 from client import netsplit
-from client.connection import BrokerConnection, KafkaConnectionError
-from controller.zkserver import MAIN_CLASS, ZooKeeperError, ZooKeeperServer, jute_maxbuffer, stop_pid
 from protocol.errors import KafkaError
 from protocol.messages import MetadataRequest, MetadataResponse
+from transport.connection import BrokerConnection, KafkaConnectionError
+from zk.server import MAIN_CLASS, ZooKeeperError, ZooKeeperServer, jute_maxbuffer, stop_pid
 
 CLUSTER_FILE = "cluster.json"
 DEFAULT_DIR = Path("minikafka-data")
@@ -611,7 +611,7 @@ async def _probe(broker: BrokerProcess) -> MetadataResponse | None:
 
 async def _controller_epoch(state: ClusterState) -> int | None:
     """The integer in /controller_epoch, or None if ZooKeeper does not tell within a few seconds."""
-    from controller.zk import ZkClient
+    from zk.client import ZkClient
 
     client = ZkClient(state.zookeeper.connect, chroot=state.chroot)
     try:

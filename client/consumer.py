@@ -12,8 +12,7 @@ from itertools import compress, repeat
 from typing import NamedTuple
 
 from client.closing import AsyncClosing
-from client.connection import KafkaConnectionError
-from client.metadata import ClusterMetadata, TopicPartition
+from client.metadata import ClusterMetadata
 from protocol.errors import ErrorCode, KafkaError
 from protocol.messages import (
     CONSUMER_REPLICA_ID,
@@ -36,6 +35,8 @@ from protocol.records import (
     new_named_tuple,
     read_header,
 )
+from protocol.topic_partition import TopicPartition
+from transport.connection import KafkaConnectionError
 
 log = logging.getLogger(__name__)
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 
 from client.accumulator import ProducerBatch
-from client.metadata import TopicPartition
+from protocol.topic_partition import TopicPartition
 
 log = logging.getLogger(__name__)
 

@@ -6,11 +6,11 @@ import asyncio
 import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
 
-from client.connection import BrokerConnection, KafkaConnectionError
 from protocol.errors import ErrorCode, KafkaError
 from protocol.messages import MetadataBroker, MetadataRequest, MetadataResponse
+from protocol.topic_partition import TopicPartition
+from transport.connection import BrokerConnection, KafkaConnectionError
 
 log = logging.getLogger(__name__)
 
@@ -32,13 +32,6 @@ def parse_bootstrap_servers(servers: str | Sequence[str]) -> list[tuple[str, int
     if not addresses:
         raise ValueError("no bootstrap servers given")
     return addresses
-
-
-class TopicPartition(NamedTuple):
-    """A partition of a topic (hashable, unlike the wire message of the same name)."""
-
-    topic: str
-    partition: int
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,9 +18,8 @@ from client.accumulator import (
     estimate_record_size,
 )
 from client.closing import AsyncClosing
-from client.connection import BrokerConnection, KafkaConnectionError, Reply, RequestTimedOutError
 from client.idempotence import ProducerIdentity
-from client.metadata import ClusterMetadata, TopicPartition
+from client.metadata import ClusterMetadata
 from client.partitioner import Partitioner
 from protocol.errors import ErrorCode
 from protocol.messages import (
@@ -32,6 +31,8 @@ from protocol.messages import (
     ProtocolError,
     Topic,
 )
+from protocol.topic_partition import TopicPartition
+from transport.connection import BrokerConnection, KafkaConnectionError, Reply, RequestTimedOutError
 
 log = logging.getLogger(__name__)
 

@@ -12,10 +12,10 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from controller import zkdata
 from controller.assignment import TopicCreationError, assign_replicas
-from controller.zk import NodeExistsError, ZkClient
-from controller.zkdata import TopicAssignment
+from zk import znodes
+from zk.client import NodeExistsError, ZkClient
+from zk.znodes import TopicAssignment
 
 Plan = dict[tuple[str, int], list[int]]  # (topic, partition) -> replicas
 
@@ -145,14 +145,14 @@ async def read_assignments(zk: ZkClient, topics: Iterable[str]) -> dict[str, Top
     """The topic znodes of the topics that exist."""
     found = {}
     for topic in dict.fromkeys(topics):
-        got = await zk.get_or_none(zkdata.topic_path(topic))
+        got = await zk.get_or_none(znodes.topic_path(topic))
         if got is not None:
-            found[topic] = zkdata.decode_topic_znode(got[0])
+            found[topic] = znodes.decode_topic_znode(got[0])
     return found
 
 
 async def live_brokers(zk: ZkClient) -> list[int]:
-    return sorted(int(b) for b in await zk.get_children(zkdata.BROKER_IDS_PATH) if b.isdigit())
+    return sorted(int(b) for b in await zk.get_children(znodes.BROKER_IDS_PATH) if b.isdigit())
 
 
 async def check_brokers(zk: ZkClient, brokers: Iterable[int]) -> None:
@@ -172,13 +172,13 @@ async def execute(zk: ZkClient, plan: Plan) -> Plan:
     await check_brokers(zk, (r for replicas in plan.values() for r in replicas))
     current = current_plan(assignments, plan)
     try:
-        await zk.create(zkdata.REASSIGN_PARTITIONS_PATH, zkdata.encode_reassignment(plan), makepath=True)
+        await zk.create(znodes.REASSIGN_PARTITIONS_PATH, znodes.encode_reassignment(plan), makepath=True)
     except NodeExistsError:
         raise ReassignmentError("There is an existing assignment running.") from None
     return current
 
 
 async def read_statuses(zk: ZkClient, plan: Plan) -> dict[tuple[str, int], ReassignmentStatus]:
-    got = await zk.get_or_none(zkdata.REASSIGN_PARTITIONS_PATH)
-    running = zkdata.decode_reassignment(got[0]) if got is not None else {}
+    got = await zk.get_or_none(znodes.REASSIGN_PARTITIONS_PATH)
+    running = znodes.decode_reassignment(got[0]) if got is not None else {}
     return statuses(plan, await read_assignments(zk, (t for t, _ in plan)), running)

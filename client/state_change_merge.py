@@ -1,4 +1,4 @@
-"""Merging state-change.log files (broker/state_change.py: one JSON object per line), as Kafka's
+"""Merging state-change.log files (protocol/state_change.py: one JSON object per line), as Kafka's
 StateChangeLogMerger does: the entries of every file in time order, filtered by topic, partitions and time range,
 so that one partition's story can be read across the cluster. Pure but for reading the files.
 """

@@ -20,9 +20,9 @@ from typing import TYPE_CHECKING
 from controller.context import TopicPartitionKey
 from controller.election import LeaderAndIsr, controlled_shutdown_election, isr_without
 from controller.partition_state_machine import Decide, PartitionChange
-from controller.zkdata import LeaderIsrAndControllerEpoch
 from protocol.errors import ErrorCode
 from protocol.messages import ControlledShutdownResponse, TopicPartition
+from zk.znodes import LeaderIsrAndControllerEpoch
 
 if TYPE_CHECKING:
     from controller.controller import KafkaController

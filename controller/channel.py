@@ -14,7 +14,6 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from controller.zkdata import BrokerInfo, LeaderIsrAndControllerEpoch
 from protocol.errors import KafkaError
 from protocol.messages import (
     LeaderAndIsrPartitionState,
@@ -28,12 +27,13 @@ from protocol.messages import (
     UpdateMetadataRequest,
     ValidationError,
 )
+from zk.znodes import BrokerInfo, LeaderIsrAndControllerEpoch
 
 log = logging.getLogger("controller.channel")
 
 
 class Connection(Protocol):
-    """What the channel needs of client.connection.BrokerConnection."""
+    """What the channel needs of transport.connection.BrokerConnection."""
 
     async def connect(self) -> None: ...
 
@@ -145,7 +145,7 @@ class _BrokerSender:
 
 class ControllerChannelManager:
     """Sends controller requests to live brokers. `connect(host, port)` makes an unconnected
-    client.connection.BrokerConnection (or anything with its connect/request/close)."""
+    transport.connection.BrokerConnection (or anything with its connect/request/close)."""
 
     def __init__(
         self, controller_id: int, connect: ConnectionFactory, *, backoff_ms: int = 50, max_backoff_ms: int = 1000

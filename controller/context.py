@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from controller.zkdata import BrokerInfo, LeaderIsrAndControllerEpoch, PendingDeletion
+from zk.znodes import BrokerInfo, LeaderIsrAndControllerEpoch, PendingDeletion
 
 TopicPartitionKey = tuple[str, int]
 

@@ -30,7 +30,6 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
-from controller import zkdata
 from controller.broker_lifecycle import BrokerLifecycle
 from controller.channel import ControllerBrokerRequestBatch, ControllerChannelManager, SentRequests
 from controller.context import ControllerContext
@@ -43,17 +42,6 @@ from controller.reassignment import ReassignmentManager
 from controller.replica_state_machine import ReplicaStateMachine
 from controller.topic_creation import TopicConfigValidator, TopicCreation
 from controller.topic_deletion import TopicDeletionManager
-from controller.zk import (
-    BadVersionError,
-    CreateOp,
-    NodeExistsError,
-    SetOp,
-    Watch,
-    ZkClient,
-    ZkError,
-    ZkState,
-    ensure_top_level_paths,
-)
 from controller.zk_store import ControllerZkStore, stat_version
 from protocol.messages import (
     ControlledShutdownResponse,
@@ -65,6 +53,18 @@ from protocol.messages import (
     DeleteTopicsResponse,
     ElectLeadersRequest,
     ElectLeadersResponse,
+)
+from zk import znodes
+from zk.client import (
+    BadVersionError,
+    CreateOp,
+    NodeExistsError,
+    SetOp,
+    Watch,
+    ZkClient,
+    ZkError,
+    ZkState,
+    ensure_top_level_paths,
 )
 
 log = logging.getLogger("controller")
@@ -151,7 +151,7 @@ class KafkaController:
         await ensure_top_level_paths(self.zk)
         self.events.start()
         self.zk.add_state_listener(self._on_session_event)
-        self._controller_watch = await self.zk.watch_data(zkdata.CONTROLLER_PATH, self._on_controller_znode)
+        self._controller_watch = await self.zk.watch_data(znodes.CONTROLLER_PATH, self._on_controller_znode)
 
     async def shutdown(self) -> None:
         """Stop processing events and resign. /controller goes with this broker's ZooKeeper session."""
@@ -216,13 +216,13 @@ class KafkaController:
         """Resign and remove our /controller registration so that a fresh election takes place."""
         await self._resign()
         try:
-            current = await self.zk.get_or_none(zkdata.CONTROLLER_PATH)
+            current = await self.zk.get_or_none(znodes.CONTROLLER_PATH)
             if (
                 current is not None
-                and zkdata.decode_controller(current[0]) == self.broker_id
+                and znodes.decode_controller(current[0]) == self.broker_id
                 and current[1].ephemeral_owner == self.zk.session_id
             ):
-                await self.zk.delete(zkdata.CONTROLLER_PATH, current[1].version)
+                await self.zk.delete(znodes.CONTROLLER_PATH, current[1].version)
         except ZkError as e:
             log.warning("Controller %d could not remove its /controller registration: %s", self.broker_id, e)
 
@@ -276,14 +276,14 @@ class KafkaController:
     def _watch_handlers(self) -> dict[str, tuple[str, Callable[[], Awaitable[Any]]]]:
         """The watches of an active controller: path -> (event name, handler)."""
         return {
-            zkdata.BROKER_IDS_PATH: ("BrokerChange", self.brokers.process_broker_change),
-            zkdata.TOPICS_PATH: ("TopicChange", self.topics.process_topic_change),
-            zkdata.ISR_CHANGE_NOTIFICATION_PATH: ("IsrChangeNotification", self._process_isr_changes),
-            zkdata.CONFIG_CHANGES_PATH: ("ConfigChangeNotification", self.notifications.process_config_changes),
-            zkdata.DELETE_TOPICS_PATH: ("TopicDeletion", self.deletion.process_delete_topics_znode),
-            zkdata.REASSIGN_PARTITIONS_PATH: ("PartitionReassignment",
+            znodes.BROKER_IDS_PATH: ("BrokerChange", self.brokers.process_broker_change),
+            znodes.TOPICS_PATH: ("TopicChange", self.topics.process_topic_change),
+            znodes.ISR_CHANGE_NOTIFICATION_PATH: ("IsrChangeNotification", self._process_isr_changes),
+            znodes.CONFIG_CHANGES_PATH: ("ConfigChangeNotification", self.notifications.process_config_changes),
+            znodes.DELETE_TOPICS_PATH: ("TopicDeletion", self.deletion.process_delete_topics_znode),
+            znodes.REASSIGN_PARTITIONS_PATH: ("PartitionReassignment",
                                               self.reassignments.process_reassign_partitions_znode),
-            zkdata.PREFERRED_REPLICA_ELECTION_PATH: ("PreferredReplicaLeaderElection",
+            znodes.PREFERRED_REPLICA_ELECTION_PATH: ("PreferredReplicaLeaderElection",
                                                      self.elections.process_preferred_election_znode),
         }
 
@@ -309,7 +309,7 @@ class KafkaController:
                 await self._resign()
             await self._elect()
             return
-        self._controller_id = zkdata.decode_controller(data)
+        self._controller_id = znodes.decode_controller(data)
         if self._active and self._controller_id != self.broker_id:
             await self._resign()
 
@@ -326,32 +326,32 @@ class KafkaController:
         await self._elect()
 
     async def _holds_controller(self, epoch_zk_version: int) -> bool:
-        current = await self.zk.get_or_none(zkdata.CONTROLLER_PATH)
-        if current is None or zkdata.decode_controller(current[0]) != self.broker_id:
+        current = await self.zk.get_or_none(znodes.CONTROLLER_PATH)
+        if current is None or znodes.decode_controller(current[0]) != self.broker_id:
             return False
         if current[1].ephemeral_owner != self.zk.session_id:
             return False
-        epoch = await self.zk.get_or_none(zkdata.CONTROLLER_EPOCH_PATH)
+        epoch = await self.zk.get_or_none(znodes.CONTROLLER_EPOCH_PATH)
         return epoch is not None and epoch[1].version == epoch_zk_version
 
     async def _elect(self) -> None:
-        current = await self.zk.get_or_none(zkdata.CONTROLLER_PATH)
+        current = await self.zk.get_or_none(znodes.CONTROLLER_PATH)
         if current is not None:
             data, stat = current
-            self._controller_id = zkdata.decode_controller(data)
+            self._controller_id = znodes.decode_controller(data)
             if (
                 self._controller_id == self.broker_id
                 and not self._active
                 and stat.ephemeral_owner == self.zk.session_id
             ):
                 # Our own registration, left by a failed term of this session: remove it to elect anew.
-                await self.zk.delete(zkdata.CONTROLLER_PATH, stat.version)
+                await self.zk.delete(znodes.CONTROLLER_PATH, stat.version)
             return
         try:
             epoch, epoch_zk_version = await self._register_controller_and_increment_epoch()
         except ControllerMovedError:
-            current = await self.zk.get_or_none(zkdata.CONTROLLER_PATH)
-            self._controller_id = zkdata.decode_controller(current[0]) if current is not None else -1
+            current = await self.zk.get_or_none(znodes.CONTROLLER_PATH)
+            self._controller_id = znodes.decode_controller(current[0]) if current is not None else -1
             return
         self._controller_id = self.broker_id
         await self._on_controller_failover(epoch, epoch_zk_version)
@@ -361,36 +361,36 @@ class KafkaController:
         registerControllerAndIncrementControllerEpoch); returns the new epoch and its znode version."""
         current, expected_version = await self._read_controller_epoch()
         epoch = current + 1
-        registration = zkdata.encode_controller(self.broker_id, int(time.time() * 1000))
+        registration = znodes.encode_controller(self.broker_id, int(time.time() * 1000))
         try:
             results = await self.zk.multi(
                 [
-                    CreateOp(zkdata.CONTROLLER_PATH, registration, ephemeral=True),
-                    SetOp(zkdata.CONTROLLER_EPOCH_PATH, zkdata.encode_controller_epoch(epoch), expected_version),
+                    CreateOp(znodes.CONTROLLER_PATH, registration, ephemeral=True),
+                    SetOp(znodes.CONTROLLER_EPOCH_PATH, znodes.encode_controller_epoch(epoch), expected_version),
                 ]
             )
         except (NodeExistsError, BadVersionError):
             # Lost the race, unless an earlier attempt of ours went through (Kafka's checkControllerAndEpoch).
-            controller = await self.zk.get_or_none(zkdata.CONTROLLER_PATH)
-            if controller is not None and zkdata.decode_controller(controller[0]) == self.broker_id:
-                data, stat = await self.zk.get(zkdata.CONTROLLER_EPOCH_PATH)
-                if zkdata.decode_controller_epoch(data) == epoch:
+            controller = await self.zk.get_or_none(znodes.CONTROLLER_PATH)
+            if controller is not None and znodes.decode_controller(controller[0]) == self.broker_id:
+                data, stat = await self.zk.get(znodes.CONTROLLER_EPOCH_PATH)
+                if znodes.decode_controller_epoch(data) == epoch:
                     return epoch, stat.version
             raise ControllerMovedError("another broker was elected controller") from None
         return epoch, stat_version(results[1])
 
     async def _read_controller_epoch(self) -> tuple[int, int]:
         """/controller_epoch and its znode version, creating it with the initial epoch if missing."""
-        got = await self.zk.get_or_none(zkdata.CONTROLLER_EPOCH_PATH)
+        got = await self.zk.get_or_none(znodes.CONTROLLER_EPOCH_PATH)
         if got is None:
-            initial = zkdata.encode_controller_epoch(zkdata.INITIAL_CONTROLLER_EPOCH)
+            initial = znodes.encode_controller_epoch(znodes.INITIAL_CONTROLLER_EPOCH)
             try:
-                await self.zk.create(zkdata.CONTROLLER_EPOCH_PATH, initial)
-                return zkdata.INITIAL_CONTROLLER_EPOCH, 0
+                await self.zk.create(znodes.CONTROLLER_EPOCH_PATH, initial)
+                return znodes.INITIAL_CONTROLLER_EPOCH, 0
             except NodeExistsError:
-                got = await self.zk.get(zkdata.CONTROLLER_EPOCH_PATH)
+                got = await self.zk.get(znodes.CONTROLLER_EPOCH_PATH)
         data, stat = got
-        return zkdata.decode_controller_epoch(data), stat.version
+        return znodes.decode_controller_epoch(data), stat.version
 
     async def _on_controller_failover(self, epoch: int, epoch_zk_version: int) -> None:
         """Become the active controller: read the cluster from ZooKeeper, elect leaders for partitions without
@@ -404,19 +404,19 @@ class KafkaController:
         context = self.context
         log.info("Broker %d is the controller now, controller epoch %d", self.broker_id, epoch)
         # Watch first, then read: a change in between is an event that finds the view up to date or fixes it.
-        await self._watch_children(zkdata.BROKER_IDS_PATH)
-        await self._watch_children(zkdata.TOPICS_PATH)
+        await self._watch_children(znodes.BROKER_IDS_PATH)
+        await self._watch_children(znodes.TOPICS_PATH)
         context.live_brokers = await self.store.read_live_brokers()
         for broker in context.live_brokers.values():
             self.channel.add_broker(broker.id, broker.host, broker.port)
-        await self.topics.read_topics(await self.zk.get_children(zkdata.TOPICS_PATH))
+        await self.topics.read_topics(await self.zk.get_children(znodes.TOPICS_PATH))
         await self.deletion.read_queued_topics()
         await self.notifications.skip_config_changes_before_now()
         # Their first call comes at once: pending ISR change notifications (and deletions, reassignments and
         # preferred elections asked for) are processed after this.
-        for path in (zkdata.ISR_CHANGE_NOTIFICATION_PATH, zkdata.CONFIG_CHANGES_PATH, zkdata.DELETE_TOPICS_PATH):
+        for path in (znodes.ISR_CHANGE_NOTIFICATION_PATH, znodes.CONFIG_CHANGES_PATH, znodes.DELETE_TOPICS_PATH):
             await self._watch_children(path)
-        for path in (zkdata.REASSIGN_PARTITIONS_PATH, zkdata.PREFERRED_REPLICA_ELECTION_PATH):
+        for path in (znodes.REASSIGN_PARTITIONS_PATH, znodes.PREFERRED_REPLICA_ELECTION_PATH):
             await self._watch_data(path)
 
         self.deletion.send_pending_deletions(context.live_brokers)

@@ -21,10 +21,14 @@ when a broker dies or comes back.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+import logging
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
+log = logging.getLogger("controller.config")
+
 NO_LEADER = -1
+UNCLEAN_LEADER_ELECTION_ENABLE = "unclean.leader.election.enable"
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,3 +146,19 @@ def after_broker_startup(state: LeaderAndIsr, assignment: Sequence[int], live: C
     if election is None:
         return None
     return election.state_after(state), election
+
+
+def parse_bool(value: str | None, default: bool) -> bool:
+    """A boolean config value as Kafka reads one ("true"/"false", any case); `default` when unset or invalid."""
+    if value is None:
+        return default
+    lowered = value.strip().lower()
+    if lowered in ("true", "false"):
+        return lowered == "true"
+    log.warning("ignoring the invalid boolean config value %r", value)
+    return default
+
+
+def unclean_leader_election_enabled(config: Mapping[str, str], default: bool = False) -> bool:
+    """The topic's unclean.leader.election.enable, else the broker default (false since Kafka 0.11)."""
+    return parse_bool(config.get(UNCLEAN_LEADER_ELECTION_ENABLE), default)

@@ -13,10 +13,10 @@ import logging
 import time
 from typing import TYPE_CHECKING
 
-from controller import zkdata
 from controller.context import TopicPartitionKey
-from controller.topic_config import CHANGE_EXPIRATION_MS, TOPIC_ENTITY, config_change_sequence, decode_config_change
-from controller.zk import DeleteOp, NoNodeError, RolledBackError, ZkError
+from zk import znodes
+from zk.client import DeleteOp, NoNodeError, RolledBackError, ZkError
+from zk.topic_config import CHANGE_EXPIRATION_MS, TOPIC_ENTITY, config_change_sequence, decode_config_change
 
 if TYPE_CHECKING:
     from controller.controller import KafkaController
@@ -34,7 +34,7 @@ class Notifications:
     async def skip_config_changes_before_now(self) -> None:
         """Config changes made before this term are in the topic configs the term reads: start after them."""
         host = self._host
-        sequences = [config_change_sequence(c) for c in await host.zk.get_children(zkdata.CONFIG_CHANGES_PATH)]
+        sequences = [config_change_sequence(c) for c in await host.zk.get_children(znodes.CONFIG_CHANGES_PATH)]
         self.last_config_change = max((s for s in sequences if s is not None), default=-1)
 
     # -- ISR changes ------------------------------------------------------------------------
@@ -47,19 +47,19 @@ class Notifications:
             return []
         names = [
             name
-            for name in await host.zk.get_children(zkdata.ISR_CHANGE_NOTIFICATION_PATH)
-            if name.startswith(zkdata.ISR_CHANGE_PREFIX)
+            for name in await host.zk.get_children(znodes.ISR_CHANGE_NOTIFICATION_PATH)
+            if name.startswith(znodes.ISR_CHANGE_PREFIX)
         ]
         if not names:
             return []
-        paths = [f"{zkdata.ISR_CHANGE_NOTIFICATION_PATH}/{name}" for name in names]
+        paths = [f"{znodes.ISR_CHANGE_NOTIFICATION_PATH}/{name}" for name in names]
         partitions: dict[TopicPartitionKey, None] = {}
         for path, got in zip(paths, await host.zk.get_many(paths), strict=True):
             if got is None:
                 continue
             try:
-                partitions.update(dict.fromkeys(zkdata.decode_isr_change(got[0])))
-            except zkdata.ZkDataError as e:
+                partitions.update(dict.fromkeys(znodes.decode_isr_change(got[0])))
+            except znodes.ZkDataError as e:
                 log.error("Controller %d ignores the ISR change notification %s: %s", host.broker_id, path, e)
         known = [(t, p) for t, p in partitions if p in host.context.assignments.get(t, {})]
         if known:
@@ -91,18 +91,18 @@ class Notifications:
         host = self._host
         if not host.is_active:
             return
-        children = await host.zk.get_children(zkdata.CONFIG_CHANGES_PATH)
+        children = await host.zk.get_children(znodes.CONFIG_CHANGES_PATH)
         numbered = sorted((seq, name) for name in children if (seq := config_change_sequence(name)) is not None)
         topics: dict[str, None] = {}
         fresh = [(seq, name) for seq, name in numbered if seq > self.last_config_change]
-        found = await host.zk.get_many([f"{zkdata.CONFIG_CHANGES_PATH}/{name}" for _, name in fresh])
+        found = await host.zk.get_many([f"{znodes.CONFIG_CHANGES_PATH}/{name}" for _, name in fresh])
         for (seq, name), got in zip(fresh, found, strict=True):
             self.last_config_change = seq
             if got is None:
                 continue
             try:
                 entity_type, entity_name = decode_config_change(got[0])
-            except zkdata.ZkDataError as e:
+            except znodes.ZkDataError as e:
                 log.error("Controller %d ignores the config change notification %s: %s", host.broker_id, name, e)
                 continue
             if entity_type == TOPIC_ENTITY:
@@ -128,7 +128,7 @@ class Notifications:
         """Delete notifications older than CHANGE_EXPIRATION_MS (every reader has seen them by then)."""
         zk = self._host.zk
         now_ms = time.time() * 1000
-        paths = [f"{zkdata.CONFIG_CHANGES_PATH}/{name}" for name in names]
+        paths = [f"{znodes.CONFIG_CHANGES_PATH}/{name}" for name in names]
         for path, got in zip(paths, await zk.get_many(paths), strict=True):
             if got is not None and now_ms - got[1].ctime_ms > CHANGE_EXPIRATION_MS:
                 with contextlib.suppress(NoNodeError):

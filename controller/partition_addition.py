@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING
 
 from controller.assignment import InvalidReplicaAssignmentError, assign_replicas, validate_replicas
 from controller.event_manager import ControllerMovedError
-from controller.zkdata import TopicAssignment
 from protocol.errors import ErrorCode, KafkaError
 from protocol.messages import (
     CreatePartitionsRequest,
@@ -22,6 +21,7 @@ from protocol.messages import (
     CreatePartitionsTopic,
     CreatePartitionsTopicResult,
 )
+from zk.znodes import TopicAssignment
 
 if TYPE_CHECKING:
     from controller.controller import KafkaController

@@ -24,8 +24,6 @@ from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from broker.state_change import record_state_change
-from controller import zkdata
 from controller.channel import ControllerBrokerRequestBatch
 from controller.context import TopicPartitionKey
 from controller.election import (
@@ -34,10 +32,13 @@ from controller.election import (
     LeaderAndIsr,
     after_broker_failure,
     offline_partition_election,
+    unclean_leader_election_enabled,
 )
-from controller.topic_config import read_topic_config, unclean_leader_election_enabled
-from controller.zk import BadVersionError, NodeExistsError, NoNodeError, RolledBackError
-from controller.zkdata import LeaderIsrAndControllerEpoch
+from protocol.state_change import record_state_change
+from zk import znodes
+from zk.client import BadVersionError, NodeExistsError, NoNodeError, RolledBackError
+from zk.topic_config import read_topic_config
+from zk.znodes import LeaderIsrAndControllerEpoch
 
 if TYPE_CHECKING:
     from controller.controller import KafkaController
@@ -105,7 +106,7 @@ class PartitionStateMachine:
             by_topic.setdefault(topic, {})[partition] = self.first_state(live)
         for topic, states in by_topic.items():
             try:
-                existing: set[str] | None = set(await host.zk.get_children(zkdata.topic_partitions_path(topic)))
+                existing: set[str] | None = set(await host.zk.get_children(znodes.topic_partitions_path(topic)))
             except NoNodeError:
                 existing = None
             try:
@@ -269,7 +270,7 @@ class PartitionStateMachine:
         if topic not in cache:
             try:
                 config = await read_topic_config(host.zk, topic)
-            except zkdata.ZkDataError as e:
+            except znodes.ZkDataError as e:
                 log.error("Controller %d cannot read the config of topic %s: %s", host.broker_id, topic, e)
                 config = {}
             cache[topic] = unclean_leader_election_enabled(config, host.unclean_leader_election_default)

@@ -21,7 +21,6 @@ import logging
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from controller import zkdata
 from controller.context import TopicPartitionKey
 from controller.election import (
     LeaderAndIsr,
@@ -30,7 +29,6 @@ from controller.election import (
     preferred_replica_ineligibility,
 )
 from controller.partition_state_machine import Decide, PartitionChange, PartitionState
-from controller.zkdata import LeaderIsrAndControllerEpoch
 from protocol.errors import ErrorCode
 from protocol.messages import (
     ElectionType,
@@ -39,6 +37,8 @@ from protocol.messages import (
     PartitionResult,
     ReplicaElectionResult,
 )
+from zk import znodes
+from zk.znodes import LeaderIsrAndControllerEpoch
 
 if TYPE_CHECKING:
     from controller.controller import KafkaController
@@ -159,19 +159,19 @@ class PreferredElection:
         host = self._host
         if not host.is_active:
             return
-        got = await host.zk.get_or_none(zkdata.PREFERRED_REPLICA_ELECTION_PATH)
+        got = await host.zk.get_or_none(znodes.PREFERRED_REPLICA_ELECTION_PATH)
         if got is None:
             return
         try:
-            partitions = zkdata.decode_partition_list(got[0])
-        except zkdata.ZkDataError as e:
-            log.error("Controller %d ignores %s: %s", host.broker_id, zkdata.PREFERRED_REPLICA_ELECTION_PATH, e)
+            partitions = znodes.decode_partition_list(got[0])
+        except znodes.ZkDataError as e:
+            log.error("Controller %d ignores %s: %s", host.broker_id, znodes.PREFERRED_REPLICA_ELECTION_PATH, e)
             partitions = []
         outcomes = await self.elect(ElectionType.PREFERRED, partitions, "/admin/preferred_replica_election")
         for tp, (code, why) in sorted(outcomes.items()):
             if code not in (ErrorCode.NONE, ErrorCode.ELECTION_NOT_NEEDED):
                 log.info("Controller %d: preferred replica of %s-%d not elected: %s", host.broker_id, *tp, why)
-        await host.store.delete_if_exists(zkdata.PREFERRED_REPLICA_ELECTION_PATH)
+        await host.store.delete_if_exists(znodes.PREFERRED_REPLICA_ELECTION_PATH)
 
     # -- auto rebalance ---------------------------------------------------------------------
 

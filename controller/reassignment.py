@@ -25,12 +25,12 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from controller import zkdata
 from controller.context import PartitionReassignment, TopicPartitionKey
 from controller.election import LeaderAndIsr, reassign_partition_election
 from controller.partition_state_machine import Decide, PartitionChange
 from controller.replica_state_machine import ReplicaState
-from controller.zkdata import LeaderIsrAndControllerEpoch, TopicAssignment
+from zk import znodes
+from zk.znodes import LeaderIsrAndControllerEpoch, TopicAssignment
 
 if TYPE_CHECKING:
     from controller.controller import KafkaController
@@ -62,14 +62,14 @@ class ReassignmentManager:
         host = self._host
         if not host.is_active:
             return
-        got = await host.zk.get_or_none(zkdata.REASSIGN_PARTITIONS_PATH)
+        got = await host.zk.get_or_none(znodes.REASSIGN_PARTITIONS_PATH)
         if got is None:
             return
         try:
-            wanted = zkdata.decode_reassignment(got[0])
-        except zkdata.ZkDataError as e:
-            log.error("Controller %d removes the malformed %s: %s", host.broker_id, zkdata.REASSIGN_PARTITIONS_PATH, e)
-            await host.store.delete_if_exists(zkdata.REASSIGN_PARTITIONS_PATH)
+            wanted = znodes.decode_reassignment(got[0])
+        except znodes.ZkDataError as e:
+            log.error("Controller %d removes the malformed %s: %s", host.broker_id, znodes.REASSIGN_PARTITIONS_PATH, e)
+            await host.store.delete_if_exists(znodes.REASSIGN_PARTITIONS_PATH)
             return
         finished: list[TopicPartitionKey] = []
         for tp, target in sorted(wanted.items()):
@@ -108,15 +108,15 @@ class ReassignmentManager:
         host = self._host
         if not partitions:
             return
-        got = await host.zk.get_or_none(zkdata.REASSIGN_PARTITIONS_PATH)
+        got = await host.zk.get_or_none(znodes.REASSIGN_PARTITIONS_PATH)
         if got is None:
             return
         try:
-            remaining = {tp: r for tp, r in zkdata.decode_reassignment(got[0]).items() if tp not in partitions}
-        except zkdata.ZkDataError:
+            remaining = {tp: r for tp, r in znodes.decode_reassignment(got[0]).items() if tp not in partitions}
+        except znodes.ZkDataError:
             remaining = {}
-        await host.store.set_or_delete(zkdata.REASSIGN_PARTITIONS_PATH,
-                                       zkdata.encode_reassignment(remaining) if remaining else None)
+        await host.store.set_or_delete(znodes.REASSIGN_PARTITIONS_PATH,
+                                       znodes.encode_reassignment(remaining) if remaining else None)
 
     # -- the phases -------------------------------------------------------------------------
 

@@ -16,13 +16,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from controller import zkdata
 from controller.assignment import assign_replicas, topics_collide, validate_assignment, validate_topic_name
 from controller.event_manager import ControllerMovedError
-from controller.zk import CreateOp, NodeExistsError, Op, SetOp
-from controller.zkdata import LeaderIsrAndControllerEpoch, TopicAssignment
 from protocol.errors import ErrorCode, KafkaError
 from protocol.messages import CreatableTopic, CreatableTopicResult, CreateTopicsRequest, CreateTopicsResponse
+from zk import znodes
+from zk.client import CreateOp, NodeExistsError, Op, SetOp
+from zk.znodes import LeaderIsrAndControllerEpoch, TopicAssignment
 
 if TYPE_CHECKING:
     from controller.controller import KafkaController
@@ -167,13 +167,13 @@ class TopicCreation:
         partition whose state could not be written is New, initialised by the next controller)."""
         host = self._host
         states = {p: host.partition_states.first_state(replicas) for p, replicas in assignment.items()}
-        config_path = zkdata.topic_config_path(topic)
-        config = zkdata.encode_topic_config(configs)
+        config_path = znodes.topic_config_path(topic)
+        config = znodes.encode_topic_config(configs)
         config_op: Op = (
             SetOp(config_path, config) if await host.zk.exists(config_path) else CreateOp(config_path, config)
         )
-        topic_id = zkdata.new_topic_id()
-        topic_op = CreateOp(zkdata.topic_path(topic), zkdata.encode_topic_znode(TopicAssignment(assignment,
+        topic_id = znodes.new_topic_id()
+        topic_op = CreateOp(znodes.topic_path(topic), znodes.encode_topic_znode(TopicAssignment(assignment,
                                                                                                 topic_id=topic_id)))
         try:
             failed = await host.store.create_partition_states(topic, states, None, extra=[config_op, topic_op])
@@ -198,7 +198,7 @@ class TopicCreation:
         znodes = await host.store.read_assignments(topics)
         for topic, znode in znodes.items():
             if znode.topic_id is None:
-                znode = replace(znode, topic_id=zkdata.new_topic_id())
+                znode = replace(znode, topic_id=znodes.new_topic_id())
                 await host.store.write_topic(topic, znode)
                 log.info("Controller %d: topic %s gets topic id %s", host.broker_id, topic, znode.topic_id)
             context.assignments[topic] = znode.partitions
@@ -213,7 +213,7 @@ class TopicCreation:
         if not host.is_active:
             return
         context = host.context
-        topics = set(await host.zk.get_children(zkdata.TOPICS_PATH))
+        topics = set(await host.zk.get_children(znodes.TOPICS_PATH))
         for topic in sorted(set(context.assignments) - topics):
             log.info("Controller %d: topic %s is gone", host.broker_id, topic)
             host.replica_states.forget(context.partitions([topic]))

@@ -28,13 +28,9 @@ from collections.abc import Iterable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from broker.state_change import record_replica_state_change
-from controller import zkdata
 from controller.channel import BrokerRemovedError, ControllerBrokerRequestBatch
 from controller.context import ControllerContext
 from controller.replica_state_machine import Replica, ReplicaState
-from controller.zk import CreateOp, NodeExistsError
-from controller.zkdata import PendingDeletion
 from protocol.errors import ErrorCode
 from protocol.messages import (
     LEADER_DURING_DELETE,
@@ -43,6 +39,10 @@ from protocol.messages import (
     DeleteTopicsResponse,
     StopReplicaResponse,
 )
+from protocol.state_change import record_replica_state_change
+from zk import znodes
+from zk.client import CreateOp, NodeExistsError
+from zk.znodes import PendingDeletion
 
 if TYPE_CHECKING:
     from controller.controller import KafkaController
@@ -105,7 +105,7 @@ class TopicDeletionManager:
                                                     error_message=f"Topic '{name}' does not exist."))
                 continue
             with contextlib.suppress(NodeExistsError):  # queued already
-                await host.store.fenced_multi([CreateOp(zkdata.delete_topic_path(name))])
+                await host.store.fenced_multi([CreateOp(znodes.delete_topic_path(name))])
             waiters[name] = future = asyncio.get_running_loop().create_future()
             self._waiters.setdefault(name, []).append(future)
             results.append(DeletableTopicResult(name=name, error_code=ErrorCode.NONE))
@@ -117,7 +117,7 @@ class TopicDeletionManager:
         host = self._host
         host.context.pending_deletions = await host.store.read_pending_deletions()
         if self.enabled:
-            queued = await host.zk.get_children(zkdata.DELETE_TOPICS_PATH)
+            queued = await host.zk.get_children(znodes.DELETE_TOPICS_PATH)
             host.context.topics_to_delete = {t for t in queued if t in host.context.assignments}
 
     async def process_delete_topics_znode(self) -> None:
@@ -126,12 +126,12 @@ class TopicDeletionManager:
         host = self._host
         if not host.is_active:
             return
-        queued = await host.zk.get_children(zkdata.DELETE_TOPICS_PATH)
+        queued = await host.zk.get_children(znodes.DELETE_TOPICS_PATH)
         dropped = [t for t in queued if not self.enabled or t not in host.context.assignments]
         for topic in dropped:
             log.info("Controller %d removes %s from the topics to delete (%s)", host.broker_id, topic,
                      "delete.topic.enable is false" if not self.enabled else "no such topic")
-            await host.store.delete_if_exists(zkdata.delete_topic_path(topic))
+            await host.store.delete_if_exists(znodes.delete_topic_path(topic))
         await self.enqueue(t for t in queued if t not in dropped)
 
     async def enqueue(self, topics: Iterable[str]) -> None:

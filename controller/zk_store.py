@@ -24,11 +24,11 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Protocol
 
-from controller import zkdata
 from controller.context import ControllerContext, TopicPartitionKey
 from controller.election import LeaderAndIsr
 from controller.event_manager import ControllerMovedError
-from controller.zk import (
+from zk import znodes
+from zk.client import (
     BadVersionError,
     CheckOp,
     CreateOp,
@@ -41,7 +41,7 @@ from controller.zk import (
     ZkClient,
     ZkError,
 )
-from controller.zkdata import BrokerInfo, LeaderIsrAndControllerEpoch, PendingDeletion, TopicAssignment
+from zk.znodes import BrokerInfo, LeaderIsrAndControllerEpoch, PendingDeletion, TopicAssignment
 
 log = logging.getLogger("controller")
 
@@ -89,7 +89,7 @@ class ControllerZkStore:
         host = self._host
         if not host.is_active:
             raise ControllerMovedError(f"broker {host.broker_id} does not act as the controller now")
-        return CheckOp(zkdata.CONTROLLER_EPOCH_PATH, host.context.epoch_zk_version)
+        return CheckOp(znodes.CONTROLLER_EPOCH_PATH, host.context.epoch_zk_version)
 
     async def fenced_transactions(
         self, groups: Sequence[Sequence[Op]], *, head_first: bool = False
@@ -179,7 +179,7 @@ class ControllerZkStore:
         epoch = self._host.context.epoch
         states = [LeaderIsrAndControllerEpoch(leader=new.leader, leader_epoch=new.leader_epoch, isr=tuple(new.isr),
                                               controller_epoch=epoch) for _tp, _read, new in changes]
-        groups = [[SetOp(zkdata.partition_state_path(*tp), zkdata.encode_partition_state(state), read.zk_version)]
+        groups = [[SetOp(znodes.partition_state_path(*tp), znodes.encode_partition_state(state), read.zk_version)]
                   for (tp, read, _new), state in zip(changes, states, strict=True)]
         apart = [index for index, (tp, _read, _new) in enumerate(changes) if tp in contended]
         together = [index for index, (tp, _read, _new) in enumerate(changes) if tp not in contended]
@@ -211,7 +211,7 @@ class ControllerZkStore:
 
     async def write_topic(self, topic: str, assignment: TopicAssignment) -> None:
         """Rewrite a topic's znode: its replicas, a reassignment's adding and removing replicas, its topic id."""
-        await self.fenced_multi([SetOp(zkdata.topic_path(topic), zkdata.encode_topic_znode(assignment))])
+        await self.fenced_multi([SetOp(znodes.topic_path(topic), znodes.encode_topic_znode(assignment))])
 
     async def delete_topic(self, topic: str, pending: Mapping[int, set[PendingDeletion]]) -> None:
         """Remove a deleted topic's znodes (its assignment and partition states, its config, its
@@ -223,19 +223,19 @@ class ControllerZkStore:
         fails (and with it the ones depending on it) while anything under it is left. Raises the first error."""
         zk = self.zk
         try:
-            partitions = await zk.get_children(zkdata.topic_partitions_path(topic))
+            partitions = await zk.get_children(znodes.topic_partitions_path(topic))
         except NoNodeError:
             partitions = None
         groups: list[list[Op]] = [await self._pending_deletion_ops(broker, records)
                                   for broker, records in sorted(pending.items())]
-        paths = [f"{zkdata.topic_partitions_path(topic)}/{child}" for child in partitions or ()]
+        paths = [f"{znodes.topic_partitions_path(topic)}/{child}" for child in partitions or ()]
         for path, children in zip(paths, await zk.get_children_many(paths, names_bytes=64), strict=True):
             if children is not None:  # gone meanwhile (only this controller deletes them: not expected)
                 groups.append([*(DeleteOp(f"{path}/{child}") for child in children), DeleteOp(path)])
         if partitions is not None:
-            groups.append([DeleteOp(zkdata.topic_partitions_path(topic))])
-        last: list[Op] = [DeleteOp(zkdata.topic_path(topic))]
-        for path in (zkdata.topic_config_path(topic), zkdata.delete_topic_path(topic)):
+            groups.append([DeleteOp(znodes.topic_partitions_path(topic))])
+        last: list[Op] = [DeleteOp(znodes.topic_path(topic))]
+        for path in (znodes.topic_config_path(topic), znodes.delete_topic_path(topic)):
             if await zk.exists(path) is not None:
                 last.append(DeleteOp(path))
         groups.append(last)
@@ -248,11 +248,11 @@ class ControllerZkStore:
         await self.fenced_multi(await self._pending_deletion_ops(broker_id, records))
 
     async def _pending_deletion_ops(self, broker_id: int, records: set[PendingDeletion]) -> list[Op]:
-        path = zkdata.pending_replica_deletions_path(broker_id)
+        path = znodes.pending_replica_deletions_path(broker_id)
         exists = await self.zk.exists(path) is not None
         if not records:
             return [DeleteOp(path)] if exists else []
-        data = zkdata.encode_pending_deletions(records)
+        data = znodes.encode_pending_deletions(records)
         return [SetOp(path, data) if exists else CreateOp(path, data)]
 
     async def delete_if_exists(self, path: str) -> None:
@@ -274,57 +274,57 @@ class ControllerZkStore:
         self, partitions: list[TopicPartitionKey]
     ) -> dict[TopicPartitionKey, LeaderIsrAndControllerEpoch]:
         """The state znodes of partitions (those that exist and parse), read in few requests."""
-        found = await self.zk.get_many([zkdata.partition_state_path(*tp) for tp in partitions],
+        found = await self.zk.get_many([znodes.partition_state_path(*tp) for tp in partitions],
                                        data_bytes=PARTITION_STATE_BYTES)
         states: dict[TopicPartitionKey, LeaderIsrAndControllerEpoch] = {}
         for tp, got in zip(partitions, found, strict=True):
             if got is None:
                 continue
             try:
-                states[tp] = zkdata.decode_partition_state(got[0], got[1].version)
-            except zkdata.ZkDataError as e:
+                states[tp] = znodes.decode_partition_state(got[0], got[1].version)
+            except znodes.ZkDataError as e:
                 log.error("Controller %d ignores the state of %s-%d: %s", self._host.broker_id, *tp, e)
         return states
 
     async def read_live_brokers(self) -> dict[int, BrokerInfo]:
-        ids = [int(name) for name in await self.zk.get_children(zkdata.BROKER_IDS_PATH) if name.isdigit()]
-        found = await self.zk.get_many([zkdata.broker_path(b) for b in ids])
+        ids = [int(name) for name in await self.zk.get_children(znodes.BROKER_IDS_PATH) if name.isdigit()]
+        found = await self.zk.get_many([znodes.broker_path(b) for b in ids])
         brokers: dict[int, BrokerInfo] = {}
         for broker_id, got in zip(ids, found, strict=True):
             if got is None:
                 continue
             try:
-                brokers[broker_id] = zkdata.decode_broker(broker_id, got[0], got[1].czxid,
+                brokers[broker_id] = znodes.decode_broker(broker_id, got[0], got[1].czxid,
                                                           self._host.inter_broker_listener_name)
-            except zkdata.ZkDataError as e:
+            except znodes.ZkDataError as e:
                 log.error("Controller %d ignores broker %d: %s", self._host.broker_id, broker_id, e)
         return brokers
 
     async def read_assignments(self, topics: Sequence[str]) -> dict[str, TopicAssignment]:
         """The znodes of topics (those that exist and parse), read in few requests."""
-        found = await self.zk.get_many([zkdata.topic_path(topic) for topic in topics], data_bytes=LARGE_ZNODE_BYTES)
+        found = await self.zk.get_many([znodes.topic_path(topic) for topic in topics], data_bytes=LARGE_ZNODE_BYTES)
         assignments: dict[str, TopicAssignment] = {}
         for topic, got in zip(topics, found, strict=True):
             if got is None:
                 continue
             try:
-                assignments[topic] = zkdata.decode_topic_znode(got[0])
-            except zkdata.ZkDataError as e:
+                assignments[topic] = znodes.decode_topic_znode(got[0])
+            except znodes.ZkDataError as e:
                 log.error("Controller %d ignores topic %s: %s", self._host.broker_id, topic, e)
         return assignments
 
     async def read_pending_deletions(self) -> dict[int, set[PendingDeletion]]:
         """Every broker's pending replica deletions."""
         pending: dict[int, set[PendingDeletion]] = {}
-        names = [name for name in await self.zk.get_children(zkdata.PENDING_REPLICA_DELETIONS_PATH) if name.isdigit()]
-        found = await self.zk.get_many([f"{zkdata.PENDING_REPLICA_DELETIONS_PATH}/{name}" for name in names],
+        names = [name for name in await self.zk.get_children(znodes.PENDING_REPLICA_DELETIONS_PATH) if name.isdigit()]
+        found = await self.zk.get_many([f"{znodes.PENDING_REPLICA_DELETIONS_PATH}/{name}" for name in names],
                                        data_bytes=LARGE_ZNODE_BYTES)
         for name, got in zip(names, found, strict=True):
             if got is None:
                 continue
             try:
-                pending[int(name)] = set(zkdata.decode_pending_deletions(got[0]))
-            except zkdata.ZkDataError as e:
+                pending[int(name)] = set(znodes.decode_pending_deletions(got[0]))
+            except znodes.ZkDataError as e:
                 log.error("Controller %d ignores the pending deletions of broker %s: %s", self._host.broker_id,
                           name, e)
         return pending
@@ -336,13 +336,13 @@ def partition_state_groups(
     """The creates for the partition znodes and state znodes of `states`: the topic's partitions znode if it
     does not exist (`existing` None; else its children), then per partition in order, its znode (if missing)
     with its state."""
-    head: list[Op] = [CreateOp(zkdata.topic_partitions_path(topic))] if existing is None else []
+    head: list[Op] = [CreateOp(znodes.topic_partitions_path(topic))] if existing is None else []
     groups: list[list[Op]] = []
     for partition, state in sorted(states.items()):
         group: list[Op] = []
         if str(partition) not in (existing or ()):
-            group.append(CreateOp(zkdata.topic_partition_path(topic, partition)))
-        group.append(CreateOp(zkdata.partition_state_path(topic, partition), zkdata.encode_partition_state(state)))
+            group.append(CreateOp(znodes.topic_partition_path(topic, partition)))
+        group.append(CreateOp(znodes.partition_state_path(topic, partition), znodes.encode_partition_state(state)))
         groups.append(group)
     return head, groups
 

@@ -170,7 +170,7 @@ class PartitionError:
 
 
 @message
-class PartitionState:
+class PartitionLeadership:
     """A partition's leadership as decided by the controller (fields shared by LeaderAndIsr and
     UpdateMetadata). zk_version is the version of the partition state znode."""
 
@@ -398,7 +398,7 @@ class MetadataResponse:
 
 
 @message
-class LeaderAndIsrPartitionState(PartitionState):
+class LeaderAndIsrPartitionState(PartitionLeadership):
     """A partition the receiving broker must lead or follow; is_new when the partition was just created.
     topic_id names the topic's incarnation (KIP-516; empty if unknown): a local log of another one is stale."""
 
@@ -473,7 +473,7 @@ class StopReplicaResponse:
 
 
 @message
-class UpdateMetadataPartitionState(PartitionState):
+class UpdateMetadataPartitionState(PartitionLeadership):
     """A partition's state for the receiving broker's metadata cache."""
 
     offline_replicas: list[Int32]
@@ -923,7 +923,7 @@ class FollowerState:
 
 
 @message
-class ReplicaState:
+class DescribedReplica:
     """One hosted replica: role ("leader" or "follower"), offsets, and on a leader its followers."""
 
     topic: str
@@ -944,7 +944,7 @@ class DescribeReplicasResponse:
     """The replicas hosted by broker_id."""
 
     broker_id: Int32
-    partitions: list[ReplicaState]
+    partitions: list[DescribedReplica]
 
 
 # ---------------------------------------------------------------------------------------------

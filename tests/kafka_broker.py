@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from controller.zkserver import free_port
+from zk.server import free_port
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 KAFKA_LIBS = PROJECT_ROOT / "build" / "kafka" / "libs"

@@ -10,12 +10,12 @@ from broker.log.checkpoint import (
     RECOVERY_POINT_CHECKPOINT,
     REPLICATION_OFFSET_CHECKPOINT,
     OffsetCheckpointFile,
-    TopicPartition,
     write_meta_properties,
 )
 from broker.log.config import LogConfig
 from broker.log.log import Log
 from protocol.records import BatchBuilder
+from protocol.topic_partition import TopicPartition
 from tests.unit.logutil import ManualClock
 
 #: One batch: (leader epoch, values), each value a record (keyed by nothing).

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from client.history import HistoryError, read_history
+from protocol.history import HistoryError, read_history
 from verifier.layout import LayoutError, read_layout
 
 if TYPE_CHECKING:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from client.history import OK, History, Outcome
+from protocol.history import OK, History, Outcome
 from verifier.record_digest import record_digest
 from verifier.report import Violation
 from verifier.views import Views, local_table

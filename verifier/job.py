@@ -10,7 +10,7 @@ from pathlib import Path
 from pyspark import inheritable_thread_target
 from pyspark.sql import DataFrame, Row, SparkSession
 
-from client.history import History
+from protocol.history import History
 from verifier import checks
 from verifier.history_check import check_history
 from verifier.layout import Layout

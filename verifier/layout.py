@@ -26,9 +26,9 @@ from broker.log.checkpoint import (
     CheckpointError,
     LeaderEpochCheckpointFile,
     OffsetCheckpointFile,
-    TopicPartition,
     read_meta_properties,
 )
+from protocol.topic_partition import TopicPartition
 from verifier.report import Violation
 
 OFFSET_CHECKPOINTS = (REPLICATION_OFFSET_CHECKPOINT, RECOVERY_POINT_CHECKPOINT, LOG_START_OFFSET_CHECKPOINT)

@@ -19,7 +19,9 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NamedTuple, TypeVar
+from typing import TypeVar
+
+from protocol.topic_partition import TopicPartition
 
 REPLICATION_OFFSET_CHECKPOINT = "replication-offset-checkpoint"
 RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
@@ -156,16 +158,6 @@ def _split_fields(line: str, expected: int) -> list[str]:
     if len(fields) != expected:
         raise ValueError(f"expected {expected} fields, found {len(fields)}")
     return fields
-
-
-class TopicPartition(NamedTuple):
-    """A partition of a topic; ``str()`` gives ``topic-partition``, the name of its log directory."""
-
-    topic: str
-    partition: int
-
-    def __str__(self) -> str:
-        return f"{self.topic}-{self.partition}"
 
 
 class OffsetCheckpointFile:

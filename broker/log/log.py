@@ -21,7 +21,6 @@ from broker.log.checkpoint import (
     LEADER_EPOCH_CHECKPOINT,
     CheckpointError,
     LeaderEpochCheckpointFile,
-    TopicPartition,
     fsync_dir,
     partition_metadata_file,
     read_partition_metadata,
@@ -41,6 +40,7 @@ from protocol.records import (
     set_base_offset,
     set_partition_leader_epoch,
 )
+from protocol.topic_partition import TopicPartition
 
 Clock = Callable[[], int]
 _log = logging.getLogger(__name__)

@@ -14,13 +14,13 @@ from broker.log.checkpoint import (
     RECOVERY_POINT_CHECKPOINT,
     REPLICATION_OFFSET_CHECKPOINT,
     OffsetCheckpointFile,
-    TopicPartition,
     atomic_write_text,
     read_meta_properties,
     write_meta_properties,
 )
 from broker.log.config import LogConfig
 from broker.log.log import Clock, Log, log_dir_name, parse_log_dir_name, wall_clock_ms
+from protocol.topic_partition import TopicPartition
 
 log = logging.getLogger(__name__)
 

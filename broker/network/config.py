@@ -2,7 +2,7 @@
 
 from dataclasses import dataclass
 
-from broker.listeners import EndPoint
+from protocol.endpoint import EndPoint
 
 
 @dataclass(frozen=True, slots=True)

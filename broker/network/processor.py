@@ -6,8 +6,8 @@ import time
 
 from broker.network.channel import RequestChannel
 from broker.network.connection import Connection
-from broker.network.frames import FrameStream
 from broker.network.stats import NetworkStats
+from transport.frames import FrameStream
 
 logger = logging.getLogger(__name__)
 

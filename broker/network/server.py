@@ -7,11 +7,11 @@ import logging
 
 from broker.network.channel import RequestChannel
 from broker.network.config import NetworkConfig
-from broker.network.frames import FrameStream
 from broker.network.handler_pool import RequestHandlerPool
 from broker.network.processor import Processor
 from broker.network.request import RequestHandler
 from broker.network.stats import NetworkStats
+from transport.frames import FrameStream
 
 logger = logging.getLogger(__name__)
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from broker.log.checkpoint import TopicPartition
 from broker.replication.partition import Partition
 from broker.replication.purgatory import DelayedOperation
 from protocol.errors import ErrorCode
 from protocol.messages import FetchResponse, ProducePartitionResponse, ProduceResponse, Topic
+from protocol.topic_partition import TopicPartition
 
 PartitionLookup = Callable[[TopicPartition], Partition | None]
 MissingPartitionError = Callable[[TopicPartition], ErrorCode]

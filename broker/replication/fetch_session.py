@@ -20,9 +20,9 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from broker.log.checkpoint import TopicPartition
 from protocol.errors import ErrorCode, KafkaError
 from protocol.messages import FetchPartition, FetchPartitionResponse, FetchRequest
+from protocol.topic_partition import TopicPartition
 
 INITIAL_EPOCH = 0
 FINAL_EPOCH = -1

@@ -14,13 +14,11 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from broker.config import BrokerConfig
-from broker.log.checkpoint import TopicPartition
 from broker.log.log import Log, flush_epoch_caches
 from broker.replication.fetch_session import FetchSessionBuilder
 from broker.replication.partition import Partition, Role
 from broker.replication.replica_manager import ReplicaManager, error_code_of
 from broker.replication.truncation import HIGH_WATERMARK_MODE, decide_truncation, epoch_to_ask
-from client.connection import BrokerConnection, KafkaConnectionError
 from protocol.errors import ErrorCode
 from protocol.messages import (
     EARLIEST_TIMESTAMP,
@@ -37,6 +35,8 @@ from protocol.messages import (
     OffsetsForLeaderEpochResponse,
     Topic,
 )
+from protocol.topic_partition import TopicPartition
+from transport.connection import BrokerConnection, KafkaConnectionError
 
 log = logging.getLogger(__name__)
 

@@ -19,10 +19,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
 
-from broker.log.checkpoint import TopicPartition
 from broker.log.log import AppendInfo, Log
 from protocol.errors import ErrorCode, KafkaError
 from protocol.messages import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
+from protocol.topic_partition import TopicPartition
 
 Clock = Callable[[], int]
 NO_LEADER = -1
@@ -37,7 +37,7 @@ class Role(Enum):
 
 
 @dataclass(frozen=True, slots=True)
-class PartitionState:
+class LeaderAndIsrState:
     """What the controller says about a partition (a LeaderAndIsr partition state)."""
 
     leader: int
@@ -115,7 +115,7 @@ class Partition:
 
     # -- leadership -------------------------------------------------------------------------
 
-    def make_leader(self, state: PartitionState) -> bool:
+    def make_leader(self, state: LeaderAndIsrState) -> bool:
         """Become (or stay) leader for ``state``; returns True if this replica was not leader before.
 
         The new epoch starts at the current LEO in the epoch cache (Kafka's maybeAssignEpochStartOffset).
@@ -137,7 +137,7 @@ class Partition:
         self.maybe_increment_leader_hw()
         return not was_leader
 
-    def make_follower(self, state: PartitionState) -> bool:
+    def make_follower(self, state: LeaderAndIsrState) -> bool:
         """Follow ``state.leader``; returns True if the leader changed (the fetcher must move)."""
         changed = self.role is not Role.FOLLOWER or self.leader_id != state.leader
         self._apply(state)
@@ -146,7 +146,7 @@ class Partition:
         self.leader_epoch_start_offset = -1
         return changed
 
-    def _apply(self, state: PartitionState) -> None:
+    def _apply(self, state: LeaderAndIsrState) -> None:
         self.leader_id = state.leader
         self.leader_epoch = state.leader_epoch
         self.isr = frozenset(state.isr)

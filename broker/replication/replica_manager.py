@@ -12,12 +12,7 @@ from collections.abc import Awaitable, Callable, Collection, Iterable
 from typing import TypeVar
 
 from broker.config import BrokerConfig
-from broker.log.checkpoint import (
-    LOG_START_OFFSET_CHECKPOINT,
-    RECOVERY_POINT_CHECKPOINT,
-    REPLICATION_OFFSET_CHECKPOINT,
-    TopicPartition,
-)
+from broker.log.checkpoint import LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT
 from broker.log.config import LogConfig, LogConfigError
 from broker.log.log import (
     Clock,
@@ -31,10 +26,8 @@ from broker.log.log import (
 from broker.log.manager import LogManager, remove_deleted_dir
 from broker.replication.delayed import DelayedFetch, DelayedProduce, PendingProduce, build_produce_response
 from broker.replication.fetch_session import FetchSessionCache, SessionPartition
-from broker.replication.partition import Partition, PartitionState, Role
+from broker.replication.partition import LeaderAndIsrState, Partition, Role
 from broker.replication.purgatory import Purgatory
-from broker.state_change import record_replica_state_change, record_state_change
-from controller.zkdata import LeaderIsrAndControllerEpoch
 from protocol.errors import ErrorCode, KafkaError
 from protocol.messages import (
     CONSUMER_REPLICA_ID,
@@ -61,6 +54,9 @@ from protocol.messages import (
     Topic,
 )
 from protocol.records import RecordBatchError, UnsupportedCompressionError
+from protocol.state_change import record_replica_state_change, record_state_change
+from protocol.topic_partition import TopicPartition
+from zk.znodes import LeaderIsrAndControllerEpoch
 
 log = logging.getLogger(__name__)
 
@@ -339,7 +335,7 @@ class ReplicaManager:
 
     def _apply_partition_state(self, partition: Partition, state: LeaderAndIsrPartitionState,
                                request: LeaderAndIsrRequest) -> None:
-        new_state = PartitionState(leader=state.leader, leader_epoch=state.leader_epoch, isr=tuple(state.isr),
+        new_state = LeaderAndIsrState(leader=state.leader, leader_epoch=state.leader_epoch, isr=tuple(state.isr),
                                    replicas=tuple(state.replicas), zk_version=state.zk_version,
                                    controller_epoch=state.controller_epoch)
         if state.leader == self.broker_id:

@@ -27,9 +27,9 @@ from client.cluster import (
     start_broker,
     wait_until_ready,
 )
-from controller import zkdata
-from controller.zk import ZkClient
-from controller.zkdata import LeaderIsrAndControllerEpoch
+from zk import znodes
+from zk.client import ZkClient
+from zk.znodes import LeaderIsrAndControllerEpoch
 
 _POLL_S = 0.1
 _RECOVERY_TIMEOUT_S = 60.0
@@ -225,16 +225,16 @@ class Nemesis:
         netsplit.apply_cut(addresses, netsplit.make_cut(side_a, side_b, addresses))
 
     async def _partition_state(self, partition: int) -> LeaderIsrAndControllerEpoch:
-        data, stat = await self.zk.get(zkdata.partition_state_path(self.topic, partition))
-        return zkdata.decode_partition_state(data, stat.version)
+        data, stat = await self.zk.get(znodes.partition_state_path(self.topic, partition))
+        return znodes.decode_partition_state(data, stat.version)
 
     async def _replicas(self, partition: int) -> list[int]:
-        data, _ = await self.zk.get(zkdata.topic_path(self.topic))
-        return zkdata.decode_topic_assignment(data)[partition]
+        data, _ = await self.zk.get(znodes.topic_path(self.topic))
+        return znodes.decode_topic_assignment(data)[partition]
 
     async def _controller(self) -> int | None:
-        found = await self.zk.get_or_none(zkdata.CONTROLLER_PATH)
-        return zkdata.decode_controller(found[0]) if found is not None else None
+        found = await self.zk.get_or_none(znodes.CONTROLLER_PATH)
+        return znodes.decode_controller(found[0]) if found is not None else None
 
     def _say(self, plan: FaultPlan, what: str) -> None:
         self.progress(f"fault {plan.number} {plan.kind}: {what}")

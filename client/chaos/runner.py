@@ -43,8 +43,8 @@ from client.cluster import (
     load_cluster,
 )
 from client.consumer import Consumer
-from client.history import HistoryWriter
-from controller.zk import ZkClient
+from protocol.history import HistoryWriter
+from zk.client import ZkClient
 
 TOPIC = "chaos"
 HISTORY_FILE = "history.jsonl"

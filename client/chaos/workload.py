@@ -13,8 +13,9 @@ from dataclasses import dataclass, field
 
 from client.accumulator import FutureRecordMetadata
 from client.consumer import Consumer, ConsumerError, OffsetOutOfRangeError
-from client.history import FAILED, OK, UNKNOWN, HistoryWriter, Outcome, outcome_of
+from client.outcomes import outcome_of
 from client.producer import Producer, ProducerError
+from protocol.history import FAILED, OK, UNKNOWN, HistoryWriter, Outcome
 
 #: Errors after which a record may or may not have been written: no answer came.
 

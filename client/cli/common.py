@@ -16,12 +16,12 @@ from broker.config import ConfigError, parse_overrides
 from client.admin import AdminError
 from client.client_configs import consumer_config, producer_config, read_config_file
 from client.cluster import CHROOT, DEFAULT_DIR, ClusterError, load_cluster
-from client.connection import KafkaConnectionError
 from client.consumer import ConsumerError
 from client.metadata import parse_bootstrap_servers
 from client.netsplit import NetsplitError
 from client.producer import ProducerError
 from protocol.errors import KafkaError
+from transport.connection import KafkaConnectionError
 
 T = TypeVar("T")
 

@@ -21,8 +21,9 @@ from client.cli.common import (
     run,
     show_client_warnings,
 )
-from client.history import FAILED, OK, UNKNOWN, HistoryWriter, Outcome, outcome_of
+from client.outcomes import outcome_of
 from client.producer import Producer, ProducerError
+from protocol.history import FAILED, OK, UNKNOWN, HistoryWriter, Outcome
 
 
 async def _read_lines(stream: IO[bytes]) -> AsyncIterator[bytes]:

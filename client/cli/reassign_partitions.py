@@ -13,7 +13,7 @@ import click
 from client import reassignment
 from client.cli.common import dir_option, run, zookeeper_of, zookeeper_option
 from client.reassignment import ReassignmentError, ReassignmentStatus
-from controller.zk import ZkClient
+from zk.client import ZkClient
 
 T = TypeVar("T")
 

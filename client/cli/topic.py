@@ -12,9 +12,9 @@ from broker.log.config import LogConfig, LogConfigError
 from client.admin import Admin, NewTopic
 from client.cli.common import client_options, key_values, resolve_bootstrap, run, zookeeper_of
 from client.metadata import PartitionInfo
-from controller.topic_config import alter_topic_config
-from controller.zk import ZkClient
-from protocol.messages import ReplicaState
+from protocol.messages import DescribedReplica
+from zk.client import ZkClient
+from zk.topic_config import alter_topic_config
 
 
 @click.group("topic")
@@ -157,7 +157,7 @@ def topic_describe_command(
     (as kafka-topics'), only the partitions it selects, without the topic lines."""
     bootstrap = resolve_bootstrap(bootstrap_server, directory)
 
-    async def describe() -> tuple[list[PartitionInfo], dict[int, list[ReplicaState]] | None]:
+    async def describe() -> tuple[list[PartitionInfo], dict[int, list[DescribedReplica]] | None]:
         async with Admin(bootstrap, client_id="minikafka-cli") as admin:
             names = None if name is None else [name]
             partitions = await admin.describe_topics(names)
@@ -177,7 +177,7 @@ def topic_describe_command(
             click.echo(line)
 
 
-def select_partitions(partitions: list[PartitionInfo], states: dict[int, list[ReplicaState]], *,
+def select_partitions(partitions: list[PartitionInfo], states: dict[int, list[DescribedReplica]], *,
                       under_replicated: bool, unavailable: bool, under_min_isr: bool) -> list[PartitionInfo]:
     """kafka-topics' describe filters (a partition is shown if any chosen filter selects it): under-replicated
     (ISR smaller than the replicas), unavailable (no live leader), under min ISR (no leader, or an ISR smaller
@@ -197,15 +197,15 @@ def select_partitions(partitions: list[PartitionInfo], states: dict[int, list[Re
     return [p for p in partitions if selected(p)]
 
 
-def _replica_index(states: dict[int, list[ReplicaState]]) -> dict[tuple[str, int], dict[int, ReplicaState]]:
-    index: dict[tuple[str, int], dict[int, ReplicaState]] = {}
+def _replica_index(states: dict[int, list[DescribedReplica]]) -> dict[tuple[str, int], dict[int, DescribedReplica]]:
+    index: dict[tuple[str, int], dict[int, DescribedReplica]] = {}
     for broker_id, replicas in states.items():
         for state in replicas:
             index.setdefault((state.topic, state.partition), {})[broker_id] = state
     return index
 
 
-def _replica_json(broker_id: int, state: ReplicaState) -> dict[str, Any]:
+def _replica_json(broker_id: int, state: DescribedReplica) -> dict[str, Any]:
     entry: dict[str, Any] = {
         "broker": broker_id,
         "role": state.role,
@@ -223,7 +223,7 @@ def _replica_json(broker_id: int, state: ReplicaState) -> dict[str, Any]:
 
 
 def describe_json(
-    partitions: list[PartitionInfo], states: dict[int, list[ReplicaState]] | None
+    partitions: list[PartitionInfo], states: dict[int, list[DescribedReplica]] | None
 ) -> list[dict[str, Any]]:
     """`topic describe --json`: one object per partition, with replica_states when states are given."""
     index = _replica_index(states or {})
@@ -244,7 +244,7 @@ def describe_json(
     return described
 
 
-def describe_lines(partitions: list[PartitionInfo], states: dict[int, list[ReplicaState]] | None, *,
+def describe_lines(partitions: list[PartitionInfo], states: dict[int, list[DescribedReplica]] | None, *,
                    headers: bool = True) -> list[str]:
     """`topic describe`: kafka-topics --describe's layout (topic lines when `headers`), plus replica lines when
     states are given."""

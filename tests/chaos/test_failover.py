@@ -49,22 +49,16 @@ from client.cluster import (
     start_broker,
     wait_until_ready,
 )
-from client.connection import BrokerConnection
 from client.consumer import Consumer
 from client.producer import Producer, ProducerError
-from controller import zkdata
-from controller.topic_config import alter_topic_config
-from controller.zk import ZkClient
-from controller.zkdata import LeaderIsrAndControllerEpoch
-from controller.zkserver import zookeeper_available
 from protocol.errors import ErrorCode
 from protocol.messages import (
+    DescribedReplica,
     MetadataPartition,
     ProducePartition,
     ProducePartitionResponse,
     ProduceRequest,
     ProduceResponse,
-    ReplicaState,
     Topic,
 )
 from protocol.records import decode_records
@@ -81,6 +75,12 @@ from tests.integration.clusterutil import (
     resume,
 )
 from tests.integration.clusterutil import create_topic as _create_topic
+from transport.connection import BrokerConnection
+from zk import znodes
+from zk.client import ZkClient
+from zk.server import zookeeper_available
+from zk.topic_config import alter_topic_config
+from zk.znodes import LeaderIsrAndControllerEpoch
 
 LAG_MS = 1500
 SESSION_MS = 2000
@@ -228,8 +228,8 @@ async def zk_observer(cluster: ClusterState) -> AsyncIterator[ZkClient]:
 
 async def zk_state(zk: ZkClient, topic: str, partition: int) -> LeaderIsrAndControllerEpoch:
     """The partition's state znode (leader, leader epoch, ISR, controller epoch, version)."""
-    data, stat = await zk.get(zkdata.partition_state_path(topic, partition))
-    return zkdata.decode_partition_state(data, stat.version)
+    data, stat = await zk.get(znodes.partition_state_path(topic, partition))
+    return znodes.decode_partition_state(data, stat.version)
 
 
 async def wait_zk_state(zk: ZkClient, topic: str, partition: int,
@@ -279,8 +279,8 @@ def records_on_disk(cluster: ClusterState, broker_id: int, topic: str, partition
 
 
 async def replica_states(cluster: ClusterState, brokers: Sequence[int], topic: str,
-                         partition: int) -> dict[int, ReplicaState | None]:
-    states: dict[int, ReplicaState | None] = {}
+                         partition: int) -> dict[int, DescribedReplica | None]:
+    states: dict[int, DescribedReplica | None] = {}
     for broker_id in brokers:
         async with connect(cluster.broker(broker_id)) as connection:
             states[broker_id] = (await describe(connection, topic)).get(partition)
@@ -619,7 +619,7 @@ class TestIsr:
                 assert ack.offset == committed + 1  # after the appended acks=all record; the refused one is not there
 
                 # The running follower fetches everything, yet the HW stays at what was committed.
-                async def followed() -> ReplicaState | None:
+                async def followed() -> DescribedReplica | None:
                     state = (await describe(to_leader, topic))[0]
                     remote = {f.broker_id: f.log_end_offset for f in state.followers}
                     return state if remote[other_id] == committed + 2 else None
@@ -997,8 +997,8 @@ async def test_kill_9_of_the_controller_elects_another_and_increments_the_epoch(
     assert status["controller_epoch"] == old_epoch + 1, status
     assert await agreed_controller(cluster, others) == new_controller
     async with zk_observer(cluster) as zk:
-        data, _ = await zk.get(zkdata.CONTROLLER_PATH)
-        assert zkdata.decode_controller(data) == new_controller
+        data, _ = await zk.get(znodes.CONTROLLER_PATH)
+        assert znodes.decode_controller(data) == new_controller
         # The partition the old controller led moved, decided by the new controller (its epoch in the znode).
         state = await wait_zk_state(zk, topic_before, 0, lambda s: s.leader in others, "the partition to move")
         assert (state.leader_epoch, state.controller_epoch) == (1, old_epoch + 1), state

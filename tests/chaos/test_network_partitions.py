@@ -33,16 +33,14 @@ from broker.log.checkpoint import (
     RECOVERY_POINT_CHECKPOINT,
     REPLICATION_OFFSET_CHECKPOINT,
     OffsetCheckpointFile,
-    TopicPartition,
 )
 from client.chaos.workload import HistoryProducers
 from client.cluster import ClusterState
-from client.history import HistoryWriter
 from client.producer import Producer
-from controller import zkdata
-from controller.zk import ZkClient
 from protocol.errors import ErrorCode
+from protocol.history import HistoryWriter
 from protocol.messages import ControlledShutdownRequest, ControlledShutdownResponse, CreatableTopic, CreateTopicsRequest
+from protocol.topic_partition import TopicPartition
 from tests.chaos.test_failover import (
     Load,
     _cluster_fixture,
@@ -63,6 +61,8 @@ from tests.chaos.test_failover import (
     zk_state,
 )
 from tests.integration.clusterutil import PROJECT_ROOT, cli, connect, eventually
+from zk import znodes
+from zk.client import ZkClient
 
 LAG_MS = 1500
 SESSION_MS = 3000
@@ -117,7 +117,7 @@ async def leader_epoch_start(cluster: ClusterState, broker_id: int, topic: str, 
 
 async def registration(zk: ZkClient, broker_id: int) -> int | None:
     """The broker epoch (czxid) of the broker's registration, None while it is not registered."""
-    stat = await zk.exists(zkdata.broker_path(broker_id))
+    stat = await zk.exists(znodes.broker_path(broker_id))
     return stat.czxid if stat is not None else None
 
 
@@ -352,7 +352,7 @@ async def test_a_controller_cut_off_from_zookeeper_stops_acting_before_another_i
     others = [b.id for b in cluster.brokers if b.id != old_controller]
     await create_topic(cluster, topic, {0: [old_controller, *others]})
     async with zk_observer(cluster) as zk:
-        old_epoch = zkdata.decode_controller_epoch((await zk.get(zkdata.CONTROLLER_EPOCH_PATH))[0])
+        old_epoch = znodes.decode_controller_epoch((await zk.get(znodes.CONTROLLER_EPOCH_PATH))[0])
         partition(cluster, str(old_controller), "zk")
         server_log = Path(cluster.broker(old_controller).server_log)
 
@@ -363,15 +363,15 @@ async def test_a_controller_cut_off_from_zookeeper_stops_acting_before_another_i
                                         timeout_s=WAIT_S)
 
         async def new_controller() -> tuple[int, int] | None:
-            found = await zk.get_or_none(zkdata.CONTROLLER_PATH)
-            if found is None or zkdata.decode_controller(found[0]) == old_controller:
+            found = await zk.get_or_none(znodes.CONTROLLER_PATH)
+            if found is None or znodes.decode_controller(found[0]) == old_controller:
                 return None
-            return zkdata.decode_controller(found[0]), found[1].ctime_ms
+            return znodes.decode_controller(found[0]), found[1].ctime_ms
 
         elected, elected_ms = await eventually(new_controller, "another controller", timeout_s=WAIT_S)
         assert elected in others
         assert suspended_ms < elected_ms, "the old controller acted until after another was elected"
-        new_epoch = zkdata.decode_controller_epoch((await zk.get(zkdata.CONTROLLER_EPOCH_PATH))[0])
+        new_epoch = znodes.decode_controller_epoch((await zk.get(znodes.CONTROLLER_EPOCH_PATH))[0])
         assert new_epoch == old_epoch + 1
         # Cut off, it refuses to act: a topic asked of it is not created.
         async with connect(cluster.broker(old_controller)) as to_old:
@@ -383,7 +383,7 @@ async def test_a_controller_cut_off_from_zookeeper_stops_acting_before_another_i
         heal(cluster)
         await eventually(lambda: _registered(zk, old_controller), f"broker {old_controller} to register again")
         assert await agreed_controller(cluster) == elected
-        assert await zk.exists(zkdata.topic_path(refused_topic)) is None
+        assert await zk.exists(znodes.topic_path(refused_topic)) is None
     # None of its writes after the suspension landed: its state changes as controller stop before it.
     late = [c for c in state_changes(cluster, old_controller, topic, 0)
             if c["source"] == "controller" and c["time_ms"] > suspended_ms]

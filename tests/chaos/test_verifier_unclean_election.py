@@ -24,14 +24,13 @@ from typing import Any
 
 import pytest
 
-from broker.log.checkpoint import REPLICATION_OFFSET_CHECKPOINT, OffsetCheckpointFile, TopicPartition
+from broker.log.checkpoint import REPLICATION_OFFSET_CHECKPOINT, OffsetCheckpointFile
 from broker.replication.truncation import HIGH_WATERMARK_MODE, LEADER_EPOCH_MODE
 from client.cluster import ClusterState, kill_broker, load_cluster, start_broker
-from client.history import HistoryWriter, read_history
+from client.outcomes import track_outcome
 from client.producer import Producer
-from controller import zkdata
-from controller.topic_config import alter_topic_config
-from controller.zkserver import zookeeper_available
+from protocol.history import HistoryWriter, read_history
+from protocol.topic_partition import TopicPartition
 from tests.chaos.test_failover import (
     SMALL_TIMEOUTS,
     agreed_controller,
@@ -44,6 +43,9 @@ from tests.chaos.test_failover import (
 )
 from tests.integration.clusterutil import cli, eventually, pause
 from verifier import verify
+from zk import znodes
+from zk.server import zookeeper_available
+from zk.topic_config import alter_topic_config
 
 TOPIC = "seed-003"
 TP = TopicPartition(TOPIC, 0)
@@ -64,7 +66,7 @@ async def _wait_checkpointed_hw(state: ClusterState, broker: int, hw: int) -> No
 
 async def _acknowledged(producer: Producer, writer: HistoryWriter, value: bytes) -> int:
     future = await producer.send(TOPIC, value, partition=0)
-    writer.track(TOPIC, None, value, future)
+    track_outcome(writer, TOPIC, None, value, future)
     return (await future).offset
 
 
@@ -102,7 +104,7 @@ async def _run_scenario(directory: Path, history: Path) -> dict[str, int]:
                 offsets["m2"] = await _acknowledged(producer, writer, b"m2")
                 await _wait_checkpointed_hw(state, a, 3)
             # B's old registration must be gone before A stops, or B's restart would wait for it.
-            await eventually(lambda: _absent(zk, zkdata.broker_path(b)), "B's old registration to expire")
+            await eventually(lambda: _absent(zk, znodes.broker_path(b)), "B's old registration to expire")
             await pause(state, a)
             await start_broker(directory, b)
             state = load_cluster(directory)

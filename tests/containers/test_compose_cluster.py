@@ -13,9 +13,9 @@ from typing import TypeVar
 
 import pytest
 
-from client.connection import BrokerConnection, KafkaConnectionError
 from protocol.messages import MetadataRequest
 from tests.containers.podman import ComposeProject, compose_project, minikafka, podman, require_containers
+from transport.connection import BrokerConnection, KafkaConnectionError
 
 T = TypeVar("T")
 TOPIC = "events"

@@ -24,16 +24,13 @@ import pytest
 from broker.log.checkpoint import LEADER_EPOCH_CHECKPOINT, LeaderEpochCheckpointFile
 from client.admin import Admin, NewTopic
 from client.cluster import BrokerProcess, ClusterState, cluster_status, kill_broker, load_cluster, log_tail
-from client.connection import BrokerConnection
 from client.consumer import Consumer
 from client.metadata import PartitionInfo
 from client.producer import Producer
-from controller import zkdata
-from controller.zk import ZkClient
-from controller.zkserver import zookeeper_available
 from protocol.errors import ErrorCode
 from protocol.messages import (
     CONSUMER_REPLICA_ID,
+    DescribedReplica,
     DescribeReplicasRequest,
     DescribeReplicasResponse,
     FetchPartition,
@@ -47,10 +44,13 @@ from protocol.messages import (
     ProducePartition,
     ProduceRequest,
     ProduceResponse,
-    ReplicaState,
     Topic,
 )
 from protocol.records import BatchBuilder, Record, decode_records
+from transport.connection import BrokerConnection
+from zk import znodes
+from zk.client import ZkClient
+from zk.server import zookeeper_available
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 CLI_TIMEOUT_S = 120
@@ -199,7 +199,7 @@ async def connect(broker: BrokerProcess, timeout_ms: int = REQUEST_TIMEOUT_MS) -
         await connection.close()
 
 
-async def describe(connection: BrokerConnection, topic: str) -> dict[int, ReplicaState]:
+async def describe(connection: BrokerConnection, topic: str) -> dict[int, DescribedReplica]:
     """The replicas of `topic` the connected broker hosts, by partition."""
     response = await connection.request(DescribeReplicasRequest(topics=[topic]))
     assert isinstance(response, DescribeReplicasResponse)
@@ -319,10 +319,10 @@ async def zookeeper_of(cluster: ClusterState) -> AsyncIterator[ZkClient]:
         await zk.close()
 
 
-async def topic_znode(cluster: ClusterState, topic: str) -> zkdata.TopicAssignment | None:
+async def topic_znode(cluster: ClusterState, topic: str) -> znodes.TopicAssignment | None:
     async with zookeeper_of(cluster) as zk:
-        got = await zk.get_or_none(zkdata.topic_path(topic))
-    return zkdata.decode_topic_znode(got[0]) if got is not None else None
+        got = await zk.get_or_none(znodes.topic_path(topic))
+    return znodes.decode_topic_znode(got[0]) if got is not None else None
 
 
 def partition_dirs(cluster: ClusterState, broker_id: int, topic: str) -> list[str]:

@@ -9,8 +9,8 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 
 import pytest
 
-from controller.zk import ZkClient
-from controller.zkserver import ZooKeeperServer, zookeeper_available
+from zk.client import ZkClient
+from zk.server import ZooKeeperServer, zookeeper_available
 
 ZkSessionFactory = Callable[..., AbstractAsyncContextManager[ZkClient]]
 

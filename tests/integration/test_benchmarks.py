@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from bench.scale_bench import LABELS
-from controller.zkserver import zookeeper_available
+from zk.server import zookeeper_available
 
 ROOT = Path(__file__).resolve().parents[2]
 NUMBER = r"[\d,]+(?:\.\d+)?"

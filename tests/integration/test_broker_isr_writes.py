@@ -11,15 +11,15 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from broker.log.checkpoint import TopicPartition
 from broker.zk_state import BrokerZkState
-from controller import zkdata
-from controller.zk import NoNodeError, ZkClient, ZkSessionError
-from controller.zkdata import LeaderIsrAndControllerEpoch
+from protocol.topic_partition import TopicPartition
+from zk import znodes
+from zk.client import NoNodeError, ZkClient, ZkSessionError
+from zk.znodes import LeaderIsrAndControllerEpoch
 
 if TYPE_CHECKING:
-    from controller.zkserver import ZooKeeperServer
     from tests.integration.conftest import ZkSessionFactory
+    from zk.server import ZooKeeperServer
 
 TOPIC = "events"
 OLD = LeaderIsrAndControllerEpoch(leader=1, leader_epoch=3, isr=(1, 2), controller_epoch=1)
@@ -27,13 +27,13 @@ NEW = LeaderIsrAndControllerEpoch(leader=1, leader_epoch=3, isr=(1, 2, 3), contr
 
 
 def state_path(partition: int) -> str:
-    return zkdata.partition_state_path(TOPIC, partition)
+    return znodes.partition_state_path(TOPIC, partition)
 
 
 async def create_states(zk: ZkClient, count: int) -> None:
-    await asyncio.gather(*(zk.create(state_path(p), zkdata.encode_partition_state(OLD), makepath=True)
+    await asyncio.gather(*(zk.create(state_path(p), znodes.encode_partition_state(OLD), makepath=True)
                            for p in range(count)))
-    await zk.ensure_path(zkdata.ISR_CHANGE_NOTIFICATION_PATH)
+    await zk.ensure_path(znodes.ISR_CHANGE_NOTIFICATION_PATH)
 
 
 async def write_all(writer: BrokerZkState, partitions: range) -> list[int | BaseException | None]:
@@ -44,9 +44,9 @@ async def write_all(writer: BrokerZkState, partitions: range) -> list[int | Base
 
 async def notified(zk: ZkClient) -> list[list[tuple[str, int]]]:
     """The partitions each ISR change notification names, in sequence order."""
-    names = await zk.get_children(zkdata.ISR_CHANGE_NOTIFICATION_PATH)
-    reads = [await zk.get(f"{zkdata.ISR_CHANGE_NOTIFICATION_PATH}/{name}") for name in names]
-    return [zkdata.decode_isr_change(data) for data, _ in reads]
+    names = await zk.get_children(znodes.ISR_CHANGE_NOTIFICATION_PATH)
+    reads = [await zk.get(f"{znodes.ISR_CHANGE_NOTIFICATION_PATH}/{name}") for name in names]
+    return [znodes.decode_isr_change(data) for data, _ in reads]
 
 
 async def wait_notified(zk: ZkClient, count: int) -> list[list[tuple[str, int]]]:
@@ -73,7 +73,7 @@ async def test_isr_writes_of_hundreds_of_partitions_take_one_transaction_and_one
         assert await wait_notified(zk, 1) == [[(TOPIC, p) for p in range(300)]]
         for p in range(300):
             data, stat = await zk.get(state_path(p))
-            assert zkdata.decode_partition_state(data, stat.version) == replace(NEW, zk_version=1)
+            assert znodes.decode_partition_state(data, stat.version) == replace(NEW, zk_version=1)
         await writer.close()
         assert len(await notified(zk)) == 1
 
@@ -82,10 +82,10 @@ async def test_refused_writes_are_settled_alone_and_the_rest_of_their_transactio
         zk_session: ZkSessionFactory):
     async with zk_session() as zk:
         await create_states(zk, 50)
-        await zk.set(state_path(10), zkdata.encode_partition_state(LeaderIsrAndControllerEpoch(
+        await zk.set(state_path(10), znodes.encode_partition_state(LeaderIsrAndControllerEpoch(
             leader=2, leader_epoch=4, isr=(2, 3), controller_epoch=1)))  # the controller moved the leadership
-        await zk.set(state_path(20), zkdata.encode_partition_state(NEW))  # an earlier attempt's lost answer
-        await zk.set(state_path(30), zkdata.encode_partition_state(OLD))  # the controller rewrote it
+        await zk.set(state_path(20), znodes.encode_partition_state(NEW))  # an earlier attempt's lost answer
+        await zk.set(state_path(30), znodes.encode_partition_state(OLD))  # the controller rewrote it
         await zk.delete(state_path(40))  # the topic is being deleted
         writer = BrokerZkState(zk, propagation_delay_ms=50)
         results = await write_all(writer, range(50))
@@ -127,7 +127,7 @@ async def test_a_notification_that_fails_is_written_again(zk_session: ZkSessionF
         create, failures = zk.create, []
 
         async def create_failing_once(path: str, *args: object, **kwargs: object) -> str:
-            if path.startswith(zkdata.ISR_CHANGE_NOTIFICATION_PATH) and not failures:
+            if path.startswith(znodes.ISR_CHANGE_NOTIFICATION_PATH) and not failures:
                 failures.append(path)
                 raise ZkSessionError("create: no connection to ZooKeeper")
             return await create(path, *args, **kwargs)

@@ -22,9 +22,9 @@ from client.admin import Admin, AdminError, NewTopic
 from client.cluster import load_cluster
 from client.consumer import Consumer, ConsumerRecord, OffsetOutOfRangeError
 from client.producer import Producer, ProducerError
-from controller.zkserver import zookeeper_available
 from protocol.errors import ErrorCode
 from tests.integration.clusterutil import eventually
+from zk.server import zookeeper_available
 
 BROKERS = 3
 CLI_TIMEOUT_S = 120

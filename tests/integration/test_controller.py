@@ -15,12 +15,11 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from broker.listeners import EndPoint
 from broker.log.config import LogConfig
-from controller import zkdata
+from broker.registration import register_broker
 from controller.channel import BrokerRemovedError, ControllerChannelManager
 from controller.controller import KafkaController
-from controller.zk import ZkClient, register_broker
+from protocol.endpoint import EndPoint
 from protocol.errors import ErrorCode
 from protocol.messages import (
     CreatableReplicaAssignment,
@@ -33,6 +32,8 @@ from protocol.messages import (
     UpdateMetadataRequest,
     UpdateMetadataResponse,
 )
+from zk import znodes
+from zk.client import ZkClient
 
 if TYPE_CHECKING:
     from tests.integration.conftest import ZkSessionFactory
@@ -192,7 +193,7 @@ async def test_one_of_three_is_elected_and_a_successor_takes_over_with_the_next_
         first = await cluster.active_controller()
         assert first.controller.epoch == 1
         assert await cluster.znode("/controller_epoch") == b"1"
-        assert zkdata.decode_controller(await cluster.znode("/controller")) == first.id
+        assert znodes.decode_controller(await cluster.znode("/controller")) == first.id
         await eventually(
             lambda: all(b.controller.controller_id == first.id for b in cluster.brokers.values()),
             "every broker to know the controller",
@@ -203,7 +204,7 @@ async def test_one_of_three_is_elected_and_a_successor_takes_over_with_the_next_
         second = await cluster.active_controller()
         assert second.id != first.id and second.controller.epoch == 2
         assert await cluster.znode("/controller_epoch") == b"2"
-        assert zkdata.decode_controller(await cluster.znode("/controller")) == second.id
+        assert znodes.decode_controller(await cluster.znode("/controller")) == second.id
 
 
 async def test_create_topics_writes_kafka_znodes_and_one_leader_and_isr_per_broker(zk_session: ZkSessionFactory):
@@ -350,9 +351,9 @@ async def test_explicit_assignment_and_default_counts(zk_session: ZkSessionFacto
             active.controller, topic("explicit", -1, -1, assignments=explicit), topic("defaults", -1, -1)
         )
         assert [code for _, code, _ in results] == [ErrorCode.NONE, ErrorCode.NONE]
-        assert zkdata.decode_topic_assignment(await cluster.znode("/brokers/topics/explicit")) == {0: [3, 1], 1: [1, 2]}
-        assert zkdata.decode_topic_assignment(await cluster.znode("/brokers/topics/defaults")) == {0: [1]}
-        state = zkdata.decode_partition_state(await cluster.znode("/brokers/topics/explicit/partitions/0/state"), 0)
+        assert znodes.decode_topic_assignment(await cluster.znode("/brokers/topics/explicit")) == {0: [3, 1], 1: [1, 2]}
+        assert znodes.decode_topic_assignment(await cluster.znode("/brokers/topics/defaults")) == {0: [1]}
+        state = znodes.decode_partition_state(await cluster.znode("/brokers/topics/explicit/partitions/0/state"), 0)
         assert (state.leader, state.isr) == (3, (3, 1))
 
 
@@ -384,10 +385,10 @@ async def test_topics_from_other_tools_and_brokers_coming_and_going(zk_session: 
 
         # A topic znode written by another tool: the controller creates its partition states (broker 3 is
         # not live yet, so partition 1 starts with the live replicas only).
-        await cluster.observer.create("/brokers/topics/tool", zkdata.encode_topic_assignment({0: [2, 1], 1: [3, 1]}))
+        await cluster.observer.create("/brokers/topics/tool", znodes.encode_topic_assignment({0: [2, 1], 1: [3, 1]}))
         await eventually(lambda: len(cluster.network.requests(LeaderAndIsrRequest)) == 2, "LeaderAndIsr for tool")
-        state0 = zkdata.decode_partition_state(await cluster.znode("/brokers/topics/tool/partitions/0/state"), 0)
-        state1 = zkdata.decode_partition_state(await cluster.znode("/brokers/topics/tool/partitions/1/state"), 0)
+        state0 = znodes.decode_partition_state(await cluster.znode("/brokers/topics/tool/partitions/0/state"), 0)
+        state1 = znodes.decode_partition_state(await cluster.znode("/brokers/topics/tool/partitions/1/state"), 0)
         assert (state0.leader, state0.isr, state1.leader, state1.isr) == (2, (2, 1), 1, (1,))
         (to_2,) = cluster.network.requests(LeaderAndIsrRequest, to=2)
         assert [(s.partition, s.is_new) for s in to_2.partition_states] == [(0, True)]

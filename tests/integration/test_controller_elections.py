@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from controller import zkdata
 from protocol.errors import ErrorCode
 from protocol.messages import ElectionType, ElectLeadersRequest, TopicPartitions
 from tests.integration.test_controller_failover import Cluster, assigned, create, until
+from zk import znodes
 
 if TYPE_CHECKING:
     from tests.integration.conftest import ZkSessionFactory
@@ -66,11 +66,11 @@ async def test_the_preferred_replica_election_znode_of_seed_001(zk_session: ZkSe
         await cluster.start(3)
         await cluster.active_controller()
         await cluster.leader_changes_isr("t", 0, [1, 2, 3])
-        await cluster.observer.create(zkdata.PREFERRED_REPLICA_ELECTION_PATH,
-                                      zkdata.encode_partition_list([("t", 0), ("t", 1), ("gone", 0)]))
+        await cluster.observer.create(znodes.PREFERRED_REPLICA_ELECTION_PATH,
+                                      znodes.encode_partition_list([("t", 0), ("t", 1), ("gone", 0)]))
 
         async def done() -> bool:
-            return await cluster.observer.exists(zkdata.PREFERRED_REPLICA_ELECTION_PATH) is None
+            return await cluster.observer.exists(znodes.PREFERRED_REPLICA_ELECTION_PATH) is None
 
         await until(done, "the controller to process and remove /admin/preferred_replica_election")
         assert (await cluster.state("t", 0)).leader == 3

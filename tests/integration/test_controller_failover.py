@@ -19,14 +19,10 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from broker.log.config import LogConfig
-from controller import zkdata
+from broker.registration import register_broker
 from controller.channel import ControllerChannelManager
 from controller.controller import KafkaController
 from controller.partition_state_machine import STATE_UPDATE_ATTEMPTS
-from controller.topic_config import alter_topic_config, decode_config_change
-from controller.zk import CreateOp, DeleteOp, SetOp, ZkClient, ZkState, register_broker
-from controller.zk_ops import MAX_REQUEST_BYTES
-from controller.zkdata import LeaderIsrAndControllerEpoch
 from protocol.errors import ErrorCode
 from protocol.messages import (
     CreatableReplicaAssignment,
@@ -38,6 +34,11 @@ from protocol.messages import (
     UpdateMetadataRequest,
 )
 from tests.integration.test_controller import FakeNetwork, endpoints
+from zk import znodes
+from zk.client import CreateOp, DeleteOp, SetOp, ZkClient, ZkState
+from zk.ops import MAX_REQUEST_BYTES
+from zk.topic_config import alter_topic_config, decode_config_change
+from zk.znodes import LeaderIsrAndControllerEpoch
 
 if TYPE_CHECKING:
     from tests.integration.conftest import ZkSessionFactory
@@ -198,8 +199,8 @@ class Cluster:
         return next(n for n in self.nodes.values() if n.controller.is_active)
 
     async def state(self, topic: str, partition: int) -> LeaderIsrAndControllerEpoch:
-        data, stat = await self.observer.get(zkdata.partition_state_path(topic, partition))
-        return zkdata.decode_partition_state(data, stat.version)
+        data, stat = await self.observer.get(znodes.partition_state_path(topic, partition))
+        return znodes.decode_partition_state(data, stat.version)
 
     async def leader_changes_isr(self, topic: str, partition: int, isr: list[int], *, notify: bool = True) -> None:
         """What a partition leader does when its ISR shrinks or expands (Kafka <= 2.6): a write of the state
@@ -207,14 +208,14 @@ class Cluster:
         state = await self.state(topic, partition)
         ops: list[Any] = [
             SetOp(
-                zkdata.partition_state_path(topic, partition),
-                zkdata.encode_partition_state(replace(state, isr=tuple(isr))),
+                znodes.partition_state_path(topic, partition),
+                znodes.encode_partition_state(replace(state, isr=tuple(isr))),
                 state.zk_version,
             )
         ]
         if notify:
-            notification = zkdata.encode_isr_change([(topic, partition)])
-            ops.append(CreateOp(zkdata.isr_change_sequence_path(), notification, sequence=True))
+            notification = znodes.encode_isr_change([(topic, partition)])
+            ops.append(CreateOp(znodes.isr_change_sequence_path(), notification, sequence=True))
         await self.observer.multi(ops)
 
     def leader_and_isr(self, to: int, topic: str, partition: int) -> list[tuple[int, int, list[int], int]]:
@@ -429,7 +430,7 @@ async def test_isr_change_notifications_update_every_broker_and_are_deleted(zk_s
             (request,) = cluster.network.requests(UpdateMetadataRequest, to=broker)
             assert [(s.partition, s.leader, s.leader_epoch, s.isr, s.zk_version) for s in request.partition_states] \
                 == [(0, 1, 0, [1, 2], 1)]
-        assert await until(_no_children(cluster.observer, zkdata.ISR_CHANGE_NOTIFICATION_PATH),
+        assert await until(_no_children(cluster.observer, znodes.ISR_CHANGE_NOTIFICATION_PATH),
                            "the notification to be deleted")
         assert active.controller.context.states[("t", 0)].isr == (1, 2)
         assert cluster.network.requests(LeaderAndIsrRequest) == []  # the leader knows its ISR already
@@ -563,8 +564,8 @@ async def test_a_bounced_broker_is_handled_as_a_failure_and_a_start_up(zk_sessio
         # registration's czxid (the broker epoch) changed, the set of brokers did not.
         node = cluster.nodes[3]
         replacement = await cluster._stack.enter_async_context(cluster.zk_session())
-        path = zkdata.broker_path(3)
-        await replacement.multi([DeleteOp(path), CreateOp(path, zkdata.encode_broker(endpoints(3), 0),
+        path = znodes.broker_path(3)
+        await replacement.multi([DeleteOp(path), CreateOp(path, znodes.encode_broker(endpoints(3), 0),
                                                           ephemeral=True)])
         new_epoch = (await replacement.exists(path)).czxid
         assert new_epoch != node.epoch
@@ -687,7 +688,7 @@ async def test_controller_session_loss_moves_the_controller_and_a_zombie_is_fenc
         # and sends everything it read to every live broker: offline partitions and the latest ISRs included.
         cluster.network.sent.clear()
         second = await cluster.active_controller(live=[2, 3], epoch=2)
-        assert (await cluster.observer.get(zkdata.CONTROLLER_EPOCH_PATH))[0] == b"2"
+        assert (await cluster.observer.get(znodes.CONTROLLER_EPOCH_PATH))[0] == b"2"
         state = await cluster.state("t", 0)
         assert (state.leader, state.leader_epoch, state.isr, state.controller_epoch) == (2, 1, (2,), 2)
         to_2 = {(s.topic, s.partition): s for r in cluster.network.requests(LeaderAndIsrRequest, to=2)
@@ -726,7 +727,7 @@ async def test_controller_session_loss_moves_the_controller_and_a_zombie_is_fenc
         assert await cluster.state("fence", 0) == fenced_before
         assert any("is fenced: /controller_epoch changed" in r.getMessage() for r in caplog.records)
         await until(lambda: not first.controller.is_active, "the zombie to step down")
-        assert zkdata.decode_controller((await cluster.observer.get(zkdata.CONTROLLER_PATH))[0]) == second.id
+        assert znodes.decode_controller((await cluster.observer.get(znodes.CONTROLLER_PATH))[0]) == second.id
         assert second.controller.is_active
 
 
@@ -737,7 +738,7 @@ async def test_a_suspended_controller_that_reconnects_in_time_resumes_its_term(z
         await cluster.start(2, 3)
         await cluster.active_controller()
         await create(first, assigned("t", {0: [1, 2], 1: [2, 3]}))
-        epoch_version = (await cluster.observer.get(zkdata.CONTROLLER_EPOCH_PATH))[1].version
+        epoch_version = (await cluster.observer.get(znodes.CONTROLLER_EPOCH_PATH))[1].version
 
         first.proxy.cut()
         await until(lambda: not first.controller.is_active, "the suspended controller to stop acting")
@@ -747,7 +748,7 @@ async def test_a_suspended_controller_that_reconnects_in_time_resumes_its_term(z
         await until(lambda: first.controller.is_active, "the controller to resume")
         await until(lambda: cluster.network.destinations(LeaderAndIsrRequest) == [1, 2, 3], "state resent")
         assert first.controller.epoch == 1
-        stat = (await cluster.observer.get(zkdata.CONTROLLER_EPOCH_PATH))[1]
+        stat = (await cluster.observer.get(znodes.CONTROLLER_EPOCH_PATH))[1]
         assert stat.version == epoch_version
         assert all(not n.controller.is_active for n in cluster.nodes.values() if n.id != 1)
         assert cluster.leader_and_isr(3, "t", 1) == [(2, 0, [2, 3], 1)]

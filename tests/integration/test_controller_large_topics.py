@@ -10,13 +10,13 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from controller import zkdata
-from controller.zk import CreateOp, ZkClient
-from controller.zk_ops import Op, multi_bytes
-from controller.zkdata import LeaderIsrAndControllerEpoch, PendingDeletion, TopicAssignment
 from protocol.errors import ErrorCode
 from protocol.messages import DeleteTopicsRequest, LeaderAndIsrRequest, StopReplicaRequest
 from tests.integration.test_controller_failover import Cluster, _no_children, assigned, create, until
+from zk import znodes
+from zk.client import CreateOp, ZkClient
+from zk.ops import Op, multi_bytes
+from zk.znodes import LeaderIsrAndControllerEpoch, PendingDeletion, TopicAssignment
 
 if TYPE_CHECKING:
     from tests.integration.conftest import ZkSessionFactory
@@ -44,10 +44,10 @@ def spread(partitions: int, brokers: tuple[int, ...] = (1, 2, 3)) -> dict[int, l
 
 
 async def partitions_with_state(cluster: Cluster, topic: str) -> list[int]:
-    path = zkdata.topic_partitions_path(topic)
+    path = znodes.topic_partitions_path(topic)
     found = []
     for child in await cluster.observer.get_children(path) if await cluster.observer.exists(path) else []:
-        if await cluster.observer.exists(zkdata.partition_state_path(topic, int(child))) is not None:
+        if await cluster.observer.exists(znodes.partition_state_path(topic, int(child))) is not None:
             found.append(int(child))
     return sorted(found)
 
@@ -55,17 +55,17 @@ async def partitions_with_state(cluster: Cluster, topic: str) -> list[int]:
 async def write_partly(observer: ZkClient, topic: str, assignment: dict[int, list[int]], *,
                        with_state: list[int], znode_only: list[int]) -> str:
     """A topic's znode, some of its partitions' znodes with a first state, some without; returns its topic id."""
-    topic_id = zkdata.new_topic_id()
-    await observer.ensure_path(zkdata.TOPICS_PATH)
-    await observer.create(zkdata.topic_path(topic), zkdata.encode_topic_znode(TopicAssignment(assignment,
+    topic_id = znodes.new_topic_id()
+    await observer.ensure_path(znodes.TOPICS_PATH)
+    await observer.create(znodes.topic_path(topic), znodes.encode_topic_znode(TopicAssignment(assignment,
                                                                                                 topic_id=topic_id)))
     for p in with_state:
         state = LeaderIsrAndControllerEpoch(leader=assignment[p][0], leader_epoch=0, isr=tuple(assignment[p]),
                                             controller_epoch=1)
-        await observer.create(zkdata.partition_state_path(topic, p), zkdata.encode_partition_state(state),
+        await observer.create(znodes.partition_state_path(topic, p), znodes.encode_partition_state(state),
                               makepath=True)
     for p in znode_only:
-        await observer.create(zkdata.topic_partition_path(topic, p), makepath=True)
+        await observer.create(znodes.topic_partition_path(topic, p), makepath=True)
     return topic_id
 
 
@@ -89,8 +89,8 @@ async def test_a_topic_over_the_request_budget_is_created_and_deleted_in_request
         request_sizes.clear()
         response = await active.controller.delete_topics(DeleteTopicsRequest(topic_names=["big"], timeout_ms=5000))
         assert [(r.name, r.error_code) for r in response.responses] == [("big", ErrorCode.NONE)]
-        assert await cluster.observer.get_children(zkdata.TOPICS_PATH) == []
-        assert await cluster.observer.get_children(zkdata.DELETE_TOPICS_PATH) == []
+        assert await cluster.observer.get_children(znodes.TOPICS_PATH) == []
+        assert await cluster.observer.get_children(znodes.DELETE_TOPICS_PATH) == []
         assert max(request_sizes) <= BUDGET
         assert len(request_sizes) >= 4
 
@@ -106,14 +106,14 @@ async def test_many_isr_change_notifications_are_deleted_in_requests_under_the_b
         await create(await cluster.active_controller(), assigned("t", spread(3, brokers=(1,))))
         await cluster.stop(1)
         # 200 notifications written while there is no controller: the next one finds them all at once.
-        notifications = [CreateOp(zkdata.isr_change_sequence_path(), zkdata.encode_isr_change([("t", p % 3)]),
+        notifications = [CreateOp(znodes.isr_change_sequence_path(), znodes.encode_isr_change([("t", p % 3)]),
                                   sequence=True) for p in range(200)]
         for start in range(0, len(notifications), 20):
             await cluster.observer.multi(notifications[start:start + 20])
         request_sizes.clear()
 
         await cluster.start(1, max_request_bytes=BUDGET)
-        assert await until(_no_children(cluster.observer, zkdata.ISR_CHANGE_NOTIFICATION_PATH),
+        assert await until(_no_children(cluster.observer, znodes.ISR_CHANGE_NOTIFICATION_PATH),
                            "every ISR change notification to be deleted")
         assert max(request_sizes) <= BUDGET
         assert len(request_sizes) >= 4  # 200 deletes take about 15 KB
@@ -151,21 +151,21 @@ async def test_a_topic_deletion_cut_half_way_is_finished_by_the_next_controller(
         observer = cluster.observer
         assignment = spread(6)
         topic_id = await write_partly(observer, "gone", assignment, with_state=[3, 4, 5], znode_only=[2])
-        await observer.create(zkdata.topic_config_path("gone"), zkdata.encode_topic_config({}), makepath=True)
-        await observer.create(zkdata.delete_topic_path("gone"), makepath=True)
+        await observer.create(znodes.topic_config_path("gone"), znodes.encode_topic_config({}), makepath=True)
+        await observer.create(znodes.delete_topic_path("gone"), makepath=True)
 
         await cluster.start(1, 2)  # broker 3 is down
         await cluster.active_controller()
 
         async def gone() -> bool:
-            return await observer.exists(zkdata.topic_path("gone")) is None
+            return await observer.exists(znodes.topic_path("gone")) is None
 
         await until(gone, "topic gone to be deleted")
-        for path in (zkdata.topic_partitions_path("gone"), zkdata.topic_config_path("gone"),
-                     zkdata.delete_topic_path("gone")):
+        for path in (znodes.topic_partitions_path("gone"), znodes.topic_config_path("gone"),
+                     znodes.delete_topic_path("gone")):
             assert await observer.exists(path) is None, path
         deleted = {(r_to, s.partition) for r_to in (1, 2) for r in cluster.network.requests(StopReplicaRequest, to=r_to)
                    for s in r.partitions if s.topic == "gone" and s.delete_partition}
         assert deleted == {(b, p) for b in (1, 2) for p in range(6)}
-        pending = zkdata.decode_pending_deletions((await observer.get(zkdata.pending_replica_deletions_path(3)))[0])
+        pending = znodes.decode_pending_deletions((await observer.get(znodes.pending_replica_deletions_path(3)))[0])
         assert sorted(pending) == [PendingDeletion("gone", p, topic_id) for p in range(6)]

@@ -18,7 +18,7 @@ from client.cluster import ClusterState
 from client.consumer import Consumer, ConsumerRecord
 from client.producer import Producer
 from protocol.errors import ErrorCode
-from protocol.messages import LATEST_TIMESTAMP, ReplicaState
+from protocol.messages import LATEST_TIMESTAMP, DescribedReplica
 from tests.integration.clusterutil import (
     cluster_fixture,
     connect,
@@ -45,18 +45,18 @@ async def roles(cluster: ClusterState) -> tuple[int, int, int]:
     return leader, follower, controller
 
 
-def leader_row(state: ReplicaState) -> tuple[str, int, int, dict[int, int]]:
+def leader_row(state: DescribedReplica) -> tuple[str, int, int, dict[int, int]]:
     """(role, LEO, HW, {follower: remote LEO}) of a leader replica."""
     return state.role, state.log_end_offset, state.high_watermark, {
         f.broker_id: f.log_end_offset for f in state.followers
     }
 
 
-def follower_row(state: ReplicaState) -> tuple[str, int, int]:
+def follower_row(state: DescribedReplica) -> tuple[str, int, int]:
     return state.role, state.log_end_offset, state.high_watermark
 
 
-def check_invariants(leader: ReplicaState, followers: list[ReplicaState]) -> None:
+def check_invariants(leader: DescribedReplica, followers: list[DescribedReplica]) -> None:
     """What holds in every snapshot: HW <= LEO on each replica, remote LEO <= leader LEO, and the leader's HW
     never passes an ISR follower's remote LEO."""
     assert leader.high_watermark <= leader.log_end_offset, leader
@@ -186,7 +186,7 @@ async def test_consumers_never_see_records_at_or_above_the_high_watermark(cluste
             assert [a.offset for a in acks] == list(range(committed, end))
 
             # The running follower reads up to the LEO; the HW stays where the paused ISR member left it.
-            async def split() -> tuple[ReplicaState, ReplicaState] | None:
+            async def split() -> tuple[DescribedReplica, DescribedReplica] | None:
                 lead, foll = (await describe(leader, topic))[0], (await describe(other, topic))[0]
                 remote = {f.broker_id: f.log_end_offset for f in lead.followers}
                 return (lead, foll) if foll.log_end_offset == remote[other_id] == end else None

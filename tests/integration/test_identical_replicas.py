@@ -11,11 +11,11 @@ import asyncio
 import json
 from pathlib import Path
 
-from broker.state_change import STATE_CHANGE_LOG
 from client.cluster import ClusterState
 from client.producer import Producer
-from protocol.messages import ReplicaState
+from protocol.messages import DescribedReplica
 from protocol.records import decode_records
+from protocol.state_change import STATE_CHANGE_LOG
 from tests.integration.clusterutil import (
     cluster_fixture,
     connect,
@@ -55,9 +55,9 @@ async def test_replicas_converge_to_identical_segment_files(cluster):
     brokers = [b.id for b in cluster.brokers]
     async with connect(cluster.broker(1)) as c1, connect(cluster.broker(2)) as c2, connect(cluster.broker(3)) as c3:
         connections = dict(zip(brokers, (c1, c2, c3), strict=True))
-        last: dict[int, dict[int, ReplicaState]] = {}
+        last: dict[int, dict[int, DescribedReplica]] = {}
 
-        async def converged() -> dict[int, dict[int, ReplicaState]] | None:
+        async def converged() -> dict[int, dict[int, DescribedReplica]] | None:
             answers = await asyncio.gather(*(describe(c, TOPIC) for c in connections.values()))
             last.update(zip(connections, answers, strict=True))
             for partition in range(PARTITIONS):

@@ -4,7 +4,6 @@ tell the controller in a few ISR change notifications, not one per partition."""
 from __future__ import annotations
 
 from client.cluster import ClusterState, start_broker
-from controller import zkdata
 from tests.integration.clusterutil import (
     cluster_fixture,
     controller_of,
@@ -14,6 +13,7 @@ from tests.integration.clusterutil import (
     stop_broker,
     zookeeper_of,
 )
+from zk import znodes
 
 TOPIC = "wide"
 PARTITIONS = 300
@@ -30,7 +30,7 @@ async def notifications_processed(cluster: ClusterState) -> int | None:
     """The change version of /isr_change_notification once the controller has deleted every notification (each
     notification created and deleted moves it by two), else None."""
     async with zookeeper_of(cluster) as zk:
-        stat = await zk.exists(zkdata.ISR_CHANGE_NOTIFICATION_PATH)
+        stat = await zk.exists(znodes.ISR_CHANGE_NOTIFICATION_PATH)
     assert stat is not None
     return stat.cversion if stat.num_children == 0 else None
 

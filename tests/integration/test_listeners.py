@@ -19,13 +19,13 @@ import pytest
 
 from client.admin import Admin, NewTopic
 from client.cluster import log_tail
-from client.connection import BrokerConnection, KafkaConnectionError
 from client.consumer import Consumer
 from client.producer import Producer
-from controller.zkserver import ZooKeeperServer, free_port
 from protocol.messages import MetadataRequest, MetadataResponse
 from tests.integration.clusterutil import PROJECT_ROOT, established_ports, eventually
 from tests.integration.conftest import ZkSessionFactory
+from transport.connection import BrokerConnection, KafkaConnectionError
+from zk.server import ZooKeeperServer, free_port
 
 BROKER_IDS = (1, 2, 3)
 RECORDS = 300

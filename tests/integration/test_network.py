@@ -14,8 +14,8 @@ import msgpack
 import pytest
 import uvloop
 
-from broker.listeners import EndPoint
 from broker.network import NO_RESPONSE, NetworkConfig, Request, RequestHandler, Response, SocketServer
+from protocol.endpoint import EndPoint
 from protocol.errors import ErrorCode
 from protocol.framing import encode_frame
 from protocol.messages import (

@@ -12,8 +12,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from broker.state_change import STATE_CHANGE_LOG
 from client.cluster import start_broker
+from protocol.state_change import STATE_CHANGE_LOG
 from tests.integration.clusterutil import (
     cli,
     cluster_fixture,

@@ -23,7 +23,6 @@ from pathlib import Path
 from client.cluster import start_broker
 from client.metadata import PartitionInfo
 from client.producer import Producer
-from controller import zkdata
 from tests.integration.clusterutil import (
     cli,
     cluster_fixture,
@@ -41,6 +40,7 @@ from tests.integration.clusterutil import (
     wait_partition_dirs,
     zookeeper_of,
 )
+from zk import znodes
 
 cluster = cluster_fixture(brokers=4, configs={
     "zookeeper.session.timeout.ms": "4000",  # a killed broker is gone within seconds
@@ -79,7 +79,7 @@ async def wait_complete(cluster, tmp_path: Path, plan: dict[tuple[str, int], lis
     assert znode is not None and (znode.adding, znode.removing) == ({}, {})
     assert all(znode.partitions[p] == r for (_, p), r in plan.items())
     async with zookeeper_of(cluster) as zk:
-        assert await zk.exists(zkdata.REASSIGN_PARTITIONS_PATH) is None
+        assert await zk.exists(znodes.REASSIGN_PARTITIONS_PATH) is None
 
 
 async def test_a_loaded_topic_moves_onto_another_broker_while_acks_all_producing_goes_on(cluster, tmp_path: Path):
@@ -183,8 +183,8 @@ async def test_a_controller_killed_in_the_middle_is_succeeded_by_one_that_resume
 
     # The killed broker's replica was removed while it was down: it deletes it when back.
     async with zookeeper_of(cluster) as zk:
-        pending = zkdata.decode_pending_deletions(
-            (await zk.get(zkdata.pending_replica_deletions_path(controller)))[0])
+        pending = znodes.decode_pending_deletions(
+            (await zk.get(znodes.pending_replica_deletions_path(controller)))[0])
     assert [(r.topic, r.partition) for r in pending] == [("resumed", 0)]
     await start_broker(cluster.directory, controller)
     await wait_partition_dirs(cluster, controller, "resumed", [])

@@ -17,16 +17,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-from broker.log.checkpoint import (
-    RECOVERY_POINT_CHECKPOINT,
-    REPLICATION_OFFSET_CHECKPOINT,
-    OffsetCheckpointFile,
-    TopicPartition,
-)
+from broker.log.checkpoint import RECOVERY_POINT_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT, OffsetCheckpointFile
 from client.cluster import ClusterState, kill_broker, start_broker
-from client.connection import BrokerConnection
 from protocol.errors import ErrorCode
 from protocol.messages import EARLIEST_TIMESTAMP, ProducePartition, ProduceRequest, ProduceResponse, Topic
+from protocol.topic_partition import TopicPartition
 from tests.integration.clusterutil import (
     PROJECT_ROOT,
     WAIT_S,
@@ -46,6 +41,7 @@ from tests.integration.clusterutil import (
     records_of,
     wait_process_state,
 )
+from transport.connection import BrokerConnection
 
 FETCH_WAIT_MS = 9_000
 WOKEN_WITHIN_MS = FETCH_WAIT_MS // 3  # an answer within this was woken, not waited out

@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 from client.cluster import ClusterState
-from client.connection import BrokerConnection
 from protocol.errors import ErrorCode
 from protocol.messages import (
     DescribeReplicasRequest,
@@ -41,6 +40,7 @@ from tests.integration.clusterutil import (
     metadata,
     produce,
 )
+from transport.connection import BrokerConnection
 
 cluster = cluster_fixture(brokers=3)
 

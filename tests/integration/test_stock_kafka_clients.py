@@ -23,10 +23,10 @@ from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource, NewTopic
 
 from client.cluster import ClusterState
-from controller import zkdata
-from controller.zk import ZkClient
 from protocol.records import iter_batches
 from tests.integration.clusterutil import PROJECT_ROOT, cluster_fixture, create_topic, eventually
+from zk import znodes
+from zk.client import ZkClient
 
 cluster = cluster_fixture(brokers=3)
 TIMEOUT_S = 30
@@ -124,7 +124,7 @@ async def _assert_deletion_requested(cluster: ClusterState, name: str, admin: Ad
     await zk.start()
     try:
         async def requested_or_deleted() -> bool | None:
-            marked = await zk.exists(zkdata.delete_topic_path(name)) is not None
+            marked = await zk.exists(znodes.delete_topic_path(name)) is not None
             gone = name not in admin.list_topics(timeout=TIMEOUT_S).topics
             return True if marked or gone else None
 

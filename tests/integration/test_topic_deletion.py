@@ -16,8 +16,6 @@ import pytest
 
 from client.admin import Admin, AdminError
 from client.cluster import start_broker
-from controller import zkdata
-from controller.zkdata import PendingDeletion
 from protocol.errors import ErrorCode
 from protocol.messages import (
     LeaderAndIsrPartitionState,
@@ -51,6 +49,8 @@ from tests.integration.clusterutil import (
     wait_partition_dirs,
     zookeeper_of,
 )
+from zk import znodes
+from zk.znodes import PendingDeletion
 
 # A short backoff lets `cluster down` end quickly (the last broker cannot hand its leaderships to anyone).
 QUICK_SHUTDOWN = {"controlled.shutdown.retry.backoff.ms": "200", "auto.leader.rebalance.enable": "false"}
@@ -73,10 +73,10 @@ async def test_a_topic_deleted_while_a_broker_is_down_is_gone_and_that_broker_de
     result = cli("topic", "delete", "doomed", "--dir", str(cluster.directory))
     assert result.stdout.strip() == "Deleted topic doomed."
     async with zookeeper_of(cluster) as zk:
-        for path in (zkdata.topic_path("doomed"), zkdata.topic_config_path("doomed"),
-                     zkdata.delete_topic_path("doomed")):
+        for path in (znodes.topic_path("doomed"), znodes.topic_config_path("doomed"),
+                     znodes.delete_topic_path("doomed")):
             assert await zk.exists(path) is None, path
-        pending = zkdata.decode_pending_deletions((await zk.get(zkdata.pending_replica_deletions_path(down)))[0])
+        pending = znodes.decode_pending_deletions((await zk.get(znodes.pending_replica_deletions_path(down)))[0])
     assert pending == [PendingDeletion("doomed", 0, old.topic_id), PendingDeletion("doomed", 1, old.topic_id)]
     for broker_id in live:
         await wait_partition_dirs(cluster, broker_id, "doomed", [])
@@ -93,7 +93,7 @@ async def test_a_topic_deleted_while_a_broker_is_down_is_gone_and_that_broker_de
 
     async def pending_cleared() -> bool | None:
         async with zookeeper_of(cluster) as zk:
-            return True if await zk.exists(zkdata.pending_replica_deletions_path(down)) is None else None
+            return True if await zk.exists(znodes.pending_replica_deletions_path(down)) is None else None
 
     await eventually(pending_cleared, f"broker {down}'s pending deletions to be cleared")
     assert await consume_all(cluster, "doomed") == new_values
@@ -126,15 +126,15 @@ async def test_producing_to_a_topic_being_deleted_gets_unknown_topic_or_partitio
             [known] = (await metadata(connection, ["going"])).topics
             assert known.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             async with zookeeper_of(cluster) as zk:  # the paused broker's replica is still there: deletion waits
-                assert await zk.exists(zkdata.topic_path("going")) is not None
-                assert await zk.exists(zkdata.delete_topic_path("going")) is not None
+                assert await zk.exists(znodes.topic_path("going")) is not None
+                assert await zk.exists(znodes.delete_topic_path("going")) is not None
             assert partition_dirs(cluster, stuck, "going") == ["going-0"]
     async with zookeeper_of(cluster) as zk:
         async def gone() -> bool | None:
-            return True if await zk.exists(zkdata.topic_path("going")) is None else None
+            return True if await zk.exists(znodes.topic_path("going")) is None else None
 
         await eventually(gone, "topic going to be deleted once the paused broker answered")
-        assert await zk.exists(zkdata.delete_topic_path("going")) is None
+        assert await zk.exists(znodes.delete_topic_path("going")) is None
     for broker in cluster.brokers:
         await wait_partition_dirs(cluster, broker.id, "going", [])
     assert controller_epoch >= 1
@@ -152,13 +152,13 @@ async def test_a_broker_deletes_only_logs_of_the_topic_incarnation_it_is_told_of
         await produce(connection, "incarnations", 0, [b"a", b"b", b"c"])
         stop = StopReplicaRequest(controller_id=controller, controller_epoch=epoch, broker_epoch=-1, partitions=[
             StopReplicaPartition(topic="incarnations", partition=0, delete_partition=True,
-                                 topic_id=zkdata.new_topic_id())])
+                                 topic_id=znodes.new_topic_id())])
         await connection.request(stop)
         assert (await describe(connection, "incarnations"))[0].log_end_offset == 3
         assert partition_dirs(cluster, target.id, "incarnations") == ["incarnations-0"]
 
         state = (await describe(connection, "incarnations"))[0]
-        other = zkdata.new_topic_id()
+        other = znodes.new_topic_id()
         response = await connection.request(LeaderAndIsrRequest(
             controller_id=controller, controller_epoch=epoch, broker_epoch=-1, live_leaders=[],
             partition_states=[LeaderAndIsrPartitionState(
@@ -188,11 +188,11 @@ async def test_deletion_is_refused_when_delete_topic_enable_is_false(undeletable
     assert "TOPIC_DELETION_DISABLED" in result.stderr
     # A tool writing /admin/delete_topics directly: the controller removes the entry and keeps the topic.
     async with zookeeper_of(undeletable) as zk:
-        await zk.create(zkdata.delete_topic_path("kept"))
+        await zk.create(znodes.delete_topic_path("kept"))
 
         async def dropped() -> bool | None:
-            return True if await zk.exists(zkdata.delete_topic_path("kept")) is None else None
+            return True if await zk.exists(znodes.delete_topic_path("kept")) is None else None
 
         await eventually(dropped, "the controller to drop /admin/delete_topics/kept")
-        assert await zk.exists(zkdata.topic_path("kept")) is not None
+        assert await zk.exists(znodes.topic_path("kept")) is not None
     assert await consume_all(undeletable, "kept") == kept

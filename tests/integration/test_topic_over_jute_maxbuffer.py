@@ -6,9 +6,6 @@ topic is created with every partition led, deleted to the last znode and replica
 from __future__ import annotations
 
 from client.cluster import ClusterState
-from controller import zkdata
-from controller.zk_ops import CheckOp, CreateOp, multi_bytes
-from controller.zkdata import LeaderIsrAndControllerEpoch
 from tests.integration.clusterutil import (
     cli,
     cluster_fixture,
@@ -22,6 +19,9 @@ from tests.integration.clusterutil import (
     wait_partition_dirs,
     zookeeper_of,
 )
+from zk import znodes
+from zk.ops import CheckOp, CreateOp, multi_bytes
+from zk.znodes import LeaderIsrAndControllerEpoch
 
 JUTE_MAXBUFFER = 65536
 PARTITIONS = 600
@@ -35,11 +35,11 @@ cluster = cluster_fixture(
 
 def one_transaction_bytes(partitions: int) -> int:
     """The request that created a topic's partition znodes and states in one transaction."""
-    state = zkdata.encode_partition_state(LeaderIsrAndControllerEpoch(leader=1, leader_epoch=0, isr=(1, 2, 3),
+    state = znodes.encode_partition_state(LeaderIsrAndControllerEpoch(leader=1, leader_epoch=0, isr=(1, 2, 3),
                                                                       controller_epoch=1))
-    ops = [CheckOp(zkdata.CONTROLLER_EPOCH_PATH, 1), CreateOp(zkdata.topic_partitions_path(TOPIC))]
+    ops = [CheckOp(znodes.CONTROLLER_EPOCH_PATH, 1), CreateOp(znodes.topic_partitions_path(TOPIC))]
     for p in range(partitions):
-        ops += [CreateOp(zkdata.topic_partition_path(TOPIC, p)), CreateOp(zkdata.partition_state_path(TOPIC, p), state)]
+        ops += [CreateOp(znodes.topic_partition_path(TOPIC, p)), CreateOp(znodes.partition_state_path(TOPIC, p), state)]
     return multi_bytes(ops, "/minikafka")
 
 
@@ -69,9 +69,9 @@ async def test_a_topic_over_zookeepers_request_limit_is_created_deleted_and_crea
     result = cli("topic", "delete", TOPIC, "--dir", str(cluster.directory))
     assert result.stdout.strip() == f"Deleted topic {TOPIC}."
     async with zookeeper_of(cluster) as zk:
-        assert await zk.exists(zkdata.topic_path(TOPIC)) is None
-        assert await zk.exists(zkdata.topic_partitions_path(TOPIC)) is None
-        assert await zk.get_children(zkdata.DELETE_TOPICS_PATH) == []
+        assert await zk.exists(znodes.topic_path(TOPIC)) is None
+        assert await zk.exists(znodes.topic_partitions_path(TOPIC)) is None
+        assert await zk.get_children(znodes.DELETE_TOPICS_PATH) == []
     for broker in cluster.brokers:
         await wait_partition_dirs(cluster, broker.id, TOPIC, [])
 

@@ -21,11 +21,11 @@ from broker.log.checkpoint import (
     REPLICATION_OFFSET_CHECKPOINT,
     EpochEntry,
     LeaderEpochCheckpointFile,
-    TopicPartition,
 )
 from client.cli import main
-from client.history import OK, HistoryWriter, Outcome
+from protocol.history import OK, HistoryWriter, Outcome
 from protocol.records import read_header
+from protocol.topic_partition import TopicPartition
 from tests.verifierutil import flip_byte, log_dir, set_checkpoint, write_replica
 from verifier import verify
 from verifier.report import Report, render_table

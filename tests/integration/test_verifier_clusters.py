@@ -14,11 +14,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from broker.log.checkpoint import REPLICATION_OFFSET_CHECKPOINT, OffsetCheckpointFile, TopicPartition
+from broker.log.checkpoint import REPLICATION_OFFSET_CHECKPOINT, OffsetCheckpointFile
 from client.cluster import ClusterState, kill_broker
-from client.history import OK, HistoryWriter, read_history
+from client.outcomes import track_outcome
 from client.producer import Producer
+from protocol.history import OK, HistoryWriter, read_history
 from protocol.records import read_header
+from protocol.topic_partition import TopicPartition
 from tests.chaos.test_failover import (
     SMALL_TIMEOUTS,
     agreed_controller,
@@ -122,7 +124,7 @@ async def test_a_leader_killed_under_acks_all_load_loses_no_acknowledged_record(
                 nonlocal sent
                 for _ in range(count):
                     value = f"record-{sent}".encode()
-                    writer.track(topic, None, value, await producer.send(topic, value, partition=sent % 2))
+                    track_outcome(writer, topic, None, value, await producer.send(topic, value, partition=sent % 2))
                     sent += 1
                     await asyncio.sleep(0.002)  # pacing the load
 

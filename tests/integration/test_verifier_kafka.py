@@ -12,10 +12,10 @@ from typing import Any
 from kafka import KafkaAdminClient, KafkaProducer
 from kafka.admin import NewTopic
 
-from client.history import OK, HistoryWriter, Outcome
-from controller.zkserver import ZooKeeperServer
+from protocol.history import OK, HistoryWriter, Outcome
 from tests.kafka_broker import kafka_broker
 from verifier import verify
+from zk.server import ZooKeeperServer
 
 TOPIC = "kafka-written"
 RECORDS = 2000

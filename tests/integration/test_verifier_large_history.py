@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from client.history import OK, HistoryWriter, Outcome
+from protocol.history import OK, HistoryWriter, Outcome
 from tests.integration.clusterutil import cli
 from tests.verifierutil import log_dir, write_replica
 

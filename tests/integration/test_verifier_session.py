@@ -15,7 +15,7 @@ import tempfile
 from pathlib import Path
 from subprocess import CompletedProcess
 
-from client.history import OK, HistoryWriter, Outcome
+from protocol.history import OK, HistoryWriter, Outcome
 from tests.integration.clusterutil import CLI_TIMEOUT_S, PROJECT_ROOT, cli
 from tests.verifierutil import log_dir, write_replica
 from verifier.class_archive import archive_is_mapped

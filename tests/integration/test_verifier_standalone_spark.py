@@ -17,10 +17,10 @@ from typing import Any
 import pyspark
 import pytest
 
-from controller.zkserver import free_port
 from tests.verifierutil import flip_byte, log_dir, write_replica
 from verifier import verify
 from verifier.session import CONF_DIR
+from zk.server import free_port
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 SPARK_HOME = Path(pyspark.__file__).parent

@@ -9,11 +9,11 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from broker.listeners import EndPoint
-from controller import zkdata
-from controller.zk import (
+from broker.registration import BrokerIdInUseError, register_broker
+from protocol.endpoint import EndPoint
+from zk import znodes
+from zk.client import (
     BadVersionError,
-    BrokerIdInUseError,
     CheckOp,
     CreateOp,
     DeleteOp,
@@ -25,10 +25,9 @@ from controller.zk import (
     ZkSessionError,
     ZkState,
     ZnodeStat,
-    register_broker,
 )
-from controller.zk_ops import data_answer_bytes, pack_reads
-from controller.zkserver import ZooKeeperError, ZooKeeperServer, four_letter_word
+from zk.ops import data_answer_bytes, pack_reads
+from zk.server import ZooKeeperError, ZooKeeperServer, four_letter_word
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -183,19 +182,19 @@ async def test_register_broker_returns_the_czxid_and_refuses_a_live_duplicate(zk
             first_endpoints = [EndPoint("PLAINTEXT", "127.0.0.1", 9092)]
             second_endpoints = [EndPoint("PLAINTEXT", "127.0.0.1", 9093)]
             epoch = await register_broker(first, 1, first_endpoints)
-            data, stat = await observer.get(zkdata.broker_path(1))
+            data, stat = await observer.get(znodes.broker_path(1))
             assert epoch == stat.czxid and stat.ephemeral_owner == first.session_id
-            assert zkdata.decode_broker(1, data, stat.czxid).port == 9092
+            assert znodes.decode_broker(1, data, stat.czxid).port == 9092
             assert await register_broker(first, 1, first_endpoints) == epoch  # same session: still ours
             with pytest.raises(BrokerIdInUseError, match=r"broker\.id 1 is already registered"):
                 await register_broker(second, 1, second_endpoints)
-            for path in zkdata.TOP_LEVEL_PATHS:
+            for path in znodes.TOP_LEVEL_PATHS:
                 assert await observer.exists(path) is not None
             waiting = asyncio.create_task(register_broker(second, 1, second_endpoints, wait_ms=int(TIMEOUT * 1000)))
             await first.close()
             new_epoch = await asyncio.wait_for(waiting, TIMEOUT)
         assert new_epoch > epoch
-        assert await observer.exists(zkdata.broker_path(1)) is None
+        assert await observer.exists(znodes.broker_path(1)) is None
 
 
 class CuttableProxy:

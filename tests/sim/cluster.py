@@ -35,10 +35,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple, TypeVar
 
-from broker.log.checkpoint import LEADER_EPOCH_CHECKPOINT, TopicPartition
+from broker.log.checkpoint import LEADER_EPOCH_CHECKPOINT
 from broker.log.config import LogConfig
 from broker.log.log import Log
-from broker.replication.partition import Partition, PartitionState
+from broker.replication.partition import LeaderAndIsrState, Partition
 from broker.replication.truncation import (
     HIGH_WATERMARK_MODE,
     LEADER_EPOCH_MODE,
@@ -56,6 +56,7 @@ from controller.election import (
 )
 from protocol.errors import ErrorCode, KafkaError
 from protocol.records import decode_batch, iter_batches
+from protocol.topic_partition import TopicPartition
 from tests.unit.logutil import ManualClock, batch
 
 TP = TopicPartition("sim", 0)
@@ -470,7 +471,7 @@ class Cluster:
     def _send_leader_and_isr(self) -> None:
         """Each live replica that has not seen the current leader epoch becomes its leader or follower."""
         state = self.state
-        partition_state = PartitionState(state.leader, state.leader_epoch, state.isr, self.assignment,
+        partition_state = LeaderAndIsrState(state.leader, state.leader_epoch, state.isr, self.assignment,
                                          zk_version=self.zk_version)
         for replica in self.replicas.values():
             partition = replica.partition

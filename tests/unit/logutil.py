@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from broker.log.checkpoint import TopicPartition
 from broker.log.config import LogConfig
 from broker.log.log import Log
 from protocol.records import BatchBuilder, decode_records
+from protocol.topic_partition import TopicPartition
 
 TP = TopicPartition("events", 0)
 

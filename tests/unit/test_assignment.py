@@ -139,7 +139,7 @@ def test_bad_explicit_assignments(assignment: list[tuple[int, list[int]]], probl
     assert e.value.code == ErrorCode.INVALID_REPLICA_ASSIGNMENT
 
 
-@pytest.mark.parametrize("module", ["controller/assignment.py", "controller/zkdata.py"])
+@pytest.mark.parametrize("module", ["controller/assignment.py", "zk/znodes.py"])
 def test_pure_controller_modules_import_no_io_framework(module: str):
     assert imported_roots(ROOT / Path(module)) & FORBIDDEN == set()
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from broker.config import BrokerConfig, ConfigError, environment_settings, parse_properties
-from broker.listeners import EndPoint
+from protocol.endpoint import EndPoint
 
 MINIMAL = "broker.id=2\nzookeeper.connect=127.0.0.1:2181/cluster-a\n"
 

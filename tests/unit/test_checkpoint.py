@@ -19,11 +19,11 @@ from broker.log.checkpoint import (
     EpochEntry,
     LeaderEpochCheckpointFile,
     OffsetCheckpointFile,
-    TopicPartition,
     atomic_write_text,
     read_meta_properties,
     write_meta_properties,
 )
+from protocol.topic_partition import TopicPartition
 
 
 def error_at(path: Path, line: int, problem: str) -> str:

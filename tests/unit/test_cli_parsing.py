@@ -17,7 +17,7 @@ from client.cluster import BrokerProcess, ClusterState, ZooKeeperProcess, save_c
 from client.consumer import ConsumerRecord
 from client.metadata import PartitionInfo
 from protocol.errors import ErrorCode
-from protocol.messages import FollowerState, ReplicaState
+from protocol.messages import DescribedReplica, FollowerState
 
 
 def _commands(group: click.Group, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
@@ -181,8 +181,8 @@ PARTITIONS = [
 ]
 
 
-def _replica(topic: str, partition: int, role: str, leo: int, followers=()) -> ReplicaState:
-    return ReplicaState(
+def _replica(topic: str, partition: int, role: str, leo: int, followers=()) -> DescribedReplica:
+    return DescribedReplica(
         topic=topic, partition=partition, role=role, leader=1, leader_epoch=0, log_end_offset=leo,
         high_watermark=4, log_start_offset=0, isr=[1, 2], followers=list(followers),
     )
@@ -240,7 +240,7 @@ def test_describe_filters_select_as_kafka_topics_does():
         PartitionInfo("t", 2, 3, 0, (3, 1, 2), (3,), ()),        # under-replicated and under min ISR
         PartitionInfo("t", 3, -1, 0, (1, 2, 3), (1,), (1,)),     # unavailable (and so under min ISR)
     ]
-    states = {leader: [ReplicaState(topic="t", partition=partition, role="leader", leader=leader, leader_epoch=0,
+    states = {leader: [DescribedReplica(topic="t", partition=partition, role="leader", leader=leader, leader_epoch=0,
                                     log_end_offset=0, high_watermark=0, log_start_offset=0, isr=[], followers=[],
                                     min_insync_replicas=2)]
               for partition, leader in ((0, 1), (1, 2), (2, 3))}

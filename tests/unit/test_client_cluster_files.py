@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 
 from broker.config import BrokerConfig, parse_overrides, parse_properties
-from broker.listeners import EndPoint
 from client.cluster import (
     CLUSTER_FILE,
     BrokerProcess,
@@ -31,6 +30,7 @@ from client.cluster import (
     save_cluster,
     server_properties,
 )
+from protocol.endpoint import EndPoint
 
 DEAD_PID = 2**22 + 11  # above the default pid_max: never a running process
 

@@ -11,7 +11,6 @@ from typing import Any
 import msgpack
 import pytest
 
-from client.connection import BrokerConnection, KafkaConnectionError, RequestTimedOutError
 from protocol.errors import ErrorCode, KafkaError
 from protocol.framing import encode_frame
 from protocol.messages import (
@@ -26,6 +25,7 @@ from protocol.messages import (
     decode_request,
     encode_response,
 )
+from transport.connection import BrokerConnection, KafkaConnectionError, RequestTimedOutError
 
 TIMEOUT = 5.0
 

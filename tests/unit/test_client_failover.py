@@ -15,9 +15,8 @@ from typing import Any
 import pytest
 
 from client.accumulator import estimate_record_size
-from client.connection import KafkaConnectionError
 from client.consumer import Consumer, ConsumerRecord
-from client.metadata import ClusterMetadata, TopicPartition
+from client.metadata import ClusterMetadata
 from client.partitioner import Partitioner
 from client.producer import Producer, ProducerError
 from protocol.errors import ErrorCode
@@ -50,6 +49,8 @@ from protocol.records import (
     set_base_offset,
     set_partition_leader_epoch,
 )
+from protocol.topic_partition import TopicPartition
+from transport.connection import KafkaConnectionError
 
 TIMEOUT = 10.0
 TOPIC = "events"

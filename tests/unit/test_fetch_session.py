@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from broker.log.checkpoint import TopicPartition
 from broker.replication.fetch_session import (
     FINAL_EPOCH,
     INITIAL_EPOCH,
@@ -14,6 +13,7 @@ from broker.replication.fetch_session import (
 )
 from protocol.errors import ErrorCode, KafkaError
 from protocol.messages import FetchPartition, FetchPartitionResponse, FetchRequest, Topic
+from protocol.topic_partition import TopicPartition
 from tests.unit.logutil import ManualClock
 
 A0, A1, B0 = TopicPartition("a", 0), TopicPartition("a", 1), TopicPartition("b", 0)

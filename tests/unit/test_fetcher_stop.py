@@ -8,8 +8,8 @@ import asyncio
 from types import SimpleNamespace
 
 from broker.config import BrokerConfig
-from broker.log.checkpoint import TopicPartition
 from broker.replication.fetcher import ReplicaFetcher
+from protocol.topic_partition import TopicPartition
 
 
 class Unreachable:

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from broker.network.frames import DIRECT_FRAME_BYTES, FrameStream
 from protocol.framing import FrameTooLargeError, InvalidFrameError, encode_frame
+from transport.frames import DIRECT_FRAME_BYTES, FrameStream
 
 
 class FakeTransport(asyncio.Transport):

@@ -8,10 +8,11 @@ import json
 import pytest
 
 from client.accumulator import FutureRecordMetadata, ProducerBatch
-from client.history import FAILED, OK, UNKNOWN, HistoryError, HistoryWriter, Outcome, outcome_of, read_history
-from client.metadata import TopicPartition
+from client.outcomes import outcome_of
 from client.producer import ProducerError
 from protocol.errors import ErrorCode
+from protocol.history import FAILED, OK, UNKNOWN, HistoryError, HistoryWriter, Outcome, read_history
+from protocol.topic_partition import TopicPartition
 
 OUTCOMES = [
     Outcome("events", 0, 0, b"k", b"v", OK),

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from broker.isr_changes import Conflict, conflict, notification_payloads
-from controller import zkdata
-from controller.zk_ops import CreateOp, multi_bytes
-from controller.zkdata import LeaderIsrAndControllerEpoch
+from zk import znodes
+from zk.ops import CreateOp, multi_bytes
+from zk.znodes import LeaderIsrAndControllerEpoch
 
 WANTED = LeaderIsrAndControllerEpoch(leader=1, leader_epoch=4, isr=(1, 2, 3), controller_epoch=2, zk_version=7)
 
@@ -42,7 +42,7 @@ def test_ten_thousand_partitions_fit_in_one_notification_under_the_default_budge
     partitions = [(f"topic-{p % 6}", p) for p in range(10_000)]
     [(data, named)] = notification_payloads(partitions, 0xFFFFF // 2, "/minikafka")
     assert named == partitions
-    assert zkdata.decode_isr_change(data) == partitions
+    assert znodes.decode_isr_change(data) == partitions
 
 
 def test_notifications_are_split_until_each_fits_in_a_request_and_name_every_partition_once():
@@ -53,8 +53,8 @@ def test_notifications_are_split_until_each_fits_in_a_request_and_name_every_par
     named = [tp for _, part in payloads for tp in part]
     assert named == partitions
     for data, part in payloads:
-        assert zkdata.decode_isr_change(data) == list(part)
-        assert multi_bytes([CreateOp(zkdata.isr_change_sequence_path(), data)], "/chroot") <= budget
+        assert znodes.decode_isr_change(data) == list(part)
+        assert multi_bytes([CreateOp(znodes.isr_change_sequence_path(), data)], "/chroot") <= budget
 
 
 def test_a_partition_whose_notification_alone_is_over_the_budget_is_refused():

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from broker.listeners import EndPoint, ListenerConfig, ListenerConfigError, parse_endpoint, parse_protocol_map
+from broker.listeners import ListenerConfig, parse_protocol_map
+from protocol.endpoint import EndPoint, ListenerConfigError, parse_endpoint
 
 COMPOSE_STYLE = {
     "listeners": "INTERNAL://0.0.0.0:29092,EXTERNAL://0.0.0.0:9092",

@@ -9,12 +9,12 @@ from broker.log.checkpoint import (
     LOG_START_OFFSET_CHECKPOINT,
     RECOVERY_POINT_CHECKPOINT,
     REPLICATION_OFFSET_CHECKPOINT,
-    TopicPartition,
     read_meta_properties,
 )
 from broker.log.config import LogConfig
 from broker.log.log import flush_topic_ids
 from broker.log.manager import LogDirError, LogManager, remove_deleted_dir
+from protocol.topic_partition import TopicPartition
 from tests.unit.logutil import ManualClock, batch, values_of
 
 

@@ -47,6 +47,7 @@ from protocol.messages import (
     DescribeConfigsResource,
     DescribeConfigsResponse,
     DescribeConfigsResult,
+    DescribedReplica,
     DescribeReplicasRequest,
     DescribeReplicasResponse,
     ElectionType,
@@ -91,7 +92,6 @@ from protocol.messages import (
     ProduceResponse,
     ProtocolError,
     ReplicaElectionResult,
-    ReplicaState,
     RequestHeader,
     RequestRejectedError,
     StopReplicaPartition,
@@ -447,7 +447,7 @@ SAMPLES: dict[int, tuple[Any, Any]] = {
         DescribeReplicasResponse(
             broker_id=1,
             partitions=[
-                ReplicaState(
+                DescribedReplica(
                     topic="orders",
                     partition=0,
                     role="leader",

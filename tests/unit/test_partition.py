@@ -6,12 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from broker.log.checkpoint import TopicPartition
 from broker.log.config import LogConfig
 from broker.log.log import Log
-from broker.replication.partition import NO_OFFSET, NO_TIMESTAMP, Partition, PartitionState, Role
+from broker.replication.partition import NO_OFFSET, NO_TIMESTAMP, LeaderAndIsrState, Partition, Role
 from protocol.errors import ErrorCode, KafkaError
 from protocol.messages import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
+from protocol.topic_partition import TopicPartition
 from tests.unit.logutil import ManualClock, batch, values_of
 
 TP = TopicPartition("seed", 0)
@@ -33,7 +33,7 @@ def fetch(leader: Partition, follower: Partition) -> None:
 
 
 def two_replicas(tmp_path: Path, clock: ManualClock, **settings: int) -> tuple[Partition, Partition]:
-    state = PartitionState(leader=LEADER, leader_epoch=0, isr=(LEADER, FOLLOWER), replicas=(LEADER, FOLLOWER))
+    state = LeaderAndIsrState(leader=LEADER, leader_epoch=0, isr=(LEADER, FOLLOWER), replicas=(LEADER, FOLLOWER))
     leader, follower = replica(tmp_path, LEADER, clock, **settings), replica(tmp_path, FOLLOWER, clock, **settings)
     leader.make_leader(state)
     follower.make_follower(state)
@@ -95,7 +95,7 @@ def test_acks_all_completes_when_the_high_watermark_passes_the_batch(tmp_path):
 def test_a_single_replica_isr_commits_at_once(tmp_path):
     clock = ManualClock()
     alone = replica(tmp_path, LEADER, clock)
-    alone.make_leader(PartitionState(leader=LEADER, leader_epoch=0, isr=(LEADER,), replicas=(LEADER,)))
+    alone.make_leader(LeaderAndIsrState(leader=LEADER, leader_epoch=0, isr=(LEADER,), replicas=(LEADER,)))
     info = alone.append_records_to_leader(batch(b"x"), required_acks=-1)
     assert alone.log.high_watermark == 1 and alone.produce_completion(info.last_offset + 1) is ErrorCode.NONE
 
@@ -103,7 +103,7 @@ def test_a_single_replica_isr_commits_at_once(tmp_path):
 def test_min_insync_replicas_refuses_acks_all_and_holds_the_high_watermark(tmp_path):
     clock = ManualClock()
     leader = replica(tmp_path, LEADER, clock, min_insync_replicas=2)
-    leader.make_leader(PartitionState(leader=LEADER, leader_epoch=0, isr=(LEADER,), replicas=(LEADER, FOLLOWER)))
+    leader.make_leader(LeaderAndIsrState(leader=LEADER, leader_epoch=0, isr=(LEADER,), replicas=(LEADER, FOLLOWER)))
     with pytest.raises(KafkaError) as refused:
         leader.append_records_to_leader(batch(b"x"), required_acks=-1)
     assert refused.value.code is ErrorCode.NOT_ENOUGH_REPLICAS
@@ -114,14 +114,14 @@ def test_min_insync_replicas_refuses_acks_all_and_holds_the_high_watermark(tmp_p
 def test_min_insync_replicas_is_capped_at_the_replica_count(tmp_path):
     clock = ManualClock()
     leader = replica(tmp_path, LEADER, clock, min_insync_replicas=3)
-    leader.make_leader(PartitionState(leader=LEADER, leader_epoch=0, isr=(LEADER,), replicas=(LEADER,)))
+    leader.make_leader(LeaderAndIsrState(leader=LEADER, leader_epoch=0, isr=(LEADER,), replicas=(LEADER,)))
     assert leader.effective_min_isr == 1
     leader.append_records_to_leader(batch(b"x"), required_acks=-1)
 
 
 def test_isr_shrink_takes_the_stuck_follower_and_keeps_the_idle_caught_up_one(tmp_path):
     clock = ManualClock()
-    state = PartitionState(leader=LEADER, leader_epoch=0, isr=(0, 1, 2), replicas=(0, 1, 2))
+    state = LeaderAndIsrState(leader=LEADER, leader_epoch=0, isr=(0, 1, 2), replicas=(0, 1, 2))
     leader = replica(tmp_path, 0, clock, replica_lag_time_max_ms=1000)
     leader.make_leader(state)
     leader.append_records_to_leader(batch(b"x"), required_acks=1)
@@ -135,10 +135,10 @@ def test_isr_shrink_takes_the_stuck_follower_and_keeps_the_idle_caught_up_one(tm
 def test_a_follower_below_the_current_epoch_start_does_not_rejoin(tmp_path):
     clock = ManualClock()
     leader = replica(tmp_path, LEADER, clock)
-    leader.make_leader(PartitionState(leader=LEADER, leader_epoch=0, isr=(LEADER,), replicas=(LEADER, FOLLOWER)))
+    leader.make_leader(LeaderAndIsrState(leader=LEADER, leader_epoch=0, isr=(LEADER,), replicas=(LEADER, FOLLOWER)))
     for value in (b"a", b"b", b"c"):
         leader.append_records_to_leader(batch(value), required_acks=1)
-    leader.make_leader(PartitionState(leader=LEADER, leader_epoch=1, isr=(LEADER,), replicas=(LEADER, FOLLOWER)))
+    leader.make_leader(LeaderAndIsrState(leader=LEADER, leader_epoch=1, isr=(LEADER,), replicas=(LEADER, FOLLOWER)))
     assert leader.leader_epoch_start_offset == 3
     leader.log.update_high_watermark(2)
     leader.update_follower_fetch_state(FOLLOWER, 2, 0)
@@ -159,7 +159,7 @@ def _failed_over_to_the_follower(tmp_path: Path, clock: ManualClock) -> tuple[Pa
     fetch(leader, follower)
     assert snapshot(leader, follower) == {
         "leader LEO": 2, "leader HW": 1, "remote LEO": 1, "follower LEO": 2, "follower HW": 1}
-    state = PartitionState(leader=FOLLOWER, leader_epoch=1, isr=(LEADER, FOLLOWER), replicas=(LEADER, FOLLOWER))
+    state = LeaderAndIsrState(leader=FOLLOWER, leader_epoch=1, isr=(LEADER, FOLLOWER), replicas=(LEADER, FOLLOWER))
     follower.make_leader(state)
     leader.make_follower(state)
     return follower, leader
@@ -187,7 +187,7 @@ def test_a_new_leader_whose_hw_lags_its_epoch_start_tells_consumers_no_latest_of
 def test_leader_epoch_fencing(tmp_path):
     clock = ManualClock()
     leader, follower = two_replicas(tmp_path, clock)
-    leader.make_leader(PartitionState(leader=LEADER, leader_epoch=3, isr=(0, 1), replicas=(0, 1)))
+    leader.make_leader(LeaderAndIsrState(leader=LEADER, leader_epoch=3, isr=(0, 1), replicas=(0, 1)))
     leader.check_leader_epoch(3)
     leader.check_leader_epoch(-1)
     for asked, code in ((2, ErrorCode.FENCED_LEADER_EPOCH), (4, ErrorCode.UNKNOWN_LEADER_EPOCH)):
@@ -205,7 +205,7 @@ def test_a_new_leader_stamps_its_epoch_at_its_leo(tmp_path):
     leader, follower = two_replicas(tmp_path, clock)
     leader.append_records_to_leader(batch(b"a", b"b"), required_acks=1)
     fetch(leader, follower)
-    follower.make_leader(PartitionState(leader=FOLLOWER, leader_epoch=1, isr=(FOLLOWER,), replicas=(0, 1)))
+    follower.make_leader(LeaderAndIsrState(leader=FOLLOWER, leader_epoch=1, isr=(FOLLOWER,), replicas=(0, 1)))
     assert [(e.epoch, e.start_offset) for e in follower.log.epoch_cache.entries] == [(0, 0), (1, 2)]
     follower.append_records_to_leader(batch(b"c"), required_acks=1)
     assert follower.log.read(2, 100) and follower.log.end_offset_for_epoch(0) == (0, 2)

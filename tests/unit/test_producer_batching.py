@@ -17,8 +17,8 @@ from client.accumulator import (
     RecordMetadata,
     estimate_record_size,
 )
-from client.metadata import TopicPartition
 from protocol.records import HEADER_SIZE, BatchBuilder, Header, decode_records
+from protocol.topic_partition import TopicPartition
 
 TP0 = TopicPartition("events", 0)
 TP1 = TopicPartition("events", 1)

@@ -13,15 +13,15 @@ PURE_PACKAGES = ["protocol", "broker/log"]
 PURE_MODULES = [
     "broker/listeners.py",
     "broker/isr_changes.py",
-    "controller/zkdata.py",
+    "zk/znodes.py",
     "broker/replication/partition.py",
     "broker/replication/truncation.py",
     "controller/assignment.py",
     "controller/election.py",
-    "controller/zk_ops.py",
+    "zk/ops.py",
 ]
 FORBIDDEN = {"asyncio", "socket", "selectors", "kazoo", "uvloop"}
-ZOOKEEPER_BRIDGE = {"controller/zk.py", "controller/zk_multiread.py"}
+ZOOKEEPER_BRIDGE = {"zk/client.py", "zk/multiread.py"}
 
 
 def pure_modules() -> list[Path]:
@@ -49,7 +49,7 @@ def test_pure_module_imports_no_io_framework(path: Path):
 
 
 def test_only_the_bridge_imports_kazoo():
-    sources = [p for package in ("protocol", "broker", "controller", "client", "bench") for p in
-               (ROOT / package).rglob("*.py")]
+    packages = ("protocol", "zk", "transport", "broker", "controller", "client", "verifier", "bench")
+    sources = [p for package in packages for p in (ROOT / package).rglob("*.py")]
     importers = {str(p.relative_to(ROOT)) for p in sources if "kazoo" in imported_roots(p)}
     assert importers == ZOOKEEPER_BRIDGE

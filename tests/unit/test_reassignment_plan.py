@@ -18,7 +18,7 @@ from client.reassignment import (
     status_lines,
     statuses,
 )
-from controller.zkdata import TopicAssignment
+from zk.znodes import TopicAssignment
 
 ASSIGNMENTS = {
     "topic1": TopicAssignment({0: [1, 2, 3], 1: [2, 3, 1], 2: [3, 1, 2]}),

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from broker.state_change import STATE_CHANGE_LOG, install_state_change_file, logger, record_state_change
+from protocol.state_change import STATE_CHANGE_LOG, install_state_change_file, logger, record_state_change
 
 
 @pytest.fixture

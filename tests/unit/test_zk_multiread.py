@@ -7,8 +7,8 @@ import struct
 
 from kazoo.exceptions import NoAuthError, NoNodeError
 
-from controller.zk_multiread import MULTI_READ, MultiRead, get_children, get_data
-from controller.zk_ops import (
+from zk.multiread import MULTI_READ, MultiRead, get_children, get_data
+from zk.ops import (
     REPLY_HEADER_BYTES,
     REQUEST_HEADER_BYTES,
     STAT_BYTES,

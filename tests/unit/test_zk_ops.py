@@ -7,7 +7,7 @@ import pytest
 from kazoo.protocol.serialization import CheckVersion, Create, Delete, SetData, Transaction
 from kazoo.security import OPEN_ACL_UNSAFE
 
-from controller.zk_ops import (
+from zk.ops import (
     JUTE_MAXBUFFER,
     MAX_REQUEST_BYTES,
     REQUEST_HEADER_BYTES,

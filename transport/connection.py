@@ -9,10 +9,10 @@ from typing import Any, NamedTuple
 
 import msgpack
 
-from broker.network.frames import FrameStream
 from protocol.errors import ErrorCode, KafkaError
 from protocol.framing import FrameError, encode_frame
 from protocol.messages import API_BY_REQUEST_TYPE, RequestHeader, decode_response, encode_request
+from transport.frames import FrameStream
 
 log = logging.getLogger(__name__)
 

@@ -17,10 +17,7 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from client.accumulator import FutureRecordMetadata
+from typing import IO, Any
 
 OK, FAILED, UNKNOWN = "ok", "failed", "unknown"
 STATUSES = (OK, FAILED, UNKNOWN)
@@ -82,22 +79,6 @@ class Outcome:
         return cls(topic, partition, offset, _bytes(key), _bytes(value), status, error)
 
 
-def outcome_of(topic: str, key: bytes | None, value: bytes | None, future: FutureRecordMetadata) -> Outcome:
-    """The outcome of a settled record future: ok with its offset, or failed/unknown with Kafka's error name."""
-    # Imported here: readers of history files (the verifier's Spark workers among them) need none of the producer.
-    from client.producer import ProducerError
-
-    error = future.exception()
-    if error is None:
-        metadata = future.result()
-        return Outcome(topic, metadata.partition, metadata.offset, key, value, OK)
-    partition = future.batch.tp.partition
-    if isinstance(error, ProducerError):
-        status = UNKNOWN if error.maybe_written else FAILED
-        return Outcome(topic, partition, None, key, value, status, str(error))
-    return Outcome(topic, partition, None, key, value, UNKNOWN, f"{type(error).__name__}: {error}")
-
-
 class HistoryWriter:
     """Appends one line per outcome to a history file and flushes it at once (safe to share within one event
     loop: each line is written whole by one call)."""
@@ -109,10 +90,6 @@ class HistoryWriter:
     def write(self, outcome: Outcome) -> None:
         self._file.write(outcome.to_json() + "\n")
         self._file.flush()
-
-    def track(self, topic: str, key: bytes | None, value: bytes | None, future: FutureRecordMetadata) -> None:
-        """Write the record's line when its future settles."""
-        future.add_done_callback(lambda settled: self.write(outcome_of(topic, key, value, settled)))
 
     def sync(self) -> None:
         """Make the lines written so far durable (fsync)."""

@@ -14,7 +14,6 @@ import contextlib
 import enum
 import logging
 import socket
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -28,10 +27,9 @@ from kazoo.protocol.paths import _prefix_root
 from kazoo.protocol.states import ZnodeStat as KazooStat
 from kazoo.recipe.watchers import ChildrenWatch, DataWatch
 
-from broker.listeners import EndPoint
-from controller import zkdata
-from controller.zk_multiread import MultiRead, ReadOp, get_children, get_data
-from controller.zk_ops import (
+from zk import znodes
+from zk.multiread import MultiRead, ReadOp, get_children, get_data
+from zk.ops import (
     MATCH_ANY_VERSION,
     MAX_REQUEST_BYTES,
     CheckOp,
@@ -47,7 +45,7 @@ from controller.zk_ops import (
     pack_reads,
 )
 
-log = logging.getLogger("controller.zk")
+log = logging.getLogger("zk.client")
 
 class ZkError(Exception):
     """A ZooKeeper operation failed. `op_index` names the failing operation of a multi."""
@@ -83,10 +81,6 @@ class RolledBackError(ZkError):
 
 class ZkSessionError(ZkError):
     """No usable session: not connected, connection lost during the call, session expired, or client closed."""
-
-
-class BrokerIdInUseError(ZkError):
-    """Another live session holds the registration of this broker id."""
 
 
 _ERRORS: tuple[tuple[type[Exception], type[ZkError]], ...] = (
@@ -191,7 +185,7 @@ class _SourceBoundHandler(SequentialThreadingHandler):
 class ZkClient:
     """An asyncio ZooKeeper session under a chroot (created if missing). With `source_address`, the
     connection to ZooKeeper is bound to that local address. No request larger than `max_request_bytes` is sent
-    (RequestTooLargeError instead): see controller.zk_ops.request_budget.
+    (RequestTooLargeError instead): see zk.ops.request_budget.
 
     kazoo holds a request made while it reconnects until it has reconnected, which may be never (ZooKeeper gone
     for good). A request waits for a lost connection at most `connection_timeout_ms` (Kafka's
@@ -473,7 +467,7 @@ class ZkClient:
             handler=_SourceBoundHandler(self.source_address) if self.source_address else None,
             timeout=self.session_timeout_ms / 1000,
             connection_retry={"max_tries": -1, "delay": 0.05, "backoff": 2, "max_delay": 1.0},
-            logger=logging.getLogger("controller.zk.kazoo"),
+            logger=logging.getLogger("zk.client.kazoo"),
         )
 
     def _require(self) -> KazooClient:
@@ -604,40 +598,7 @@ def _op_result(result: Any) -> OpResult:
     return None
 
 
-# ---------------------------------------------------------------------------------------------
-# Broker-side helpers
-
-
 async def ensure_top_level_paths(zk: ZkClient) -> None:
     """Create the persistent paths every broker and the controller rely on (Kafka's createTopLevelPaths)."""
-    for path in zkdata.TOP_LEVEL_PATHS:
+    for path in znodes.TOP_LEVEL_PATHS:
         await zk.ensure_path(path)
-
-
-async def register_broker(
-    zk: ZkClient, broker_id: int, endpoints: Sequence[EndPoint], *, rack: str | None = None, wait_ms: int = 0
-) -> int:
-    """Register this broker and its advertised endpoints: the ephemeral /brokers/ids/<id> of this session.
-    Returns the broker epoch (the registration's czxid).
-
-    A registration left by this same session counts as ours. One held by another live session is
-    waited out for up to `wait_ms` (a killed broker's znode stays until its session times out), then
-    refused with BrokerIdInUseError."""
-    await ensure_top_level_paths(zk)
-    path = zkdata.broker_path(broker_id)
-    deadline = time.monotonic() + wait_ms / 1000
-    while True:
-        with contextlib.suppress(NodeExistsError):
-            await zk.create(path, zkdata.encode_broker(endpoints, int(time.time() * 1000), rack), ephemeral=True)
-        stat = await zk.exists(path)
-        if stat is not None and stat.ephemeral_owner == zk.session_id:
-            log.info("Registered broker %d at %s, broker epoch %d", broker_id, ",".join(map(str, endpoints)),
-                     stat.czxid)
-            return stat.czxid
-        if stat is not None and time.monotonic() >= deadline:
-            raise BrokerIdInUseError(
-                f"broker.id {broker_id} is already registered at {path} by another live ZooKeeper session "
-                f"(0x{stat.ephemeral_owner:x}): another broker runs with this id, or a killed one's session "
-                "has not timed out yet"
-            )
-        await asyncio.sleep(0.1)

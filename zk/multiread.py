@@ -1,6 +1,6 @@
 """ZooKeeper's multiRead (OpCode 22, ZooKeeper 3.6+) as a request kazoo can send: many getData and getChildren
 operations in one request, each answered on its own (not atomic: a missing znode is an error for that operation
-only). kazoo has no multiRead; this builds it on kazoo's serialization primitives, and `controller.zk` sends it as
+only). kazoo has no multiRead; this builds it on kazoo's serialization primitives, and `zk.client` sends it as
 any kazoo request (an object with `type`, `serialize()` and `deserialize()`).
 
 On the wire (org.apache.zookeeper.MultiOperationRecord and MultiResponse): per operation a MultiHeader (its type,

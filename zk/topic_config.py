@@ -15,15 +15,14 @@ import json
 import logging
 from collections.abc import Callable, Iterable, Mapping
 
-from controller import zkdata
-from controller.zk import BadVersionError, CreateOp, NodeExistsError, Op, SetOp, ZkClient
 from protocol.errors import ErrorCode, KafkaError
+from zk import znodes
+from zk.client import BadVersionError, CreateOp, NodeExistsError, Op, SetOp, ZkClient
 
-log = logging.getLogger("controller.config")
+log = logging.getLogger(__name__)
 
 CONFIG_CHANGE_PREFIX = "config_change_"
 CHANGE_EXPIRATION_MS = 15 * 60 * 1000  # Kafka's ZkNodeChangeNotificationListener changeExpirationMs
-UNCLEAN_LEADER_ELECTION_ENABLE = "unclean.leader.election.enable"
 TOPIC_ENTITY = "topics"
 
 _ALTER_ATTEMPTS = 10
@@ -31,7 +30,7 @@ _ALTER_ATTEMPTS = 10
 
 def config_change_sequence_path() -> str:
     """The prefix to create a sequential config change notification under."""
-    return f"{zkdata.CONFIG_CHANGES_PATH}/{CONFIG_CHANGE_PREFIX}"
+    return f"{znodes.CONFIG_CHANGES_PATH}/{CONFIG_CHANGE_PREFIX}"
 
 
 def config_change_sequence(name: str) -> int | None:
@@ -52,39 +51,23 @@ def decode_config_change(data: bytes) -> tuple[str, str]:
     try:
         value = json.loads(data)
     except (ValueError, UnicodeDecodeError) as e:
-        raise zkdata.ZkDataError(f"config change notification is not JSON: {e}") from None
+        raise znodes.ZkDataError(f"config change notification is not JSON: {e}") from None
     if not isinstance(value, dict):
-        raise zkdata.ZkDataError(f"config change notification is not a JSON object: {data!r}")
+        raise znodes.ZkDataError(f"config change notification is not a JSON object: {data!r}")
     if value.get("version") == 1:
         entity_type, entity_name = value.get("entity_type"), value.get("entity_name")
     else:
         path = value.get("entity_path")
         entity_type, _, entity_name = path.partition("/") if isinstance(path, str) else (None, "", None)
     if not isinstance(entity_type, str) or not isinstance(entity_name, str) or not entity_type or not entity_name:
-        raise zkdata.ZkDataError(f"config change notification names no entity: {value!r}")
+        raise znodes.ZkDataError(f"config change notification names no entity: {value!r}")
     return entity_type, entity_name
-
-
-def parse_bool(value: str | None, default: bool) -> bool:
-    """A boolean config value as Kafka reads one ("true"/"false", any case); `default` when unset or invalid."""
-    if value is None:
-        return default
-    lowered = value.strip().lower()
-    if lowered in ("true", "false"):
-        return lowered == "true"
-    log.warning("ignoring the invalid boolean config value %r", value)
-    return default
-
-
-def unclean_leader_election_enabled(config: Mapping[str, str], default: bool = False) -> bool:
-    """The topic's unclean.leader.election.enable, else the broker default (false since Kafka 0.11)."""
-    return parse_bool(config.get(UNCLEAN_LEADER_ELECTION_ENABLE), default)
 
 
 async def read_topic_config(zk: ZkClient, topic: str) -> dict[str, str]:
     """The topic's overrides in /config/topics/<topic> ({} if it has none)."""
-    got = await zk.get_or_none(zkdata.topic_config_path(topic))
-    return zkdata.decode_topic_config(got[0]) if got is not None else {}
+    got = await zk.get_or_none(znodes.topic_config_path(topic))
+    return znodes.decode_topic_config(got[0]) if got is not None else {}
 
 
 async def alter_topic_config(
@@ -102,14 +85,14 @@ async def alter_topic_config(
     the new contents) in one transaction with the /config/changes/config_change_ notification. `validate`, if
     given, gets the merged overrides and raises ValueError to refuse them. Raises KafkaError
     UNKNOWN_TOPIC_OR_PARTITION for a missing topic, INVALID_CONFIG for refused overrides."""
-    if await zk.exists(zkdata.topic_path(topic)) is None:
+    if await zk.exists(znodes.topic_path(topic)) is None:
         raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic '{topic}' does not exist.")
-    await zk.ensure_path(zkdata.CONFIG_CHANGES_PATH)
-    path = zkdata.topic_config_path(topic)
+    await zk.ensure_path(znodes.CONFIG_CHANGES_PATH)
+    path = znodes.topic_config_path(topic)
     removed = set(delete_configs)
     for _ in range(_ALTER_ATTEMPTS):
         got = await zk.get_or_none(path)
-        current = zkdata.decode_topic_config(got[0]) if got is not None else {}
+        current = znodes.decode_topic_config(got[0]) if got is not None else {}
         merged = {k: v for k, v in current.items() if k not in removed}
         merged.update({str(k): str(v) for k, v in (set_configs or {}).items()})
         if validate is not None:
@@ -117,7 +100,7 @@ async def alter_topic_config(
                 validate(dict(merged))
             except ValueError as e:
                 raise KafkaError(ErrorCode.INVALID_CONFIG, f"Invalid config for topic '{topic}': {e}") from None
-        data = zkdata.encode_topic_config(merged)
+        data = znodes.encode_topic_config(merged)
         config_op: Op = SetOp(path, data, got[1].version) if got is not None else CreateOp(path, data)
         notification = CreateOp(config_change_sequence_path(), encode_config_change(TOPIC_ENTITY, topic),
                                 sequence=True)

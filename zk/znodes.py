@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from broker.listeners import EndPoint, ListenerConfigError, parse_endpoint
+from protocol.endpoint import EndPoint, ListenerConfigError, parse_endpoint
 
 CONTROLLER_PATH = "/controller"
 CONTROLLER_EPOCH_PATH = "/controller_epoch"

@@ -1,0 +1,17 @@
+"""`TopicPartition`: a partition of a topic, the key of everything kept per partition (logs and checkpoints, fetch
+sessions, the controller's view, a producer's batches)."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+
+class TopicPartition(NamedTuple):
+    """A partition of a topic: hashable, ordered by topic then partition, equal to the plain ``(topic, partition)``
+    tuple; ``str()`` gives ``topic-partition``, the name of its log directory."""
+
+    topic: str
+    partition: int
+
+    def __str__(self) -> str:
+        return f"{self.topic}-{self.partition}"

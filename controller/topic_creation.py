@@ -195,8 +195,8 @@ class TopicCreation:
         without a topic id (written before topics had one, or by another tool) gets one, as in Kafka 2.8+."""
         host = self._host
         context = host.context
-        znodes = await host.store.read_assignments(topics)
-        for topic, znode in znodes.items():
+        found = await host.store.read_assignments(topics)
+        for topic, znode in found.items():
             if znode.topic_id is None:
                 znode = replace(znode, topic_id=znodes.new_topic_id())
                 await host.store.write_topic(topic, znode)
@@ -204,7 +204,7 @@ class TopicCreation:
             context.assignments[topic] = znode.partitions
             context.topic_ids[topic] = znode.topic_id
             host.reassignments.load(topic, znode)
-        states = await host.store.read_partition_states(context.partitions(list(znodes)))
+        states = await host.store.read_partition_states(context.partitions(list(found)))
         context.states.update(states)
         host.replica_states.initialize(states)
 

@@ -15,17 +15,22 @@ onBrokerFailure and doControlledShutdown).
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
 
-from controller.context import TopicPartitionKey
+from controller.activity import ControllerActivity
+from controller.channel import ControllerChannelManager
+from controller.context import ControllerContext
 from controller.election import LeaderAndIsr, controlled_shutdown_election, isr_without
-from controller.partition_state_machine import Decide, PartitionChange
+from controller.partition_state_machine import Decide, PartitionChange, PartitionStateMachine
+from controller.reassignment import ReassignmentManager
+from controller.replica_state_machine import ReplicaStateMachine
+from controller.request_sender import BrokerRequestSender
+from controller.topic_deletion import TopicDeletionManager
+from controller.zk_store import ControllerZkStore
 from protocol.errors import ErrorCode
-from protocol.messages import ControlledShutdownResponse, TopicPartition
+from protocol.messages import ControlledShutdownResponse
+from protocol.messages import TopicPartition as RemainingPartition
+from protocol.topic_partition import TopicPartition
 from zk.znodes import LeaderIsrAndControllerEpoch
-
-if TYPE_CHECKING:
-    from controller.controller import KafkaController
 
 log = logging.getLogger("controller")
 
@@ -39,34 +44,44 @@ def shutdown_response(code: ErrorCode) -> ControlledShutdownResponse:
 class BrokerLifecycle:
     """Reacts to broker registrations changing and to brokers asking to shut down."""
 
-    def __init__(self, host: KafkaController) -> None:
-        self._host = host
+    def __init__(self, context: ControllerContext, activity: ControllerActivity, store: ControllerZkStore,
+                 requests: BrokerRequestSender, channel: ControllerChannelManager,
+                 partition_states: PartitionStateMachine, replica_states: ReplicaStateMachine,
+                 deletion: TopicDeletionManager, reassignments: ReassignmentManager) -> None:
+        self._context = context
+        self._activity = activity
+        self._store = store
+        self._requests = requests
+        self._channel = channel
+        self._partition_states = partition_states
+        self._replica_states = replica_states
+        self._deletion = deletion
+        self._reassignments = reassignments
 
     # -- /brokers/ids -----------------------------------------------------------------------
 
     async def process_broker_change(self) -> None:
-        host = self._host
-        if not host.is_active:
+        if not self._activity.is_active:
             return
-        current = await host.store.read_live_brokers()
-        known = host.context.live_brokers
+        current = await self._store.read_live_brokers()
+        known = self._context.live_brokers
         dead = sorted(set(known) - set(current))
         bounced = sorted(b for b in current if b in known and current[b].epoch != known[b].epoch)
         new = sorted(b for b in current if b not in known)
         if not (dead or bounced or new):
             return
-        log.info("Controller %d: new brokers %s, bounced %s, dead %s", host.broker_id, new, bounced, dead)
+        log.info("Controller %d: new brokers %s, bounced %s, dead %s", self._activity.broker_id, new, bounced, dead)
         for broker_id in dead + bounced:
-            await host.channel.remove_broker(broker_id)
+            await self._channel.remove_broker(broker_id)
         # A bounced broker (a new registration: its session expired, or it restarted faster than we looked)
         # is a failure followed by a start-up, as in Kafka (KIP-380): its leaderships move, then it follows.
-        host.context.live_brokers = {b: info for b, info in current.items() if b not in bounced}
-        host.context.shutting_down -= set(dead) | set(bounced)
+        self._context.live_brokers = {b: info for b, info in current.items() if b not in bounced}
+        self._context.shutting_down -= set(dead) | set(bounced)
         if dead or bounced:
             await self.on_broker_failure(sorted(dead + bounced))
-        host.context.live_brokers = current
+        self._context.live_brokers = current
         for broker_id in new + bounced:
-            host.channel.add_broker(broker_id, current[broker_id].host, current[broker_id].port)
+            self._channel.add_broker(broker_id, current[broker_id].host, current[broker_id].port)
         if new or bounced:
             await self.on_broker_startup(sorted(new + bounced))
 
@@ -75,47 +90,45 @@ class BrokerLifecycle:
         onBrokerFailure / onReplicasBecomeOffline); tell the live replicas and every live broker. As in Kafka, the
         partitions that lost their leader go first, in requests of their own: their new leaders take over without
         waiting for the ISR changes of the partitions the dead brokers only followed."""
-        host = self._host
-        context = host.context
+        context = self._context
         serving = context.serving_partitions()
         affected = [tp for tp in serving if tp in context.states and set(context.replicas(*tp)) & set(dead)]
         leaderless = [tp for tp in affected if context.states[tp].leader in dead]
         followed = [tp for tp in affected if context.states[tp].leader not in dead]
-        decide = host.partition_states.recovery_decider(f"broker failure of {dead}", gone=dead)
+        decide = self._partition_states.recovery_decider(f"broker failure of {dead}", gone=dead)
         groups = [group for group in (leaderless, followed) if group]
         for partitions in groups or [[]]:  # with no partition to change, the live brokers still go to every broker
-            changed = await host.partition_states.update_partition_states(partitions, decide)
-            batch = host.new_batch()
-            host.partition_states.queue_changes(batch, changed)
+            changed = await self._partition_states.update_partition_states(partitions, decide)
+            batch = self._requests.new_batch()
+            self._partition_states.queue_changes(batch, changed)
             batch.add_update_metadata(context.live_brokers, context.partition_infos(partitions))
-            host.send(batch)
-        host.replica_states.to_offline(None, host.replica_states.replicas_on(dead, serving))
-        await host.deletion.on_brokers_failed(dead)
+            self._requests.send(batch)
+        self._replica_states.to_offline(None, self._replica_states.replicas_on(dead, serving))
+        await self._deletion.on_brokers_failed(dead)
 
     async def on_broker_startup(self, started: list[int]) -> None:
         """Send the other brokers the new live set, the started ones the full metadata and their replicas'
         states, elect leaders for offline partitions (Kafka's onBrokerStartup); then create the states of
         partitions that had no live replica before."""
-        host = self._host
-        context = host.context
-        host.deletion.send_pending_deletions(started)  # before anything else reaches them
-        elected = await host.partition_states.elect_offline_partitions(
+        context = self._context
+        self._deletion.send_pending_deletions(started)  # before anything else reaches them
+        elected = await self._partition_states.elect_offline_partitions(
             context.offline_partitions(), f"broker {started[0]} started" if len(started) == 1
             else f"brokers {started} started"
         )
         partitions = [tp for tp in context.serving_partitions() if tp in context.states]
-        batch = host.new_batch()
+        batch = self._requests.new_batch()
         batch.add_update_metadata(set(context.live_brokers) - set(started))
-        host.send(batch)
+        self._requests.send(batch)
         batch.add_update_metadata(started, context.partition_infos(partitions))
-        host.replica_states.to_online(batch, host.replica_states.replicas_on(started, partitions))
-        host.partition_states.queue_changes(batch, elected)
-        host.send(batch)
-        await host.partition_states.initialize_partitions(
+        self._replica_states.to_online(batch, self._replica_states.replicas_on(started, partitions))
+        self._partition_states.queue_changes(batch, elected)
+        self._requests.send(batch)
+        await self._partition_states.initialize_partitions(
             [tp for tp in context.serving_partitions() if tp not in context.states]
         )
-        await host.deletion.resume()
-        await host.reassignments.on_brokers_started(started)
+        await self._deletion.resume()
+        await self._reassignments.on_brokers_started(started)
 
     # -- controlled shutdown ----------------------------------------------------------------
 
@@ -128,26 +141,25 @@ class BrokerLifecycle:
         live ISR member): empty means it may go. NOT_CONTROLLER if this broker is not (or stops being) the
         controller, BROKER_NOT_AVAILABLE for an unregistered broker, STALE_BROKER_EPOCH for an epoch older than
         the broker's registration (a request from before a session expiry)."""
-        return await self._host.answer(f"ControlledShutdown of broker {broker_id}",
-                                       lambda: self.process_controlled_shutdown(broker_id, broker_epoch),
-                                       lambda _why: shutdown_response(ErrorCode.NOT_CONTROLLER))
+        return await self._activity.answer(f"ControlledShutdown of broker {broker_id}",
+                                           lambda: self.process_controlled_shutdown(broker_id, broker_epoch),
+                                           lambda _why: shutdown_response(ErrorCode.NOT_CONTROLLER))
 
     async def process_controlled_shutdown(self, broker_id: int, broker_epoch: int) -> ControlledShutdownResponse:
-        host = self._host
-        if not host.is_active:
+        if not self._activity.is_active:
             return shutdown_response(ErrorCode.NOT_CONTROLLER)
-        context = host.context
+        context = self._context
         registered = context.live_brokers.get(broker_id)
         if registered is None:
             log.info("Controller %d: controlled shutdown of broker %d, which is not registered",
-                     host.broker_id, broker_id)
+                     self._activity.broker_id, broker_id)
             return shutdown_response(ErrorCode.BROKER_NOT_AVAILABLE)
         if broker_epoch != UNKNOWN_BROKER_EPOCH and broker_epoch < registered.epoch:
             log.info("Controller %d: controlled shutdown of broker %d with stale broker epoch %d (registered %d)",
-                     host.broker_id, broker_id, broker_epoch, registered.epoch)
+                     self._activity.broker_id, broker_id, broker_epoch, registered.epoch)
             return shutdown_response(ErrorCode.STALE_BROKER_EPOCH)
         log.info("Controller %d: controlled shutdown of broker %d (broker epoch %d)",
-                 host.broker_id, broker_id, broker_epoch)
+                 self._activity.broker_id, broker_id, broker_epoch)
         context.shutting_down.add(broker_id)
         # Replicated partitions with a state (Kafka's partitionsToActOn); the ones it does not lead now are
         # those it follows in: they get StopReplica (no delete), so that it stops fetching and stays out of the ISR.
@@ -157,28 +169,28 @@ class BrokerLifecycle:
             if tp in context.states and broker_id in context.replicas(*tp) and len(context.replicas(*tp)) > 1
         ]
         followed = {tp for tp in hosted if context.states[tp].leader != broker_id}
-        changed = await host.partition_states.update_partition_states(
+        changed = await self._partition_states.update_partition_states(
             hosted, self._controlled_shutdown_decider(broker_id)
         )
-        batch = host.new_batch()
+        batch = self._requests.new_batch()
         # Moved leaderships go to every live replica, the shutting-down broker included (it becomes a follower);
         # an ISR shrink goes to the others only, as Kafka's OfflineReplica transition.
-        host.partition_states.queue_changes(batch, [tp for tp in changed if tp not in followed])
-        host.partition_states.queue_changes(batch, [tp for tp in changed if tp in followed], exclude=broker_id)
-        host.replica_states.to_offline(batch, [(t, p, broker_id) for t, p in hosted if (t, p) in followed])
-        host.send(batch)
+        self._partition_states.queue_changes(batch, [tp for tp in changed if tp not in followed])
+        self._partition_states.queue_changes(batch, [tp for tp in changed if tp in followed], exclude=broker_id)
+        self._replica_states.to_offline(batch, [(t, p, broker_id) for t, p in hosted if (t, p) in followed])
+        self._requests.send(batch)
         remaining = [tp for tp in hosted if context.states[tp].leader == broker_id]
-        log.info("Controller %d: broker %d shutting down; moved %s, still leads %s", host.broker_id, broker_id,
-                 [tp for tp in changed if tp not in followed], remaining)
+        log.info("Controller %d: broker %d shutting down; moved %s, still leads %s", self._activity.broker_id,
+                 broker_id, [tp for tp in changed if tp not in followed], remaining)
         return ControlledShutdownResponse(
             error_code=ErrorCode.NONE,
-            remaining_partitions=[TopicPartition(topic=t, partition=p) for t, p in remaining],
+            remaining_partitions=[RemainingPartition(topic=t, partition=p) for t, p in remaining],
         )
 
     def _controlled_shutdown_decider(self, broker_id: int) -> Decide:
-        context = self._host.context
+        context = self._context
 
-        async def decide(tp: TopicPartitionKey, state: LeaderIsrAndControllerEpoch) -> PartitionChange | None:
+        async def decide(tp: TopicPartition, state: LeaderIsrAndControllerEpoch) -> PartitionChange | None:
             replicas = context.replicas(*tp)
             current = LeaderAndIsr(state.leader, state.leader_epoch, tuple(state.isr))
             if state.leader == broker_id:

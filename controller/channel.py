@@ -27,6 +27,7 @@ from protocol.messages import (
     UpdateMetadataRequest,
     ValidationError,
 )
+from protocol.topic_partition import TopicPartition
 from zk.znodes import BrokerInfo, LeaderIsrAndControllerEpoch
 
 log = logging.getLogger("controller.channel")
@@ -211,10 +212,10 @@ class ControllerBrokerRequestBatch:
         self.controller_epoch = controller_epoch
         self.live_brokers = live_brokers
         self.topic_ids = topic_ids if topic_ids is not None else {}
-        self._leader_and_isr: dict[int, dict[tuple[str, int], LeaderAndIsrPartitionState]] = {}
+        self._leader_and_isr: dict[int, dict[TopicPartition, LeaderAndIsrPartitionState]] = {}
         self._update_metadata_brokers: set[int] = set()
-        self._update_metadata_partitions: dict[tuple[str, int], UpdateMetadataPartitionState] = {}
-        self._stop_replica: dict[int, dict[tuple[str, int], StopReplicaPartition]] = {}
+        self._update_metadata_partitions: dict[TopicPartition, UpdateMetadataPartitionState] = {}
+        self._stop_replica: dict[int, dict[TopicPartition, StopReplicaPartition]] = {}
 
     def add_leader_and_isr(
         self,
@@ -231,7 +232,7 @@ class ControllerBrokerRequestBatch:
                                           **self._fields(topic, partition, state, replicas))
         for broker_id in broker_ids:
             if broker_id in self.live_brokers:
-                self._leader_and_isr.setdefault(broker_id, {})[(topic, partition)] = wire
+                self._leader_and_isr.setdefault(broker_id, {})[TopicPartition(topic, partition)] = wire
         self.add_update_metadata(self.live_brokers, [(topic, partition, state, replicas)])
 
     def add_update_metadata(
@@ -244,7 +245,7 @@ class ControllerBrokerRequestBatch:
         self._update_metadata_brokers.update(b for b in broker_ids if b in self.live_brokers)
         for topic, partition, state, replicas in partitions:
             offline = [r for r in replicas if r not in self.live_brokers]
-            self._update_metadata_partitions[(topic, partition)] = UpdateMetadataPartitionState(
+            self._update_metadata_partitions[TopicPartition(topic, partition)] = UpdateMetadataPartitionState(
                 offline_replicas=offline, **self._fields(topic, partition, state, replicas)
             )
 
@@ -253,7 +254,7 @@ class ControllerBrokerRequestBatch:
         """Tell a live broker to stop its replica of the partition (and delete it, with `delete`); only a replica
         of the topic's incarnation `topic_id` (by default the topic's current one, if it has an id)."""
         if broker_id in self.live_brokers:
-            self._stop_replica.setdefault(broker_id, {})[(topic, partition)] = StopReplicaPartition(
+            self._stop_replica.setdefault(broker_id, {})[TopicPartition(topic, partition)] = StopReplicaPartition(
                 topic=topic, partition=partition, leader_epoch=leader_epoch, delete_partition=delete,
                 topic_id=topic_id if topic_id is not None else self.topic_ids.get(topic, ""),
             )

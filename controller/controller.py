@@ -5,9 +5,11 @@ the term (/controller_epoch), the session events, and failover and resignation.
 The rooms, each over the pure election and assignment rules (controller.election, controller.assignment):
 
     event_manager.py            one queue, one consumer: every watch, session event, timer and request
-    context.py                  the active controller's view of the cluster
+    activity.py                 whether this broker acts as the controller now; requests answered as events
+    context.py                  the active controller's view of the cluster, one per broker, reset at each term
     zk_store.py                 its reads of ZooKeeper and every (fenced) write it makes there
     channel.py                  its requests to brokers, batched per broker
+    request_sender.py           the batches of the current term, sent while this broker acts as the controller
     partition_state_machine.py  partition leader/ISR changes and elections
     replica_state_machine.py    replica states
     broker_lifecycle.py         brokers starting, failing, bouncing and shutting down under control
@@ -28,10 +30,11 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import Any
 
+from controller.activity import ControllerActivity
 from controller.broker_lifecycle import BrokerLifecycle
-from controller.channel import ControllerBrokerRequestBatch, ControllerChannelManager, SentRequests
+from controller.channel import ControllerChannelManager
 from controller.context import ControllerContext
 from controller.event_manager import ControllerEvent, ControllerEventManager, ControllerMovedError
 from controller.notifications import Notifications
@@ -40,6 +43,7 @@ from controller.partition_state_machine import PartitionStateMachine
 from controller.preferred_election import PreferredElection
 from controller.reassignment import ReassignmentManager
 from controller.replica_state_machine import ReplicaStateMachine
+from controller.request_sender import BrokerRequestSender
 from controller.topic_creation import TopicConfigValidator, TopicCreation
 from controller.topic_deletion import TopicDeletionManager
 from controller.zk_store import ControllerZkStore, stat_version
@@ -71,8 +75,6 @@ log = logging.getLogger("controller")
 
 __all__ = ["ControllerMovedError", "KafkaController"]
 
-T = TypeVar("T")
-
 #: Partitions added to the failover's whole-state requests between two runs of the event loop.
 WHOLE_STATE_SLICE = 1000
 
@@ -97,37 +99,47 @@ class KafkaController:
         leader_imbalance_per_broker_percentage: int = 10,
     ) -> None:
         self.broker_id = broker_id
-        self.inter_broker_listener_name = inter_broker_listener_name  # the listener brokers are reached on
         self.zk = zk
         self.channel = channel
-        self.unclean_leader_election_default = unclean_leader_election_enable  # the broker-level default
-        self.context = ControllerContext()  # meaningful while active; read-only outside the controller
-        self.events = ControllerEventManager(f"controller-{broker_id}", self._on_event_failure)
-        self.store = ControllerZkStore(zk, self)
-        self.partition_states = PartitionStateMachine(self)
-        self.replica_states = ReplicaStateMachine(self)
-        self.brokers = BrokerLifecycle(self)
-        self.topics = TopicCreation(self, default_log_config_validator, default_num_partitions=default_num_partitions,
+        # What every room shares: the view (meaningful while active; read-only outside the controller), the queue,
+        # whether this broker acts as the controller, ZooKeeper through the store, and brokers through the sender
+        context = self.context = ControllerContext()
+        events = self.events = ControllerEventManager(f"controller-{broker_id}", self._on_event_failure)
+        activity = self.activity = ControllerActivity(broker_id, events)
+        store = self.store = ControllerZkStore(zk, context, activity,
+                                               inter_broker_listener_name=inter_broker_listener_name)
+        requests = self.requests = BrokerRequestSender(channel, context, activity)
+        # The rooms, each built after the rooms it calls
+        self.replica_states = ReplicaStateMachine(context, broker_id)
+        self.partition_states = PartitionStateMachine(
+            context, broker_id, zk, store, requests, self.replica_states,
+            unclean_leader_election_default=unclean_leader_election_enable)
+        self.deletion = TopicDeletionManager(context, activity, zk, store, events, requests, self.replica_states,
+                                             enabled=delete_topic_enable)
+        self.reassignments = ReassignmentManager(context, activity, zk, store, requests, self.partition_states,
+                                                 self.replica_states, self.deletion)
+        self.brokers = BrokerLifecycle(context, activity, store, requests, channel, self.partition_states,
+                                       self.replica_states, self.deletion, self.reassignments)
+        self.topics = TopicCreation(context, activity, zk, store, requests, self.partition_states,
+                                    self.replica_states, self.reassignments, self.step_down,
+                                    default_log_config_validator, default_num_partitions=default_num_partitions,
                                     default_replication_factor=default_replication_factor)
-        self.partitions = PartitionAddition(self)
-        self.deletion = TopicDeletionManager(self, enabled=delete_topic_enable)
-        self.reassignments = ReassignmentManager(self)
-        self.elections = PreferredElection(self, auto_rebalance=auto_leader_rebalance_enable,
+        self.partitions = PartitionAddition(context, activity, store, self.partition_states, self.step_down)
+        self.elections = PreferredElection(context, activity, zk, store, events, requests, self.partition_states,
+                                           auto_rebalance=auto_leader_rebalance_enable,
                                            check_interval_s=leader_imbalance_check_interval_seconds,
                                            imbalance_percentage=leader_imbalance_per_broker_percentage)
-        self.notifications = Notifications(self)
-        self._active = False
+        self.notifications = Notifications(context, activity, zk, store, requests, self.partition_states)
         self._epoch = 0
         self._controller_id = -1
         self._suspended_term: tuple[int, int] | None = None  # (epoch, epoch znode version) while suspended
         self._controller_watch: Watch | None = None
         self._active_watches: list[Watch] = []
-        self._answering: set[asyncio.Future[Any]] = set()  # requests waiting for their event's answer
 
     @property
     def is_active(self) -> bool:
         """True while this broker is the controller (false from the moment its session is suspended)."""
-        return self._active
+        return self.activity.is_active
 
     @property
     def epoch(self) -> int:
@@ -183,34 +195,7 @@ class KafkaController:
         """Preferred or unclean leader elections by hand (see controller.preferred_election)."""
         return await self.elections.handle_elect_leaders(request)
 
-    # -- what the rooms share -------------------------------------------------------------------
-
-    async def answer(self, name: str, run: Callable[[], Awaitable[T]], refuse: Callable[[str], T]) -> T:
-        """Run a request as a controller event and return its answer; `refuse(why)` answers instead when this
-        broker is not the controller, or stops being it before the event is done (the client retries elsewhere)."""
-        if not self.events.running or not self._active:
-            return refuse(f"broker {self.broker_id} is not the controller")
-        answer = self.events.request(name, run)
-        self._answering.add(answer)
-        try:
-            return await answer
-        except Exception as e:  # fenced, failed and stepped down, or stopped acting meanwhile
-            log.info("Controller %d: %s not done: %s", self.broker_id, name, e)
-            return refuse(f"broker {self.broker_id} is no longer the controller")
-        finally:
-            self._answering.discard(answer)
-
-    def new_batch(self) -> ControllerBrokerRequestBatch:
-        return ControllerBrokerRequestBatch(self.channel, self.context.epoch, self.context.live_brokers,
-                                            self.context.topic_ids)
-
-    def send(self, batch: ControllerBrokerRequestBatch) -> SentRequests:
-        """Send a batch, unless this broker stopped acting as the controller meanwhile (a suspended session):
-        whatever it wrote is read again by the next term, which tells the brokers."""
-        if not self._active:
-            log.info("Controller %d does not act as the controller now: requests not sent", self.broker_id)
-            return SentRequests({}, {})
-        return batch.send()
+    # -- stepping down -------------------------------------------------------------------------
 
     async def step_down(self) -> None:
         """Resign and remove our /controller registration so that a fresh election takes place."""
@@ -234,11 +219,11 @@ class KafkaController:
     async def _on_event_failure(self, event: ControllerEvent, error: Exception) -> None:
         if isinstance(error, ControllerMovedError):
             log.info("Controller %d: %s", self.broker_id, error)
-        elif self._active:
+        elif self.activity.is_active:
             log.error("Controller %d failed processing %s", self.broker_id, event.name, exc_info=error)
         else:
             log.info("Controller %d: %s failed after it stopped acting: %s", self.broker_id, event.name, error)
-        if self._active:  # the view may be half-updated: let a fresh election rebuild it
+        if self.activity.is_active:  # the view may be half-updated: let a fresh election rebuild it
             await self.step_down()
 
     def _on_controller_znode(self, data: bytes | None, _stat: object) -> None:
@@ -248,30 +233,21 @@ class KafkaController:
         if state is ZkState.SUSPENDED:
             # Cut off from ZooKeeper: the session may expire and another broker be elected any moment now.
             # Stop acting at once (no more writes, no more requests to brokers); a reconnection decides the rest.
-            if self._active:
+            if self.activity.is_active:
                 log.warning("Controller %d: ZooKeeper session suspended; stops acting as the controller (epoch %d)",
                             self.broker_id, self.context.epoch)
                 self._suspended_term = (self.context.epoch, self.context.epoch_zk_version)
-                self._stop_acting("its ZooKeeper session is suspended")
+                self.activity.cut_off("its ZooKeeper session is suspended")
                 self._enqueue("SessionSuspended", self._resign)
         elif state is ZkState.LOST:  # the session expired: /controller of ours is gone
             self._suspended_term = None
-            self._stop_acting("its ZooKeeper session expired")
+            self.activity.cut_off("its ZooKeeper session expired")
             self._enqueue("SessionExpired", self._resign)
         elif state is ZkState.NEW_SESSION:  # a new session: stand for election as any other candidate
             self._suspended_term = None
             self._enqueue("Reelect", self._elect)
         else:  # CONNECTED: the same session again; an election may have been missed meanwhile
             self._enqueue("Reconnected", self._process_reconnected)
-
-    def _stop_acting(self, why: str) -> None:
-        """Stop acting at once, before the resignation's turn in the queue: the requests waiting for an event
-        (which may itself wait for ZooKeeper up to zookeeper.connection.timeout.ms) are refused now, so that their
-        senders retry with the next controller instead of timing out."""
-        self._active = False
-        for answer in list(self._answering):
-            if not answer.done():
-                answer.set_exception(ControllerMovedError(f"broker {self.broker_id} stopped acting: {why}"))
 
     def _watch_handlers(self) -> dict[str, tuple[str, Callable[[], Awaitable[Any]]]]:
         """The watches of an active controller: path -> (event name, handler)."""
@@ -305,12 +281,12 @@ class KafkaController:
     async def _process_controller_change(self, data: bytes | None) -> None:
         if data is None:
             self._controller_id = -1
-            if self._active:
+            if self.activity.is_active:
                 await self._resign()
             await self._elect()
             return
         self._controller_id = znodes.decode_controller(data)
-        if self._active and self._controller_id != self.broker_id:
+        if self.activity.is_active and self._controller_id != self.broker_id:
             await self._resign()
 
     async def _process_reconnected(self) -> None:
@@ -318,7 +294,7 @@ class KafkaController:
         ours and /controller_epoch unchanged (nobody can have been elected while the session lived): the view
         is read again and sent to every broker, with the same epoch. Otherwise: an ordinary election."""
         term, self._suspended_term = self._suspended_term, None
-        if term is not None and not self._active and await self._holds_controller(term[1]):
+        if term is not None and not self.activity.is_active and await self._holds_controller(term[1]):
             log.info("Controller %d: reconnected to ZooKeeper; resumes as the controller (epoch %d)",
                      self.broker_id, term[0])
             await self._on_controller_failover(*term)
@@ -341,7 +317,7 @@ class KafkaController:
             self._controller_id = znodes.decode_controller(data)
             if (
                 self._controller_id == self.broker_id
-                and not self._active
+                and not self.activity.is_active
                 and stat.ephemeral_owner == self.zk.session_id
             ):
                 # Our own registration, left by a failed term of this session: remove it to elect anew.
@@ -397,9 +373,9 @@ class KafkaController:
         a live one, and tell every live broker everything (Kafka's onControllerFailover). The elected partitions
         are told first, on their own (Kafka sends them after the whole state), so that they are online again
         without waiting for every broker to go through every partition."""
-        self._active = True
+        self.activity.start()
         self._epoch = epoch
-        self.context = ControllerContext(epoch=epoch, epoch_zk_version=epoch_zk_version)
+        self.context.reset(epoch=epoch, epoch_zk_version=epoch_zk_version)
         self.replica_states.reset()
         context = self.context
         log.info("Broker %d is the controller now, controller epoch %d", self.broker_id, epoch)
@@ -425,11 +401,11 @@ class KafkaController:
             context.offline_partitions(), "controller failover", just_read=context.states
         )
         if elected:  # the partitions that were offline first, in requests of their own: they wait for nothing else
-            urgent = self.new_batch()
+            urgent = self.requests.new_batch()
             self.partition_states.queue_changes(urgent, elected)
-            self.send(urgent)
+            self.requests.send(urgent)
         partitions = context.serving_partitions()
-        batch = self.new_batch()
+        batch = self.requests.new_batch()
         # One UpdateMetadata to every live broker with every partition: the elected ones named here, the others
         # added as their LeaderAndIsr is queued, a slice at a time with the event loop run in between, so that
         # the senders put the elected partitions' requests on the wire meanwhile (and this broker's own clients
@@ -440,7 +416,7 @@ class KafkaController:
         for start in range(0, len(rest), WHOLE_STATE_SLICE):
             self.partition_states.queue_changes(batch, rest[start:start + WHOLE_STATE_SLICE])
             await asyncio.sleep(0)
-        self.send(batch)
+        self.requests.send(batch)
         if elected:
             log.info("Controller %d elected leaders of %s at failover", self.broker_id, elected)
         await self.partition_states.initialize_partitions([tp for tp in partitions if tp not in context.states])
@@ -455,8 +431,8 @@ class KafkaController:
         self.elections.stop()
         self.deletion.fail_waiters()
         await self.channel.shutdown()
-        if self._active:
+        if self.activity.is_active:
             log.info("Broker %d resigned as the controller (epoch %d)", self.broker_id, self._epoch)
-        self._active = False
-        self.context = ControllerContext()
+        self.activity.stop()
+        self.context.reset()
         self.replica_states.reset()

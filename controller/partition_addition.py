@@ -10,10 +10,14 @@ not larger than the current one, an assignment that does not fit.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable, Callable
 
+from controller.activity import ControllerActivity
 from controller.assignment import InvalidReplicaAssignmentError, assign_replicas, validate_replicas
+from controller.context import ControllerContext
 from controller.event_manager import ControllerMovedError
+from controller.partition_state_machine import PartitionStateMachine
+from controller.zk_store import ControllerZkStore
 from protocol.errors import ErrorCode, KafkaError
 from protocol.messages import (
     CreatePartitionsRequest,
@@ -21,10 +25,8 @@ from protocol.messages import (
     CreatePartitionsTopic,
     CreatePartitionsTopicResult,
 )
+from protocol.topic_partition import TopicPartition
 from zk.znodes import TopicAssignment
-
-if TYPE_CHECKING:
-    from controller.controller import KafkaController
 
 log = logging.getLogger("controller")
 
@@ -36,23 +38,27 @@ def partitions_result(name: str, code: ErrorCode, message: str | None = None) ->
 class PartitionAddition:
     """Adds partitions to topics."""
 
-    def __init__(self, host: KafkaController) -> None:
-        self._host = host
+    def __init__(self, context: ControllerContext, activity: ControllerActivity, store: ControllerZkStore,
+                 partition_states: PartitionStateMachine, step_down: Callable[[], Awaitable[None]]) -> None:
+        self._context = context
+        self._activity = activity
+        self._store = store
+        self._partition_states = partition_states
+        self._step_down = step_down  # resign: a fresh election takes place
 
     async def handle_create_partitions(self, request: CreatePartitionsRequest) -> CreatePartitionsResponse:
         """CreatePartitions, processed as a controller event (NOT_CONTROLLER for every topic elsewhere)."""
-        results = await self._host.answer(
+        results = await self._activity.answer(
             "CreatePartitions", lambda: self.process_create_partitions(request),
             lambda why: [partitions_result(t.name, ErrorCode.NOT_CONTROLLER, why) for t in request.topics])
         return CreatePartitionsResponse(results=results)
 
     async def process_create_partitions(self, request: CreatePartitionsRequest) -> list[CreatePartitionsTopicResult]:
-        host = self._host
         results = []
         for index, topic in enumerate(request.topics):
-            if not host.is_active:
+            if not self._activity.is_active:
                 results.append(partitions_result(topic.name, ErrorCode.NOT_CONTROLLER,
-                                                 f"broker {host.broker_id} is not the controller"))
+                                                 f"broker {self._activity.broker_id} is not the controller"))
                 continue
             try:
                 added = self._validate(topic, [t.name for t in request.topics[:index]])
@@ -62,16 +68,16 @@ class PartitionAddition:
                 results.append(partitions_result(topic.name, e.code, e.message))
                 continue
             except ControllerMovedError as e:
-                log.info("Controller %d: %s", host.broker_id, e)
+                log.info("Controller %d: %s", self._activity.broker_id, e)
                 results += [partitions_result(t.name, ErrorCode.NOT_CONTROLLER, str(e)) for t in request.topics[index:]]
-                await host.step_down()
+                await self._step_down()
                 return results
             results.append(partitions_result(topic.name, ErrorCode.NONE))
         return results
 
     def _validate(self, topic: CreatePartitionsTopic, earlier: list[str]) -> dict[int, list[int]]:
         """The new partitions' replicas; raises KafkaError with the CreatePartitions error code."""
-        context = self._host.context
+        context = self._context
         name = topic.name
         if name in earlier:
             raise KafkaError(ErrorCode.INVALID_REQUEST, f"Topic '{name}' is given more than once.")
@@ -106,11 +112,10 @@ class PartitionAddition:
         return added
 
     async def _add(self, topic: str, added: dict[int, list[int]]) -> None:
-        host = self._host
-        context = host.context
+        context = self._context
         assignment = {**context.assignments[topic], **added}
-        await host.store.write_topic(topic, TopicAssignment(assignment, topic_id=context.topic_ids.get(topic)))
+        await self._store.write_topic(topic, TopicAssignment(assignment, topic_id=context.topic_ids.get(topic)))
         context.assignments[topic] = assignment
-        log.info("Controller %d: topic %s has %d partitions now: added %s", host.broker_id, topic, len(assignment),
-                 added)
-        await host.partition_states.initialize_partitions([(topic, p) for p in sorted(added)])
+        log.info("Controller %d: topic %s has %d partitions now: added %s", self._activity.broker_id, topic,
+                 len(assignment), added)
+        await self._partition_states.initialize_partitions([TopicPartition(topic, p) for p in sorted(added)])

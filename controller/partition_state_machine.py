@@ -22,10 +22,9 @@ import enum
 import logging
 from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from controller.channel import ControllerBrokerRequestBatch
-from controller.context import TopicPartitionKey
+from controller.context import ControllerContext
 from controller.election import (
     NO_LEADER,
     Election,
@@ -34,14 +33,15 @@ from controller.election import (
     offline_partition_election,
     unclean_leader_election_enabled,
 )
+from controller.replica_state_machine import ReplicaStateMachine
+from controller.request_sender import BrokerRequestSender
+from controller.zk_store import ControllerZkStore
 from protocol.state_change import record_state_change
+from protocol.topic_partition import TopicPartition
 from zk import znodes
-from zk.client import BadVersionError, NodeExistsError, NoNodeError, RolledBackError
+from zk.client import BadVersionError, NodeExistsError, NoNodeError, RolledBackError, ZkClient
 from zk.topic_config import read_topic_config
 from zk.znodes import LeaderIsrAndControllerEpoch
-
-if TYPE_CHECKING:
-    from controller.controller import KafkaController
 
 log = logging.getLogger("controller")
 
@@ -64,19 +64,27 @@ class PartitionChange:
     election: Election | None = None
 
 
-Decide = Callable[[TopicPartitionKey, LeaderIsrAndControllerEpoch], Awaitable[PartitionChange | None]]
+Decide = Callable[[TopicPartition, LeaderIsrAndControllerEpoch], Awaitable[PartitionChange | None]]
 
 
 class PartitionStateMachine:
     """Creates, elects, changes and forgets partition states; reads and writes them through the store."""
 
-    def __init__(self, host: KafkaController) -> None:
-        self._host = host
+    def __init__(self, context: ControllerContext, broker_id: int, zk: ZkClient, store: ControllerZkStore,
+                 requests: BrokerRequestSender, replica_states: ReplicaStateMachine, *,
+                 unclean_leader_election_default: bool) -> None:
+        self._context = context
+        self._broker_id = broker_id
+        self._zk = zk
+        self._store = store
+        self._requests = requests
+        self._replica_states = replica_states
+        self._unclean_leader_election_default = unclean_leader_election_default  # the broker-level default
         self.unclean_leader_elections = 0  # how many unclean elections this broker made (Kafka's meter)
 
-    def state(self, tp: TopicPartitionKey) -> PartitionState:
-        context = self._host.context
-        if tp[1] not in context.assignments.get(tp[0], {}):
+    def state(self, tp: TopicPartition) -> PartitionState:
+        context = self._context
+        if tp.partition not in context.assignments.get(tp.topic, {}):
             return PartitionState.NON_EXISTENT
         state = context.states.get(tp)
         if state is None:
@@ -87,44 +95,44 @@ class PartitionStateMachine:
 
     def first_state(self, live_replicas: list[int]) -> LeaderIsrAndControllerEpoch:
         return LeaderIsrAndControllerEpoch(
-            leader=live_replicas[0], leader_epoch=0, isr=tuple(live_replicas), controller_epoch=self._host.context.epoch
+            leader=live_replicas[0], leader_epoch=0, isr=tuple(live_replicas), controller_epoch=self._context.epoch
         )
 
-    async def initialize_partitions(self, partitions: list[TopicPartitionKey]) -> None:
+    async def initialize_partitions(self, partitions: list[TopicPartition]) -> None:
         """Write the first state of partitions that have none (leader: the first live replica, ISR: the live
         replicas; Kafka's NewPartition -> OnlinePartition) and send it to their replicas."""
-        host = self._host
-        batch = host.new_batch()
+        context = self._context
+        batch = self._requests.new_batch()
         by_topic: dict[str, dict[int, LeaderIsrAndControllerEpoch]] = {}
-        for topic, partition in partitions:
-            if self.state((topic, partition)) is not PartitionState.NEW:
+        for tp in partitions:
+            if self.state(tp) is not PartitionState.NEW:
                 continue
-            live = host.context.live_replicas(topic, partition)
+            live = context.live_replicas(*tp)
             if not live:
-                log.error("Controller %d: no live replica of %s-%d to lead it", host.broker_id, topic, partition)
+                log.error("Controller %d: no live replica of %s-%d to lead it", self._broker_id, *tp)
                 continue
-            by_topic.setdefault(topic, {})[partition] = self.first_state(live)
+            by_topic.setdefault(tp.topic, {})[tp.partition] = self.first_state(live)
         for topic, states in by_topic.items():
             try:
-                existing: set[str] | None = set(await host.zk.get_children(znodes.topic_partitions_path(topic)))
+                existing: set[str] | None = set(await self._zk.get_children(znodes.topic_partitions_path(topic)))
             except NoNodeError:
                 existing = None
             try:
-                failed = await host.store.create_partition_states(topic, states, existing)
+                failed = await self._store.create_partition_states(topic, states, existing)
             except NodeExistsError as e:
-                log.warning("Controller %d: partition states of %s exist already: %s", host.broker_id, topic, e)
+                log.warning("Controller %d: partition states of %s exist already: %s", self._broker_id, topic, e)
                 continue
             if failed:
                 self.log_not_initialized(topic, failed)
             self.record_new_states(batch, topic, {p: s for p, s in states.items() if p not in failed},
                                    "new partition")
-        host.send(batch)
+        self._requests.send(batch)
 
     def log_not_initialized(self, topic: str, failed: Mapping[int, Exception]) -> None:
         """Partitions whose first state could not be written stay New (the next controller initialises them)."""
         for partition, error in sorted(failed.items()):
             log.error("Controller %d: the first state of %s-%d was not written, it stays New: %s",
-                      self._host.broker_id, topic, partition, error)
+                      self._broker_id, topic, partition, error)
 
     def record_new_states(
         self,
@@ -134,10 +142,10 @@ class PartitionStateMachine:
         reason: str,
     ) -> None:
         """Remember the first states of new partitions, log them and queue their LeaderAndIsr (is_new)."""
-        context = self._host.context
-        self._host.replica_states.start_new((topic, partition) for partition in states)
+        context = self._context
+        self._replica_states.start_new(TopicPartition(topic, partition) for partition in states)
         for partition, state in sorted(states.items()):
-            context.states[(topic, partition)] = state
+            context.states[TopicPartition(topic, partition)] = state
             self.log_state_change(topic, partition, state, reason)
             replicas = context.replicas(topic, partition)
             live = context.live_replicas(topic, partition)
@@ -146,17 +154,17 @@ class PartitionStateMachine:
     # -- Online/Offline -> Online/Offline ---------------------------------------------------
 
     async def read_partition_states(
-        self, partitions: list[TopicPartitionKey]
-    ) -> dict[TopicPartitionKey, LeaderIsrAndControllerEpoch]:
+        self, partitions: list[TopicPartition]
+    ) -> dict[TopicPartition, LeaderIsrAndControllerEpoch]:
         """Read the state znodes of partitions into the context (and return them)."""
-        states = await self._host.store.read_partition_states(partitions)
-        self._host.context.states.update(states)
+        states = await self._store.read_partition_states(partitions)
+        self._context.states.update(states)
         return states
 
     async def update_partition_states(
-        self, partitions: Iterable[TopicPartitionKey], decide: Decide,
-        just_read: Mapping[TopicPartitionKey, LeaderIsrAndControllerEpoch] | None = None,
-    ) -> list[TopicPartitionKey]:
+        self, partitions: Iterable[TopicPartition], decide: Decide,
+        just_read: Mapping[TopicPartition, LeaderIsrAndControllerEpoch] | None = None,
+    ) -> list[TopicPartition]:
         """Change partition states as `decide` says, each on the state just read from ZooKeeper and written
         conditionally on its version, many partitions a fenced transaction (Kafka's updateLeaderAndIsr). A version
         conflict (the leader changed the ISR meanwhile) re-reads the state and decides again, up to
@@ -167,10 +175,10 @@ class PartitionStateMachine:
         `just_read`: states this event has just read from ZooKeeper (the failover reads every partition's). The
         first round decides on them instead of reading them again; one that a conflict shows to be out of date
         already is read and decided again, not counted as a conflict."""
-        host = self._host
+        context = self._context
         pending = list(dict.fromkeys(partitions))
-        conflicts: dict[TopicPartitionKey, int] = {}
-        changed: list[TopicPartitionKey] = []
+        conflicts: dict[TopicPartition, int] = {}
+        changed: list[TopicPartition] = []
         # Each used once: a partition decided again is read
         known = {tp: just_read[tp] for tp in pending if tp in just_read} if just_read else {}
         while pending:
@@ -178,21 +186,21 @@ class PartitionStateMachine:
             current = await self.read_partition_states(unread) if unread else {}
             reused = {tp: known.pop(tp) for tp in pending if tp in known}
             current.update(reused)
-            proposals: list[tuple[TopicPartitionKey, LeaderIsrAndControllerEpoch, PartitionChange]] = []
+            proposals: list[tuple[TopicPartition, LeaderIsrAndControllerEpoch, PartitionChange]] = []
             for tp in pending:
                 state = current.get(tp)
                 if state is None:
                     continue
-                if state.controller_epoch > host.context.epoch:
+                if state.controller_epoch > context.epoch:
                     # Kafka's doElectLeaderForPartitions: a newer controller wrote it, so this one went through a
                     # soft failure; leave the partition alone (the epoch check of any write fences this term).
                     log.error("Controller %d leaves %s-%d alone: its state was written by controller epoch %d, "
-                              "newer than ours (%d)", host.broker_id, *tp, state.controller_epoch, host.context.epoch)
+                              "newer than ours (%d)", self._broker_id, *tp, state.controller_epoch, context.epoch)
                     continue
                 change = await decide(tp, state)
                 if change is not None:
                     proposals.append((tp, state, change))
-            results = await host.store.write_partition_states(
+            results = await self._store.write_partition_states(
                 [(tp, state, change.state) for tp, state, change in proposals], contended=conflicts.keys()
             )
             pending = []
@@ -209,20 +217,20 @@ class PartitionStateMachine:
                     conflicts[tp] = conflicts.get(tp, 0) + 1
                     if conflicts[tp] < STATE_UPDATE_ATTEMPTS:
                         log.info("Controller %d: the state of %s-%d changed meanwhile; deciding again",
-                                 host.broker_id, *tp)
+                                 self._broker_id, *tp)
                         pending.append(tp)
                     else:
                         log.error("Controller %d gave up changing the state of %s-%d after %d version conflicts",
-                                  host.broker_id, *tp, STATE_UPDATE_ATTEMPTS)
+                                  self._broker_id, *tp, STATE_UPDATE_ATTEMPTS)
                     continue
                 if isinstance(result, BaseException):
                     raise result
-                host.context.states[tp] = result
+                context.states[tp] = result
                 changed.append(tp)
                 unclean = change.election is not None and change.election.unclean
                 if unclean:
                     self.unclean_leader_elections += 1
-                    log.warning("Controller %d: %s-%d: %s", host.broker_id, *tp, change.reason)
+                    log.warning("Controller %d: %s-%d: %s", self._broker_id, *tp, change.reason)
                 self.log_state_change(*tp, result, change.reason, previous_leader=state.leader,
                                       previous_leader_epoch=state.leader_epoch, previous_isr=list(state.isr),
                                       unclean=unclean)
@@ -233,9 +241,9 @@ class PartitionStateMachine:
         whose leader is not live: Kafka's OfflinePartition -> OnlinePartition election and, for dead followers,
         OfflineReplica (leave the ISR, never emptying it). One leader epoch bump per change."""
         unclean_cache: dict[str, bool] = {}
-        context = self._host.context
+        context = self._context
 
-        async def decide(tp: TopicPartitionKey, state: LeaderIsrAndControllerEpoch) -> PartitionChange | None:
+        async def decide(tp: TopicPartition, state: LeaderIsrAndControllerEpoch) -> PartitionChange | None:
             topic, partition = tp
             replicas = context.replicas(topic, partition)
             live = context.electable()
@@ -266,20 +274,19 @@ class PartitionStateMachine:
 
     async def unclean_enabled(self, topic: str, cache: dict[str, bool]) -> bool:
         """The topic's unclean.leader.election.enable, read from ZooKeeper when needed (as Kafka does)."""
-        host = self._host
         if topic not in cache:
             try:
-                config = await read_topic_config(host.zk, topic)
+                config = await read_topic_config(self._zk, topic)
             except znodes.ZkDataError as e:
-                log.error("Controller %d cannot read the config of topic %s: %s", host.broker_id, topic, e)
+                log.error("Controller %d cannot read the config of topic %s: %s", self._broker_id, topic, e)
                 config = {}
-            cache[topic] = unclean_leader_election_enabled(config, host.unclean_leader_election_default)
+            cache[topic] = unclean_leader_election_enabled(config, self._unclean_leader_election_default)
         return cache[topic]
 
     async def elect_offline_partitions(
-        self, partitions: list[TopicPartitionKey], cause: str,
-        just_read: Mapping[TopicPartitionKey, LeaderIsrAndControllerEpoch] | None = None,
-    ) -> list[TopicPartitionKey]:
+        self, partitions: list[TopicPartition], cause: str,
+        just_read: Mapping[TopicPartition, LeaderIsrAndControllerEpoch] | None = None,
+    ) -> list[TopicPartition]:
         """Elect leaders for partitions without a live leader (Kafka's triggerOnlinePartitionStateChange);
         `just_read` as for :meth:`update_partition_states`."""
         if not partitions:
@@ -287,11 +294,11 @@ class PartitionStateMachine:
         return await self.update_partition_states(partitions, self.recovery_decider(cause), just_read)
 
     def queue_changes(
-        self, batch: ControllerBrokerRequestBatch, partitions: Iterable[TopicPartitionKey], exclude: int | None = None
+        self, batch: ControllerBrokerRequestBatch, partitions: Iterable[TopicPartition], exclude: int | None = None
     ) -> None:
         """LeaderAndIsr with the partitions' current states to their live replicas (but `exclude`), and
         UpdateMetadata with them to every live broker."""
-        context = self._host.context
+        context = self._context
         for topic, partition in partitions:
             hosts = [r for r in context.live_replicas(topic, partition) if r != exclude]
             state = context.states[(topic, partition)]
@@ -302,7 +309,7 @@ class PartitionStateMachine:
     def log_state_change(
         self, topic: str, partition: int, state: LeaderIsrAndControllerEpoch, reason: str, **details: object
     ) -> None:
-        record_state_change(source="controller", broker_id=self._host.broker_id, topic=topic, partition=partition,
+        record_state_change(source="controller", broker_id=self._broker_id, topic=topic, partition=partition,
                             controller_epoch=state.controller_epoch, leader_epoch=state.leader_epoch,
                             leader=state.leader, isr=state.isr, reason=reason, zk_version=state.zk_version,
                             **details)

@@ -19,16 +19,19 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
 
-from controller.context import TopicPartitionKey
+from controller.activity import ControllerActivity
+from controller.context import ControllerContext
 from controller.election import (
     LeaderAndIsr,
     offline_partition_election,
     preferred_replica_election,
     preferred_replica_ineligibility,
 )
-from controller.partition_state_machine import Decide, PartitionChange, PartitionState
+from controller.event_manager import ControllerEventManager
+from controller.partition_state_machine import Decide, PartitionChange, PartitionState, PartitionStateMachine
+from controller.request_sender import BrokerRequestSender
+from controller.zk_store import ControllerZkStore
 from protocol.errors import ErrorCode
 from protocol.messages import (
     ElectionType,
@@ -37,11 +40,10 @@ from protocol.messages import (
     PartitionResult,
     ReplicaElectionResult,
 )
+from protocol.topic_partition import TopicPartition
 from zk import znodes
+from zk.client import ZkClient
 from zk.znodes import LeaderIsrAndControllerEpoch
-
-if TYPE_CHECKING:
-    from controller.controller import KafkaController
 
 log = logging.getLogger("controller")
 
@@ -52,9 +54,17 @@ Outcome = tuple[ErrorCode, str]
 class PreferredElection:
     """Preferred (and unclean) elections by hand, and the periodic leader rebalance."""
 
-    def __init__(self, host: KafkaController, *, auto_rebalance: bool, check_interval_s: float,
+    def __init__(self, context: ControllerContext, activity: ControllerActivity, zk: ZkClient,
+                 store: ControllerZkStore, events: ControllerEventManager, requests: BrokerRequestSender,
+                 partition_states: PartitionStateMachine, *, auto_rebalance: bool, check_interval_s: float,
                  imbalance_percentage: int) -> None:
-        self._host = host
+        self._context = context
+        self._activity = activity
+        self._zk = zk
+        self._store = store
+        self._events = events
+        self._requests = requests
+        self._partition_states = partition_states
         self.auto_rebalance = auto_rebalance
         self.check_interval_s = check_interval_s
         self.imbalance_percentage = imbalance_percentage
@@ -70,9 +80,10 @@ class PreferredElection:
         except ValueError:
             return ElectLeadersResponse(error_code=ErrorCode.INVALID_REQUEST, replica_election_results=[])
         partitions = None if request.topic_partitions is None else [
-            (t.topic, p) for t in request.topic_partitions for p in t.partitions]
-        outcomes = await self._host.answer("ElectLeaders", lambda: self.elect(election_type, partitions, "requested"),
-                                           lambda _why: None)
+            TopicPartition(t.topic, p) for t in request.topic_partitions for p in t.partitions]
+        outcomes = await self._activity.answer("ElectLeaders",
+                                               lambda: self.elect(election_type, partitions, "requested"),
+                                               lambda _why: None)
         if outcomes is None:
             return ElectLeadersResponse(error_code=ErrorCode.NOT_CONTROLLER, replica_election_results=[])
         by_topic: dict[str, list[PartitionResult]] = {}
@@ -82,35 +93,34 @@ class PreferredElection:
         return ElectLeadersResponse(error_code=ErrorCode.NONE, replica_election_results=[
             ReplicaElectionResult(topic=topic, partition_result=results) for topic, results in by_topic.items()])
 
-    async def elect(self, election_type: ElectionType, partitions: Iterable[TopicPartitionKey] | None,
-                    trigger: str) -> dict[TopicPartitionKey, Outcome]:
+    async def elect(self, election_type: ElectionType, partitions: Iterable[TopicPartition] | None,
+                    trigger: str) -> dict[TopicPartition, Outcome]:
         """Run an election for the partitions (every partition if None); the outcome of each."""
-        host = self._host
-        context = host.context
-        outcomes: dict[TopicPartitionKey, Outcome] = {}
+        context = self._context
+        outcomes: dict[TopicPartition, Outcome] = {}
         wanted = context.serving_partitions() if partitions is None else list(dict.fromkeys(partitions))
         candidates = []
         for tp in wanted:
-            exists = host.partition_states.state(tp) in (PartitionState.ONLINE, PartitionState.OFFLINE)
-            if not exists or tp[0] in context.topics_to_delete:
+            exists = self._partition_states.state(tp) in (PartitionState.ONLINE, PartitionState.OFFLINE)
+            if not exists or tp.topic in context.topics_to_delete:
                 outcomes[tp] = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "The partition does not exist.")
             else:
                 candidates.append(tp)
         decide = (self._preferred if election_type == ElectionType.PREFERRED else self._unclean)(outcomes, trigger)
-        changed = await host.partition_states.update_partition_states(candidates, decide)
-        batch = host.new_batch()
-        host.partition_states.queue_changes(batch, changed)
-        host.send(batch)
+        changed = await self._partition_states.update_partition_states(candidates, decide)
+        batch = self._requests.new_batch()
+        self._partition_states.queue_changes(batch, changed)
+        self._requests.send(batch)
         elected = [tp for tp in changed if outcomes[tp][0] == ErrorCode.NONE]
         if elected:
-            log.info("Controller %d: %s election (%s) elected leaders of %s", host.broker_id,
+            log.info("Controller %d: %s election (%s) elected leaders of %s", self._activity.broker_id,
                      election_type.name.lower(), trigger, elected)
         return outcomes
 
-    def _preferred(self, outcomes: dict[TopicPartitionKey, Outcome], trigger: str) -> Decide:
-        context = self._host.context
+    def _preferred(self, outcomes: dict[TopicPartition, Outcome], trigger: str) -> Decide:
+        context = self._context
 
-        async def decide(tp: TopicPartitionKey, state: LeaderIsrAndControllerEpoch) -> PartitionChange | None:
+        async def decide(tp: TopicPartition, state: LeaderIsrAndControllerEpoch) -> PartitionChange | None:
             replicas = context.replicas(*tp)
             live = context.electable()
             if replicas and state.leader == replicas[0] and state.leader in live:
@@ -129,10 +139,10 @@ class PreferredElection:
 
         return decide
 
-    def _unclean(self, outcomes: dict[TopicPartitionKey, Outcome], trigger: str) -> Decide:
-        context = self._host.context
+    def _unclean(self, outcomes: dict[TopicPartition, Outcome], trigger: str) -> Decide:
+        context = self._context
 
-        async def decide(tp: TopicPartitionKey, state: LeaderIsrAndControllerEpoch) -> PartitionChange | None:
+        async def decide(tp: TopicPartition, state: LeaderIsrAndControllerEpoch) -> PartitionChange | None:
             if state.leader in context.live_brokers:
                 outcomes[tp] = (ErrorCode.ELECTION_NOT_NEEDED, f"leader {state.leader} is live")
                 return None
@@ -156,22 +166,23 @@ class PreferredElection:
     async def process_preferred_election_znode(self) -> None:
         """Elect the preferred replicas of the partitions written in /admin/preferred_replica_election, then
         remove it (Kafka's PreferredReplicaElection event)."""
-        host = self._host
-        if not host.is_active:
+        if not self._activity.is_active:
             return
-        got = await host.zk.get_or_none(znodes.PREFERRED_REPLICA_ELECTION_PATH)
+        got = await self._zk.get_or_none(znodes.PREFERRED_REPLICA_ELECTION_PATH)
         if got is None:
             return
         try:
-            partitions = znodes.decode_partition_list(got[0])
+            partitions = [TopicPartition(*tp) for tp in znodes.decode_partition_list(got[0])]
         except znodes.ZkDataError as e:
-            log.error("Controller %d ignores %s: %s", host.broker_id, znodes.PREFERRED_REPLICA_ELECTION_PATH, e)
+            log.error("Controller %d ignores %s: %s", self._activity.broker_id, znodes.PREFERRED_REPLICA_ELECTION_PATH,
+                      e)
             partitions = []
         outcomes = await self.elect(ElectionType.PREFERRED, partitions, "/admin/preferred_replica_election")
         for tp, (code, why) in sorted(outcomes.items()):
             if code not in (ErrorCode.NONE, ErrorCode.ELECTION_NOT_NEEDED):
-                log.info("Controller %d: preferred replica of %s-%d not elected: %s", host.broker_id, *tp, why)
-        await host.store.delete_if_exists(znodes.PREFERRED_REPLICA_ELECTION_PATH)
+                log.info("Controller %d: preferred replica of %s-%d not elected: %s", self._activity.broker_id, *tp,
+                         why)
+        await self._store.delete_if_exists(znodes.PREFERRED_REPLICA_ELECTION_PATH)
 
     # -- auto rebalance ---------------------------------------------------------------------
 
@@ -189,14 +200,14 @@ class PreferredElection:
     async def _schedule(self) -> None:
         await asyncio.sleep(FIRST_REBALANCE_CHECK_S)
         while True:
-            self._host.events.put("AutoPreferredReplicaLeaderElection", self.check_imbalance)
+            self._events.put("AutoPreferredReplicaLeaderElection", self.check_imbalance)
             await asyncio.sleep(self.check_interval_s)
 
-    def imbalanced_partitions(self) -> list[TopicPartitionKey]:
+    def imbalanced_partitions(self) -> list[TopicPartition]:
         """The partitions led by another broker than their preferred replica, for each preferred replica whose
         share of such partitions exceeds leader.imbalance.per.broker.percentage."""
-        context = self._host.context
-        by_preferred: dict[int, list[TopicPartitionKey]] = {}
+        context = self._context
+        by_preferred: dict[int, list[TopicPartition]] = {}
         for tp in context.serving_partitions():
             replicas = context.replicas(*tp)
             if tp in context.states and replicas:
@@ -209,11 +220,10 @@ class PreferredElection:
         return imbalanced
 
     async def check_imbalance(self) -> None:
-        host = self._host
-        if not host.is_active or host.context.reassignments:
+        if not self._activity.is_active or self._context.reassignments:
             return
         imbalanced = self.imbalanced_partitions()
         if imbalanced:
             log.info("Controller %d: leader imbalance above %d%% for %s: preferred replica election",
-                     host.broker_id, self.imbalance_percentage, imbalanced)
+                     self._activity.broker_id, self.imbalance_percentage, imbalanced)
             await self.elect(ElectionType.PREFERRED, imbalanced, "auto rebalance")

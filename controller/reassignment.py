@@ -23,17 +23,19 @@ for its topic's reassignments.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
 
-from controller.context import PartitionReassignment, TopicPartitionKey
+from controller.activity import ControllerActivity
+from controller.context import ControllerContext, PartitionReassignment
 from controller.election import LeaderAndIsr, reassign_partition_election
-from controller.partition_state_machine import Decide, PartitionChange
-from controller.replica_state_machine import ReplicaState
+from controller.partition_state_machine import Decide, PartitionChange, PartitionStateMachine
+from controller.replica_state_machine import ReplicaState, ReplicaStateMachine
+from controller.request_sender import BrokerRequestSender
+from controller.topic_deletion import TopicDeletionManager
+from controller.zk_store import ControllerZkStore
+from protocol.topic_partition import TopicPartition
 from zk import znodes
+from zk.client import ZkClient
 from zk.znodes import LeaderIsrAndControllerEpoch, TopicAssignment
-
-if TYPE_CHECKING:
-    from controller.controller import KafkaController
 
 log = logging.getLogger("controller")
 
@@ -41,15 +43,24 @@ log = logging.getLogger("controller")
 class ReassignmentManager:
     """Starts, resumes and completes partition reassignments."""
 
-    def __init__(self, host: KafkaController) -> None:
-        self._host = host
+    def __init__(self, context: ControllerContext, activity: ControllerActivity, zk: ZkClient,
+                 store: ControllerZkStore, requests: BrokerRequestSender, partition_states: PartitionStateMachine,
+                 replica_states: ReplicaStateMachine, deletion: TopicDeletionManager) -> None:
+        self._context = context
+        self._activity = activity
+        self._zk = zk
+        self._store = store
+        self._requests = requests
+        self._partition_states = partition_states
+        self._replica_states = replica_states
+        self._deletion = deletion
 
     def load(self, topic: str, znode: TopicAssignment) -> None:
         """Reassignments in progress recorded in a topic znode (adding/removing replicas) go into the context."""
         for partition, replicas in znode.partitions.items():
             adding, removing = znode.adding.get(partition, []), znode.removing.get(partition, [])
             if adding or removing:
-                self._host.context.reassignments[(topic, partition)] = PartitionReassignment(
+                self._context.reassignments[TopicPartition(topic, partition)] = PartitionReassignment(
                     original=tuple(r for r in replicas if r not in adding),
                     target=tuple(r for r in replicas if r not in removing),
                 )
@@ -59,43 +70,43 @@ class ReassignmentManager:
     async def process_reassign_partitions_znode(self) -> None:
         """Start the reassignments asked in /admin/reassign_partitions; drop the entries that are done, invalid,
         or of topics being deleted."""
-        host = self._host
-        if not host.is_active:
+        if not self._activity.is_active:
             return
-        got = await host.zk.get_or_none(znodes.REASSIGN_PARTITIONS_PATH)
+        got = await self._zk.get_or_none(znodes.REASSIGN_PARTITIONS_PATH)
         if got is None:
             return
         try:
-            wanted = znodes.decode_reassignment(got[0])
+            wanted = {TopicPartition(*tp): target for tp, target in znodes.decode_reassignment(got[0]).items()}
         except znodes.ZkDataError as e:
-            log.error("Controller %d removes the malformed %s: %s", host.broker_id, znodes.REASSIGN_PARTITIONS_PATH, e)
-            await host.store.delete_if_exists(znodes.REASSIGN_PARTITIONS_PATH)
+            log.error("Controller %d removes the malformed %s: %s", self._activity.broker_id,
+                      znodes.REASSIGN_PARTITIONS_PATH, e)
+            await self._store.delete_if_exists(znodes.REASSIGN_PARTITIONS_PATH)
             return
-        finished: list[TopicPartitionKey] = []
+        finished: list[TopicPartition] = []
         for tp, target in sorted(wanted.items()):
             problem = self._problem(tp, target)
-            ongoing = host.context.reassignments.get(tp)
+            ongoing = self._context.reassignments.get(tp)
             if problem:
-                log.error("Controller %d: reassignment of %s-%d to %s ignored: %s", host.broker_id, *tp, target,
-                          problem)
+                log.error("Controller %d: reassignment of %s-%d to %s ignored: %s", self._activity.broker_id, *tp,
+                          target, problem)
                 finished.append(tp)
             elif ongoing is not None:
                 if list(ongoing.target) != target:
                     log.warning("Controller %d: %s-%d is being reassigned to %s already; %s ignored",
-                                host.broker_id, *tp, list(ongoing.target), target)
-            elif host.context.replicas(*tp) == target:
+                                self._activity.broker_id, *tp, list(ongoing.target), target)
+            elif self._context.replicas(*tp) == target:
                 finished.append(tp)
             else:
-                log.info("Controller %d: reassigning %s-%d from %s to %s", host.broker_id, *tp,
-                         host.context.replicas(*tp), target)
-                await self._reassign(tp, PartitionReassignment(tuple(host.context.replicas(*tp)), tuple(target)))
+                log.info("Controller %d: reassigning %s-%d from %s to %s", self._activity.broker_id, *tp,
+                         self._context.replicas(*tp), target)
+                await self._reassign(tp, PartitionReassignment(tuple(self._context.replicas(*tp)), tuple(target)))
         await self._remove_from_znode(finished)
 
-    def _problem(self, tp: TopicPartitionKey, target: list[int]) -> str:
-        context = self._host.context
-        if tp[0] in context.topics_to_delete:
+    def _problem(self, tp: TopicPartition, target: list[int]) -> str:
+        context = self._context
+        if tp.topic in context.topics_to_delete:
             return "the topic is being deleted"
-        if tp[1] not in context.assignments.get(tp[0], {}):
+        if tp.partition not in context.assignments.get(tp.topic, {}):
             return "no such partition"
         if not target:
             return "no replicas"
@@ -103,105 +114,103 @@ class ReassignmentManager:
             return "a replica is given twice"
         return ""
 
-    async def _remove_from_znode(self, partitions: list[TopicPartitionKey]) -> None:
+    async def _remove_from_znode(self, partitions: list[TopicPartition]) -> None:
         """Take finished partitions out of /admin/reassign_partitions; the znode goes with its last one."""
-        host = self._host
         if not partitions:
             return
-        got = await host.zk.get_or_none(znodes.REASSIGN_PARTITIONS_PATH)
+        got = await self._zk.get_or_none(znodes.REASSIGN_PARTITIONS_PATH)
         if got is None:
             return
         try:
             remaining = {tp: r for tp, r in znodes.decode_reassignment(got[0]).items() if tp not in partitions}
         except znodes.ZkDataError:
             remaining = {}
-        await host.store.set_or_delete(znodes.REASSIGN_PARTITIONS_PATH,
-                                       znodes.encode_reassignment(remaining) if remaining else None)
+        await self._store.set_or_delete(znodes.REASSIGN_PARTITIONS_PATH,
+                                        znodes.encode_reassignment(remaining) if remaining else None)
 
     # -- the phases -------------------------------------------------------------------------
 
-    async def resume(self, partitions: list[TopicPartitionKey] | None = None) -> None:
+    async def resume(self, partitions: list[TopicPartition] | None = None) -> None:
         """Carry on reassignments (all, or of `partitions`): at failover, when target brokers start, when ISRs
         change. Phase A is redone (the leader epoch goes up again) unless phase B can run."""
-        context = self._host.context
+        context = self._context
         for tp in sorted(context.reassignments if partitions is None else set(partitions) & set(context.reassignments)):
             await self._reassign(tp, context.reassignments[tp])
 
-    async def on_isr_changes(self, partitions: list[TopicPartitionKey]) -> None:
+    async def on_isr_changes(self, partitions: list[TopicPartition]) -> None:
         """ISRs changed: complete the reassignments whose target replicas have all joined."""
-        context = self._host.context
+        context = self._context
         for tp in sorted(set(partitions) & set(context.reassignments)):
             if self._target_caught_up(tp):
                 await self._complete(tp)
 
     async def on_brokers_started(self, started: list[int]) -> None:
         """Target brokers came back: their reassignments go on (Kafka's onBrokerStartup)."""
-        context = self._host.context
+        context = self._context
         await self.resume([tp for tp, r in context.reassignments.items() if set(r.adding) & set(started)])
 
-    async def _reassign(self, tp: TopicPartitionKey, reassignment: PartitionReassignment) -> None:
-        self._host.context.reassignments[tp] = reassignment
+    async def _reassign(self, tp: TopicPartition, reassignment: PartitionReassignment) -> None:
+        self._context.reassignments[tp] = reassignment
         if self._target_caught_up(tp):
             await self._complete(tp)
         else:
             await self._start(tp)
 
-    def _target_caught_up(self, tp: TopicPartitionKey) -> bool:
+    def _target_caught_up(self, tp: TopicPartition) -> bool:
         """Phase B may run: every target replica is in the ISR, and a live target replica can lead."""
-        context = self._host.context
+        context = self._context
         state = context.states.get(tp)
         reassignment = context.reassignments[tp]
         if state is None or not set(reassignment.target) <= set(state.isr):
             return False
         return reassign_partition_election(reassignment.target, state.isr, context.electable()) is not None
 
-    async def _start(self, tp: TopicPartitionKey) -> None:
+    async def _start(self, tp: TopicPartition) -> None:
         """Phase A: RS = TRS + ORS, new replicas started, leader epoch bumped and sent to RS."""
-        host = self._host
-        context = host.context
+        context = self._context
         reassignment = context.reassignments[tp]
-        context.assignments[tp[0]][tp[1]] = reassignment.replicas
-        await self._write_assignment(tp[0])
-        host.replica_states.to_new(host.replica_states.in_state([(*tp, b) for b in reassignment.adding],
-                                                                ReplicaState.NON_EXISTENT))
+        context.assignments[tp.topic][tp.partition] = reassignment.replicas
+        await self._write_assignment(tp.topic)
+        self._replica_states.to_new(self._replica_states.in_state([(*tp, b) for b in reassignment.adding],
+                                                                  ReplicaState.NON_EXISTENT))
         reason = (f"reassignment to {list(reassignment.target)}: replicas {reassignment.replicas} "
                   f"(adding {reassignment.adding}, removing {reassignment.removing})")
-        changed = await host.partition_states.update_partition_states([tp], _bump_epoch(reason))
-        batch = host.new_batch()
-        host.partition_states.queue_changes(batch, changed)
-        host.send(batch)
-        log.info("Controller %d: %s-%d: waiting for %s to join the ISR", host.broker_id, *tp, reassignment.adding)
+        changed = await self._partition_states.update_partition_states([tp], _bump_epoch(reason))
+        batch = self._requests.new_batch()
+        self._partition_states.queue_changes(batch, changed)
+        self._requests.send(batch)
+        log.info("Controller %d: %s-%d: waiting for %s to join the ISR", self._activity.broker_id, *tp,
+                 reassignment.adding)
 
-    async def _complete(self, tp: TopicPartitionKey) -> None:
+    async def _complete(self, tp: TopicPartition) -> None:
         """Phase B: leader within TRS, RR out of the ISR and deleted, RS = TRS everywhere."""
-        host = self._host
-        context = host.context
-        states = host.replica_states
+        context = self._context
+        states = self._replica_states
         reassignment = context.reassignments[tp]
         target, removing = list(reassignment.target), reassignment.removing
         states.to_online(None, states.in_state([(*tp, b) for b in target], ReplicaState.NEW))
-        context.assignments[tp[0]][tp[1]] = target
-        batch = host.new_batch()
-        changed = await host.partition_states.update_partition_states(
+        context.assignments[tp.topic][tp.partition] = target
+        batch = self._requests.new_batch()
+        changed = await self._partition_states.update_partition_states(
             [tp], _leader_within(target, context.electable(), f"reassignment to {target} completing"))
         if removing:
-            changed += await host.partition_states.update_partition_states(
+            changed += await self._partition_states.update_partition_states(
                 [tp], _isr_without(removing, f"reassignment to {target}: replicas {removing} removed"))
-        host.partition_states.queue_changes(batch, changed)
+        self._partition_states.queue_changes(batch, changed)
         removed = [(*tp, b) for b in removing]
         states.to_offline(None, removed)
-        started = await host.deletion.remove_replicas(batch, removed)
+        started = await self._deletion.remove_replicas(batch, removed)
         del context.reassignments[tp]
-        await self._write_assignment(tp[0])
-        host.deletion.track(host.send(batch).stop_replica, started)
+        await self._write_assignment(tp.topic)
+        self._deletion.track(self._requests.send(batch).stop_replica, started)
         await self._remove_from_znode([tp])
-        log.info("Controller %d: %s-%d reassigned to %s", host.broker_id, *tp, target)
-        await host.deletion.resume()
+        log.info("Controller %d: %s-%d reassigned to %s", self._activity.broker_id, *tp, target)
+        await self._deletion.resume()
 
     async def _write_assignment(self, topic: str) -> None:
-        context = self._host.context
+        context = self._context
         ongoing = {p: r for (t, p), r in context.reassignments.items() if t == topic}
-        await self._host.store.write_topic(topic, TopicAssignment(
+        await self._store.write_topic(topic, TopicAssignment(
             partitions=dict(context.assignments[topic]),
             adding={p: r.adding for p, r in ongoing.items() if r.adding},
             removing={p: r.removing for p, r in ongoing.items() if r.removing},
@@ -210,7 +219,7 @@ class ReassignmentManager:
 
 
 def _bump_epoch(reason: str) -> Decide:
-    async def decide(_tp: TopicPartitionKey, state: LeaderIsrAndControllerEpoch) -> PartitionChange:
+    async def decide(_tp: TopicPartition, state: LeaderIsrAndControllerEpoch) -> PartitionChange:
         return PartitionChange(LeaderAndIsr(state.leader, state.leader_epoch + 1, tuple(state.isr)), reason)
 
     return decide
@@ -219,7 +228,7 @@ def _bump_epoch(reason: str) -> Decide:
 def _leader_within(target: list[int], electable: set[int], reason: str) -> Decide:
     """B3: keep a live leader that is a target replica (a new leader epoch), else elect within the target."""
 
-    async def decide(_tp: TopicPartitionKey, state: LeaderIsrAndControllerEpoch) -> PartitionChange | None:
+    async def decide(_tp: TopicPartition, state: LeaderIsrAndControllerEpoch) -> PartitionChange | None:
         current = LeaderAndIsr(state.leader, state.leader_epoch, tuple(state.isr))
         if state.leader in target and state.leader in electable:
             return PartitionChange(LeaderAndIsr(state.leader, state.leader_epoch + 1, current.isr), reason)
@@ -236,7 +245,7 @@ def _leader_within(target: list[int], electable: set[int], reason: str) -> Decid
 def _isr_without(removed: list[int], reason: str) -> Decide:
     """B4: the removed replicas leave the ISR (never emptying it)."""
 
-    async def decide(_tp: TopicPartitionKey, state: LeaderIsrAndControllerEpoch) -> PartitionChange | None:
+    async def decide(_tp: TopicPartition, state: LeaderIsrAndControllerEpoch) -> PartitionChange | None:
         isr = tuple(r for r in state.isr if r not in removed)
         if not isr or isr == tuple(state.isr):
             return None

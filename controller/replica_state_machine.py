@@ -24,12 +24,10 @@ from __future__ import annotations
 import enum
 import logging
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
 
 from controller.channel import ControllerBrokerRequestBatch
-
-if TYPE_CHECKING:
-    from controller.controller import KafkaController
+from controller.context import ControllerContext
+from protocol.topic_partition import TopicPartition
 
 log = logging.getLogger("controller")
 
@@ -62,8 +60,9 @@ _VALID_PREVIOUS: dict[ReplicaState, frozenset[ReplicaState]] = {
 class ReplicaStateMachine:
     """Tracks each replica's state and queues the requests its transitions need."""
 
-    def __init__(self, host: KafkaController) -> None:
-        self._host = host
+    def __init__(self, context: ControllerContext, broker_id: int) -> None:
+        self._context = context
+        self._broker_id = broker_id
         self.states: dict[Replica, ReplicaState] = {}
 
     def reset(self) -> None:
@@ -72,34 +71,34 @@ class ReplicaStateMachine:
     def state(self, replica: Replica) -> ReplicaState:
         return self.states.get(replica, ReplicaState.NON_EXISTENT)
 
-    def initialize(self, partitions: Iterable[tuple[str, int]]) -> None:
+    def initialize(self, partitions: Iterable[TopicPartition]) -> None:
         """Replicas of partitions that exist already (read from ZooKeeper) are Online if their broker is live,
         else Offline (Kafka's initializeReplicaState)."""
-        live = self._host.context.live_brokers
+        live = self._context.live_brokers
         for replica in self.replicas_on_any(partitions):
             self.states.setdefault(replica, ReplicaState.ONLINE if replica[2] in live else ReplicaState.OFFLINE)
 
-    def start_new(self, partitions: Iterable[tuple[str, int]]) -> None:
+    def start_new(self, partitions: Iterable[TopicPartition]) -> None:
         """The replicas of new partitions: NonExistent -> New -> Online (Offline on a broker that is down).
         The partition's first LeaderAndIsr (is_new) is what starts them."""
-        live = self._host.context.live_brokers
+        live = self._context.live_brokers
         for replica in self._enter(self.replicas_on_any(partitions), ReplicaState.NEW):
             self._enter([replica], ReplicaState.ONLINE if replica[2] in live else ReplicaState.OFFLINE)
 
-    def forget(self, partitions: Iterable[tuple[str, int]]) -> None:
+    def forget(self, partitions: Iterable[TopicPartition]) -> None:
         """The partitions are gone: their replicas are NonExistent."""
         for replica in self.replicas_on_any(partitions):
             self.states.pop(replica, None)
 
-    def replicas_on_any(self, partitions: Iterable[tuple[str, int]]) -> list[Replica]:
+    def replicas_on_any(self, partitions: Iterable[TopicPartition]) -> list[Replica]:
         """Every replica of the partitions."""
-        context = self._host.context
+        context = self._context
         return [(t, p, b) for t, p in partitions for b in context.replicas(t, p)]
 
-    def replicas_on(self, brokers: Iterable[int], partitions: Iterable[tuple[str, int]] | None = None) -> list[Replica]:
+    def replicas_on(self, brokers: Iterable[int], partitions: Iterable[TopicPartition] | None = None) -> list[Replica]:
         """The replicas the brokers host (of `partitions`, or of every partition)."""
         wanted = set(brokers)
-        chosen = self._host.context.partitions() if partitions is None else partitions
+        chosen = self._context.partitions() if partitions is None else partitions
         return [replica for replica in self.replicas_on_any(chosen) if replica[2] in wanted]
 
     def _enter(self, replicas: Iterable[Replica], target: ReplicaState) -> list[Replica]:
@@ -109,7 +108,7 @@ class ReplicaStateMachine:
             current = self.state(replica)
             if current not in _VALID_PREVIOUS[target]:
                 log.error("Controller %d: replica %s-%d on broker %d cannot go from %s to %s",
-                          self._host.broker_id, *replica, current.value, target.value)
+                          self._broker_id, *replica, current.value, target.value)
                 continue
             self.states[replica] = target
             moved.append(replica)
@@ -121,7 +120,7 @@ class ReplicaStateMachine:
     def to_online(self, batch: ControllerBrokerRequestBatch | None, replicas: Iterable[Replica]) -> list[Replica]:
         """Online: each replica gets its partition's current state (LeaderAndIsr), if the partition has one, when
         a batch is given."""
-        context = self._host.context
+        context = self._context
         moved = self._enter(replicas, ReplicaState.ONLINE)
         for topic, partition, broker in moved if batch is not None else ():
             state = context.states.get((topic, partition))
@@ -154,7 +153,7 @@ class ReplicaStateMachine:
     def to_offline(self, batch: ControllerBrokerRequestBatch | None, replicas: Iterable[Replica]) -> list[Replica]:
         """Offline: a replica on a live broker is stopped (StopReplica without delete) when a batch is given.
         Leaving the ISR is the partition state machine's part (it decides all changes of a partition at once)."""
-        context = self._host.context
+        context = self._context
         moved = self._enter(replicas, ReplicaState.OFFLINE)
         if batch is not None:
             for topic, partition, broker in moved:

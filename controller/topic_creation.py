@@ -12,20 +12,24 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from controller.activity import ControllerActivity
 from controller.assignment import assign_replicas, topics_collide, validate_assignment, validate_topic_name
+from controller.context import ControllerContext
 from controller.event_manager import ControllerMovedError
+from controller.partition_state_machine import PartitionStateMachine
+from controller.reassignment import ReassignmentManager
+from controller.replica_state_machine import ReplicaStateMachine
+from controller.request_sender import BrokerRequestSender
+from controller.zk_store import ControllerZkStore
 from protocol.errors import ErrorCode, KafkaError
 from protocol.messages import CreatableTopic, CreatableTopicResult, CreateTopicsRequest, CreateTopicsResponse
 from zk import znodes
-from zk.client import CreateOp, NodeExistsError, Op, SetOp
+from zk.client import CreateOp, NodeExistsError, Op, SetOp, ZkClient
 from zk.znodes import LeaderIsrAndControllerEpoch, TopicAssignment
-
-if TYPE_CHECKING:
-    from controller.controller import KafkaController
 
 log = logging.getLogger("controller")
 
@@ -47,9 +51,20 @@ def not_controller(name: str, broker_id: int) -> CreatableTopicResult:
 class TopicCreation:
     """Creates topics, and follows the topics in ZooKeeper."""
 
-    def __init__(self, host: KafkaController, validate_config: TopicConfigValidator, *,
+    def __init__(self, context: ControllerContext, activity: ControllerActivity, zk: ZkClient,
+                 store: ControllerZkStore, requests: BrokerRequestSender, partition_states: PartitionStateMachine,
+                 replica_states: ReplicaStateMachine, reassignments: ReassignmentManager,
+                 step_down: Callable[[], Awaitable[None]], validate_config: TopicConfigValidator, *,
                  default_num_partitions: int, default_replication_factor: int) -> None:
-        self._host = host
+        self._context = context
+        self._activity = activity
+        self._zk = zk
+        self._store = store
+        self._requests = requests
+        self._partition_states = partition_states
+        self._replica_states = replica_states
+        self._reassignments = reassignments
+        self._step_down = step_down  # resign: a fresh election takes place
         self.validate_config = validate_config
         self.default_num_partitions = default_num_partitions
         self.default_replication_factor = default_replication_factor
@@ -61,8 +76,7 @@ class TopicCreation:
 
         Answers once every replica's broker acknowledged its LeaderAndIsr, or after request.timeout_ms
         (then REQUEST_TIMED_OUT for the topics not confirmed, as Kafka); at once if timeout_ms <= 0."""
-        host = self._host
-        results, acks = await host.answer(
+        results, acks = await self._activity.answer(
             "CreateTopics", lambda: self.process_create_topics(request),
             lambda why: ([topic_result(t.name, ErrorCode.NOT_CONTROLLER, why) for t in request.topics], {}))
         waiting = {f for futures in acks.values() for f in futures}
@@ -78,13 +92,12 @@ class TopicCreation:
         return CreateTopicsResponse(topics=results)
 
     async def process_create_topics(self, request: CreateTopicsRequest) -> tuple[list[CreatableTopicResult], TopicAcks]:
-        host = self._host
-        if not host.is_active:
-            return [not_controller(t.name, host.broker_id) for t in request.topics], {}
+        if not self._activity.is_active:
+            return [not_controller(t.name, self._activity.broker_id) for t in request.topics], {}
         counts = Counter(t.name for t in request.topics)
         results: list[CreatableTopicResult] = []
         created: dict[str, dict[int, LeaderIsrAndControllerEpoch]] = {}
-        batch = host.new_batch()
+        batch = self._requests.new_batch()
         for index, topic in enumerate(request.topics):
             if counts[topic.name] > 1:
                 results.append(topic_result(
@@ -101,9 +114,9 @@ class TopicCreation:
                 results.append(topic_result(topic.name, e.code, e.message))
                 continue
             except ControllerMovedError as e:
-                log.info("Controller %d: %s", host.broker_id, e)
-                results.extend(not_controller(t.name, host.broker_id) for t in request.topics[index:])
-                await host.step_down()
+                log.info("Controller %d: %s", self._activity.broker_id, e)
+                results.extend(not_controller(t.name, self._activity.broker_id) for t in request.topics[index:])
+                await self._step_down()
                 return results, {}
             new = created.get(topic.name, assignment)
             results.append(CreatableTopicResult(
@@ -116,17 +129,17 @@ class TopicCreation:
                 replication_factor=len(assignment[0]),
             ))
             if topic.name in created:
-                host.partition_states.record_new_states(batch, topic.name, created[topic.name], "topic created")
-        acks = host.send(batch).leader_and_isr
+                self._partition_states.record_new_states(batch, topic.name, created[topic.name], "topic created")
+        acks = self._requests.send(batch).leader_and_isr
         topic_acks: TopicAcks = {}
         for name, states in created.items():
-            hosts = {r for p in states for r in host.context.replicas(name, p)}
+            hosts = {r for p in states for r in self._context.replicas(name, p)}
             topic_acks[name] = [acks[b] for b in sorted(hosts) if b in acks]
         return results, topic_acks
 
     def _validate_new_topic(self, topic: CreatableTopic) -> dict[int, list[int]]:
         """The topic's replica assignment; raises KafkaError with the CreateTopics error code."""
-        context = self._host.context
+        context = self._context
         validate_topic_name(topic.name)
         if topic.name in context.topics_to_delete:
             raise KafkaError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{topic.name}' is marked for deletion.")
@@ -165,26 +178,25 @@ class TopicCreation:
     ) -> dict[int, LeaderIsrAndControllerEpoch]:
         """Write the topic's config and assignment, then its partition states; returns the states written (a
         partition whose state could not be written is New, initialised by the next controller)."""
-        host = self._host
-        states = {p: host.partition_states.first_state(replicas) for p, replicas in assignment.items()}
+        states = {p: self._partition_states.first_state(replicas) for p, replicas in assignment.items()}
         config_path = znodes.topic_config_path(topic)
         config = znodes.encode_topic_config(configs)
         config_op: Op = (
-            SetOp(config_path, config) if await host.zk.exists(config_path) else CreateOp(config_path, config)
+            SetOp(config_path, config) if await self._zk.exists(config_path) else CreateOp(config_path, config)
         )
         topic_id = znodes.new_topic_id()
         topic_op = CreateOp(znodes.topic_path(topic), znodes.encode_topic_znode(TopicAssignment(assignment,
                                                                                                 topic_id=topic_id)))
         try:
-            failed = await host.store.create_partition_states(topic, states, None, extra=[config_op, topic_op])
+            failed = await self._store.create_partition_states(topic, states, None, extra=[config_op, topic_op])
         except NodeExistsError as e:
             if e.op_index == 1:  # created meanwhile by another tool; the TopicChange event will follow
                 raise KafkaError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{topic}' already exists.") from None
             raise
-        host.context.assignments[topic] = assignment
-        host.context.topic_ids[topic] = topic_id
+        self._context.assignments[topic] = assignment
+        self._context.topic_ids[topic] = topic_id
         if failed:
-            host.partition_states.log_not_initialized(topic, failed)
+            self._partition_states.log_not_initialized(topic, failed)
         return {p: state for p, state in states.items() if p not in failed}
 
     # -- /brokers/topics --------------------------------------------------------------------
@@ -193,30 +205,28 @@ class TopicCreation:
         """Read the assignments, topic ids, reassignments in progress and partition states of topics into the
         context; the replicas of partitions with a state are initialized in the replica state machine. A topic
         without a topic id (written before topics had one, or by another tool) gets one, as in Kafka 2.8+."""
-        host = self._host
-        context = host.context
-        found = await host.store.read_assignments(topics)
+        context = self._context
+        found = await self._store.read_assignments(topics)
         for topic, znode in found.items():
             if znode.topic_id is None:
                 znode = replace(znode, topic_id=znodes.new_topic_id())
-                await host.store.write_topic(topic, znode)
-                log.info("Controller %d: topic %s gets topic id %s", host.broker_id, topic, znode.topic_id)
+                await self._store.write_topic(topic, znode)
+                log.info("Controller %d: topic %s gets topic id %s", self._activity.broker_id, topic, znode.topic_id)
             context.assignments[topic] = znode.partitions
             context.topic_ids[topic] = znode.topic_id
-            host.reassignments.load(topic, znode)
-        states = await host.store.read_partition_states(context.partitions(list(found)))
+            self._reassignments.load(topic, znode)
+        states = await self._store.read_partition_states(context.partitions(list(found)))
         context.states.update(states)
-        host.replica_states.initialize(states)
+        self._replica_states.initialize(states)
 
     async def process_topic_change(self) -> None:
-        host = self._host
-        if not host.is_active:
+        if not self._activity.is_active:
             return
-        context = host.context
-        topics = set(await host.zk.get_children(znodes.TOPICS_PATH))
+        context = self._context
+        topics = set(await self._zk.get_children(znodes.TOPICS_PATH))
         for topic in sorted(set(context.assignments) - topics):
-            log.info("Controller %d: topic %s is gone", host.broker_id, topic)
-            host.replica_states.forget(context.partitions([topic]))
+            log.info("Controller %d: topic %s is gone", self._activity.broker_id, topic)
+            self._replica_states.forget(context.partitions([topic]))
             for partition in context.assignments.pop(topic):
                 context.states.pop((topic, partition), None)
                 context.reassignments.pop((topic, partition), None)
@@ -224,8 +234,8 @@ class TopicCreation:
             context.topics_to_delete.discard(topic)
         new = sorted(topics - set(context.assignments))
         if new:
-            log.info("Controller %d: new topics %s", host.broker_id, new)
+            log.info("Controller %d: new topics %s", self._activity.broker_id, new)
             await self.read_topics(new)
-            await host.partition_states.initialize_partitions(
+            await self._partition_states.initialize_partitions(
                 [tp for tp in context.partitions(new) if tp not in context.states]
             )

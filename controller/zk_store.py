@@ -22,11 +22,12 @@ import copy
 import logging
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import replace
-from typing import Protocol
 
-from controller.context import ControllerContext, TopicPartitionKey
+from controller.activity import ControllerActivity
+from controller.context import ControllerContext
 from controller.election import LeaderAndIsr
 from controller.event_manager import ControllerMovedError
+from protocol.topic_partition import TopicPartition
 from zk import znodes
 from zk.client import (
     BadVersionError,
@@ -52,23 +53,15 @@ PARTITION_STATE_BYTES = 256
 LARGE_ZNODE_BYTES = 64 * 1024
 
 
-class StoreHost(Protocol):
-    """What the store needs of the controller."""
-
-    broker_id: int
-    inter_broker_listener_name: str
-    context: ControllerContext
-
-    @property
-    def is_active(self) -> bool: ...
-
-
 class ControllerZkStore:
     """Reads and fenced writes of the znodes the controller owns."""
 
-    def __init__(self, zk: ZkClient, host: StoreHost) -> None:
+    def __init__(self, zk: ZkClient, context: ControllerContext, activity: ControllerActivity, *,
+                 inter_broker_listener_name: str) -> None:
         self.zk = zk
-        self._host = host
+        self._context = context
+        self._activity = activity
+        self._inter_broker_listener_name = inter_broker_listener_name  # the listener brokers are reached on
 
     # -- fenced writes ----------------------------------------------------------------------
 
@@ -86,10 +79,9 @@ class ControllerZkStore:
     def _fence(self) -> CheckOp:
         """The check that heads every write: /controller_epoch at the version this controller was elected with.
         ControllerMovedError at once while this broker does not act as the controller."""
-        host = self._host
-        if not host.is_active:
-            raise ControllerMovedError(f"broker {host.broker_id} does not act as the controller now")
-        return CheckOp(znodes.CONTROLLER_EPOCH_PATH, host.context.epoch_zk_version)
+        if not self._activity.is_active:
+            raise ControllerMovedError(f"broker {self._activity.broker_id} does not act as the controller now")
+        return CheckOp(znodes.CONTROLLER_EPOCH_PATH, self._context.epoch_zk_version)
 
     async def fenced_transactions(
         self, groups: Sequence[Sequence[Op]], *, head_first: bool = False
@@ -133,7 +125,7 @@ class ControllerZkStore:
         `op_index` into the ops after the fence."""
         if answer.op_index == 0 and isinstance(answer, BadVersionError | NoNodeError):
             return ControllerMovedError(
-                f"controller epoch {self._host.context.epoch} is fenced: /controller_epoch changed")
+                f"controller epoch {self._context.epoch} is fenced: /controller_epoch changed")
         if answer.op_index is not None:
             answer.op_index -= 1
         return answer
@@ -161,8 +153,8 @@ class ControllerZkStore:
         return outcomes
 
     async def write_partition_states(
-        self, changes: list[tuple[TopicPartitionKey, LeaderIsrAndControllerEpoch, LeaderAndIsr]],
-        contended: Collection[TopicPartitionKey] = (),
+        self, changes: list[tuple[TopicPartition, LeaderIsrAndControllerEpoch, LeaderAndIsr]],
+        contended: Collection[TopicPartition] = (),
     ) -> list[LeaderIsrAndControllerEpoch | ZkError]:
         """Write partitions' new leader, leader epoch and ISR, each if its state znode is still at the version it
         was read at; per change, the state written (with its new znode version) or the error: BadVersionError if
@@ -176,7 +168,7 @@ class ControllerZkStore:
         else's write."""
         if not changes:
             return []
-        epoch = self._host.context.epoch
+        epoch = self._context.epoch
         states = [LeaderIsrAndControllerEpoch(leader=new.leader, leader_epoch=new.leader_epoch, isr=tuple(new.isr),
                                               controller_epoch=epoch) for _tp, _read, new in changes]
         groups = [[SetOp(znodes.partition_state_path(*tp), znodes.encode_partition_state(state), read.zk_version)]
@@ -271,19 +263,19 @@ class ControllerZkStore:
     # -- reads ------------------------------------------------------------------------------
 
     async def read_partition_states(
-        self, partitions: list[TopicPartitionKey]
-    ) -> dict[TopicPartitionKey, LeaderIsrAndControllerEpoch]:
+        self, partitions: list[TopicPartition]
+    ) -> dict[TopicPartition, LeaderIsrAndControllerEpoch]:
         """The state znodes of partitions (those that exist and parse), read in few requests."""
         found = await self.zk.get_many([znodes.partition_state_path(*tp) for tp in partitions],
                                        data_bytes=PARTITION_STATE_BYTES)
-        states: dict[TopicPartitionKey, LeaderIsrAndControllerEpoch] = {}
+        states: dict[TopicPartition, LeaderIsrAndControllerEpoch] = {}
         for tp, got in zip(partitions, found, strict=True):
             if got is None:
                 continue
             try:
                 states[tp] = znodes.decode_partition_state(got[0], got[1].version)
             except znodes.ZkDataError as e:
-                log.error("Controller %d ignores the state of %s-%d: %s", self._host.broker_id, *tp, e)
+                log.error("Controller %d ignores the state of %s-%d: %s", self._activity.broker_id, *tp, e)
         return states
 
     async def read_live_brokers(self) -> dict[int, BrokerInfo]:
@@ -295,9 +287,9 @@ class ControllerZkStore:
                 continue
             try:
                 brokers[broker_id] = znodes.decode_broker(broker_id, got[0], got[1].czxid,
-                                                          self._host.inter_broker_listener_name)
+                                                          self._inter_broker_listener_name)
             except znodes.ZkDataError as e:
-                log.error("Controller %d ignores broker %d: %s", self._host.broker_id, broker_id, e)
+                log.error("Controller %d ignores broker %d: %s", self._activity.broker_id, broker_id, e)
         return brokers
 
     async def read_assignments(self, topics: Sequence[str]) -> dict[str, TopicAssignment]:
@@ -310,7 +302,7 @@ class ControllerZkStore:
             try:
                 assignments[topic] = znodes.decode_topic_znode(got[0])
             except znodes.ZkDataError as e:
-                log.error("Controller %d ignores topic %s: %s", self._host.broker_id, topic, e)
+                log.error("Controller %d ignores topic %s: %s", self._activity.broker_id, topic, e)
         return assignments
 
     async def read_pending_deletions(self) -> dict[int, set[PendingDeletion]]:
@@ -325,7 +317,7 @@ class ControllerZkStore:
             try:
                 pending[int(name)] = set(znodes.decode_pending_deletions(got[0]))
             except znodes.ZkDataError as e:
-                log.error("Controller %d ignores the pending deletions of broker %s: %s", self._host.broker_id,
+                log.error("Controller %d ignores the pending deletions of broker %s: %s", self._activity.broker_id,
                           name, e)
         return pending
 

@@ -672,7 +672,7 @@ async def test_controller_session_loss_moves_the_controller_and_a_zombie_is_fenc
         await cluster.stop(4)  # "away" goes offline
         await until(lambda: (s := cluster.latest_metadata(2, "away", 0)) and s.leader == -1, "away offline")
         await until(lambda: (s := cluster.latest_metadata(2, "t", 1)) and s.isr == [2], "the ISR change")
-        zombie_context = first.controller.context
+        zombie_context = replace(first.controller.context)  # its view of its term (the context is reset later)
 
         # Cut off from ZooKeeper: the controller stops acting at once and refuses requests.
         first.proxy.cut()
@@ -720,8 +720,8 @@ async def test_controller_session_loss_moves_the_controller_and_a_zombie_is_fenc
         # A zombie: broker 1's controller acting on its old term (as after a long pause). Its write is refused
         # by the /controller_epoch version check, nothing changes, and it does not touch the new /controller.
         fenced_before = await cluster.state("fence", 0)
-        first.controller.context = zombie_context
-        first.controller._active = True
+        vars(first.controller.context).update(vars(zombie_context))
+        first.controller.activity.start()
         zombie = await first.controller.controlled_shutdown(3, cluster.nodes[3].epoch)
         assert zombie.error_code == ErrorCode.NOT_CONTROLLER
         assert await cluster.state("fence", 0) == fenced_before

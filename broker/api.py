@@ -12,13 +12,32 @@ from broker.log.config import LogConfigError
 from broker.metadata_cache import MetadataCache
 from broker.network import CLOSE_CONNECTION, NO_RESPONSE, NoResponse, Request, Response
 from broker.replication.replica_manager import ReplicaManager
-from protocol.errors import ErrorCode
-from protocol.messages import (
-    ApiVersionsRequest,
-    ApiVersionsResponse,
+from protocol.apis import supported_api_versions
+from protocol.apis.api_versions import ApiVersionsRequest, ApiVersionsResponse
+from protocol.apis.configs import (
     ConfigResourceType,
+    DescribeConfigsRequest,
+    DescribeConfigsResource,
+    DescribeConfigsResponse,
+    DescribeConfigsResult,
+)
+from protocol.apis.elections import ElectLeadersRequest, ElectLeadersResponse
+from protocol.apis.fetch import FetchRequest
+from protocol.apis.metadata import MetadataRequest
+from protocol.apis.offsets import ListOffsetsRequest, OffsetsForLeaderEpochRequest
+from protocol.apis.produce import ProducePartitionResponse, ProduceRequest, ProduceResponse
+from protocol.apis.producer_ids import InitProducerIdRequest, InitProducerIdResponse
+from protocol.apis.replica_control import (
     ControlledShutdownRequest,
     ControlledShutdownResponse,
+    LeaderAndIsrRequest,
+    StopReplicaRequest,
+    UpdateMetadataRequest,
+    UpdateMetadataResponse,
+)
+from protocol.apis.replicas import DescribedReplica, DescribeReplicasRequest, DescribeReplicasResponse, FollowerState
+from protocol.apis.shapes import Topic
+from protocol.apis.topics import (
     CreatableTopicResult,
     CreatePartitionsRequest,
     CreatePartitionsResponse,
@@ -26,32 +45,8 @@ from protocol.messages import (
     CreateTopicsResponse,
     DeleteTopicsRequest,
     DeleteTopicsResponse,
-    DescribeConfigsRequest,
-    DescribeConfigsResource,
-    DescribeConfigsResponse,
-    DescribeConfigsResult,
-    DescribedReplica,
-    DescribeReplicasRequest,
-    DescribeReplicasResponse,
-    ElectLeadersRequest,
-    ElectLeadersResponse,
-    FetchRequest,
-    FollowerState,
-    InitProducerIdRequest,
-    InitProducerIdResponse,
-    LeaderAndIsrRequest,
-    ListOffsetsRequest,
-    MetadataRequest,
-    OffsetsForLeaderEpochRequest,
-    ProducePartitionResponse,
-    ProduceRequest,
-    ProduceResponse,
-    StopReplicaRequest,
-    Topic,
-    UpdateMetadataRequest,
-    UpdateMetadataResponse,
-    supported_api_versions,
 )
+from protocol.errors import ErrorCode
 
 log = logging.getLogger(__name__)
 

@@ -20,8 +20,9 @@ from typing import TYPE_CHECKING
 from controller.context import TopicPartitionKey
 from controller.election import LeaderAndIsr, controlled_shutdown_election, isr_without
 from controller.partition_state_machine import Decide, PartitionChange
+from protocol.apis.replica_control import ControlledShutdownResponse
 from protocol.errors import ErrorCode
-from protocol.messages import ControlledShutdownResponse, TopicPartition
+from protocol.topic_partition import TopicPartition
 from zk.znodes import LeaderIsrAndControllerEpoch
 
 if TYPE_CHECKING:

@@ -14,13 +14,13 @@ from typing import TYPE_CHECKING
 
 from controller.assignment import InvalidReplicaAssignmentError, assign_replicas, validate_replicas
 from controller.event_manager import ControllerMovedError
-from protocol.errors import ErrorCode, KafkaError
-from protocol.messages import (
+from protocol.apis.topics import (
     CreatePartitionsRequest,
     CreatePartitionsResponse,
     CreatePartitionsTopic,
     CreatePartitionsTopicResult,
 )
+from protocol.errors import ErrorCode, KafkaError
 from zk.znodes import TopicAssignment
 
 if TYPE_CHECKING:

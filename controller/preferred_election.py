@@ -29,14 +29,14 @@ from controller.election import (
     preferred_replica_ineligibility,
 )
 from controller.partition_state_machine import Decide, PartitionChange, PartitionState
-from protocol.errors import ErrorCode
-from protocol.messages import (
+from protocol.apis.elections import (
     ElectionType,
     ElectLeadersRequest,
     ElectLeadersResponse,
     PartitionResult,
     ReplicaElectionResult,
 )
+from protocol.errors import ErrorCode
 from zk import znodes
 from zk.znodes import LeaderIsrAndControllerEpoch
 

@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 from controller.assignment import assign_replicas, topics_collide, validate_assignment, validate_topic_name
 from controller.event_manager import ControllerMovedError
+from protocol.apis.topics import CreatableTopic, CreatableTopicResult, CreateTopicsRequest, CreateTopicsResponse
 from protocol.errors import ErrorCode, KafkaError
-from protocol.messages import CreatableTopic, CreatableTopicResult, CreateTopicsRequest, CreateTopicsResponse
 from zk import znodes
 from zk.client import CreateOp, NodeExistsError, Op, SetOp
 from zk.znodes import LeaderIsrAndControllerEpoch, TopicAssignment

@@ -31,14 +31,9 @@ from typing import TYPE_CHECKING, Any
 from controller.channel import BrokerRemovedError, ControllerBrokerRequestBatch
 from controller.context import ControllerContext
 from controller.replica_state_machine import Replica, ReplicaState
+from protocol.apis.replica_control import LEADER_DURING_DELETE, StopReplicaResponse
+from protocol.apis.topics import DeletableTopicResult, DeleteTopicsRequest, DeleteTopicsResponse
 from protocol.errors import ErrorCode
-from protocol.messages import (
-    LEADER_DURING_DELETE,
-    DeletableTopicResult,
-    DeleteTopicsRequest,
-    DeleteTopicsResponse,
-    StopReplicaResponse,
-)
 from protocol.state_change import record_replica_state_change
 from zk import znodes
 from zk.client import CreateOp, NodeExistsError

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import uvloop
 
-from broker.api import KafkaApis
+from broker.apis.kafka_apis import KafkaApis
 from broker.config import BrokerConfig
 from broker.log.config import LogConfig
 from broker.log.durable_writer import DURABLE_WRITER

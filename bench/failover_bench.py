@@ -45,17 +45,11 @@ from client.cluster import (
     load_cluster,
     start_broker,
 )
+from protocol.apis.metadata import MetadataRequest, MetadataResponse
+from protocol.apis.produce import ProducePartition, ProduceRequest, ProduceResponse
+from protocol.apis.replicas import DescribeReplicasRequest, DescribeReplicasResponse
+from protocol.apis.shapes import Topic
 from protocol.errors import ErrorCode
-from protocol.messages import (
-    DescribeReplicasRequest,
-    DescribeReplicasResponse,
-    MetadataRequest,
-    MetadataResponse,
-    ProducePartition,
-    ProduceRequest,
-    ProduceResponse,
-    Topic,
-)
 from protocol.records import BatchBuilder
 from transport.connection import BrokerConnection, KafkaConnectionError
 

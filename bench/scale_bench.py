@@ -50,8 +50,8 @@ from client.cluster import (
 )
 from client.consumer import Consumer, ConsumerError
 from client.producer import Producer, ProducerError
+from protocol.apis.metadata import MetadataRequest, MetadataResponse
 from protocol.errors import KafkaError
-from protocol.messages import MetadataRequest, MetadataResponse
 from transport.connection import BrokerConnection, KafkaConnectionError
 from zk.client import ZkClient
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from broker.log.config import BROKER_NAMES, TOPIC_NAMES, LogConfig
-from protocol.messages import ConfigEntry, ConfigSource, ConfigSynonym, ConfigType
+from protocol.apis.configs import ConfigEntry, ConfigSource, ConfigSynonym, ConfigType
 
 #: Kafka's type of each topic config minikafka has.
 TOPIC_CONFIG_TYPES: dict[str, ConfigType] = {

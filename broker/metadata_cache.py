@@ -4,16 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from protocol.apis.metadata import MetadataBroker, MetadataPartition, MetadataResponse, MetadataTopic
+from protocol.apis.replica_control import LEADER_DURING_DELETE, UpdateMetadataPartitionState, UpdateMetadataRequest
 from protocol.errors import ErrorCode
-from protocol.messages import (
-    LEADER_DURING_DELETE,
-    MetadataBroker,
-    MetadataPartition,
-    MetadataResponse,
-    MetadataTopic,
-    UpdateMetadataPartitionState,
-    UpdateMetadataRequest,
-)
 
 NO_LEADER = -1
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import uvloop
 
-from broker.api import KafkaApis
+from broker.apis.kafka_apis import KafkaApis
 from broker.config import BrokerConfig
 from broker.log.config import LogConfig
 from broker.log.durable_writer import DURABLE_WRITER
@@ -31,9 +31,9 @@ from broker.replication.replica_manager import ReplicaManager
 from broker.zk_state import BrokerZkState
 from controller.channel import ControllerChannelManager
 from controller.controller import KafkaController
+from protocol.apis.replica_control import ControlledShutdownRequest, ControlledShutdownResponse
 from protocol.endpoint import EndPoint
 from protocol.errors import ErrorCode, KafkaError
-from protocol.messages import ControlledShutdownRequest, ControlledShutdownResponse
 from protocol.state_change import install_state_change_file
 from transport.connection import BrokerConnection, KafkaConnectionError
 from zk.client import ZkClient, ZkState

@@ -12,8 +12,10 @@ from typing import Any
 
 from client.closing import AsyncClosing
 from client.metadata import NO_LEADER, ClusterMetadata, PartitionInfo
-from protocol.errors import ErrorCode, KafkaError
-from protocol.messages import (
+from protocol.apis.elections import ElectionType, ElectLeadersRequest, ElectLeadersResponse, TopicPartitions
+from protocol.apis.metadata import MetadataRequest, MetadataResponse
+from protocol.apis.replicas import DescribedReplica, DescribeReplicasRequest, DescribeReplicasResponse
+from protocol.apis.topics import (
     CreatableReplicaAssignment,
     CreatableTopic,
     CreatePartitionsAssignment,
@@ -24,16 +26,8 @@ from protocol.messages import (
     CreateTopicsResponse,
     DeleteTopicsRequest,
     DeleteTopicsResponse,
-    DescribedReplica,
-    DescribeReplicasRequest,
-    DescribeReplicasResponse,
-    ElectionType,
-    ElectLeadersRequest,
-    ElectLeadersResponse,
-    MetadataRequest,
-    MetadataResponse,
-    TopicPartitions,
 )
+from protocol.errors import ErrorCode, KafkaError
 from transport.connection import KafkaConnectionError
 
 log = logging.getLogger(__name__)

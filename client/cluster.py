@@ -34,8 +34,8 @@ from pathlib import Path
 from typing import Any
 
 from client import netsplit
+from protocol.apis.metadata import MetadataRequest, MetadataResponse
 from protocol.errors import KafkaError
-from protocol.messages import MetadataRequest, MetadataResponse
 from transport.connection import BrokerConnection, KafkaConnectionError
 from zk.server import MAIN_CLASS, ZooKeeperError, ZooKeeperServer, jute_maxbuffer, stop_pid
 

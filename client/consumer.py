@@ -13,19 +13,16 @@ from typing import NamedTuple
 
 from client.closing import AsyncClosing
 from client.metadata import ClusterMetadata
-from protocol.errors import ErrorCode, KafkaError
-from protocol.messages import (
-    CONSUMER_REPLICA_ID,
+from protocol.apis.fetch import CONSUMER_REPLICA_ID, FetchPartition, FetchRequest, FetchResponse
+from protocol.apis.offsets import (
     EARLIEST_TIMESTAMP,
     LATEST_TIMESTAMP,
-    FetchPartition,
-    FetchRequest,
-    FetchResponse,
     ListOffsetsPartition,
     ListOffsetsRequest,
     ListOffsetsResponse,
-    Topic,
 )
+from protocol.apis.shapes import Topic
+from protocol.errors import ErrorCode, KafkaError
 from protocol.records import (
     BatchHeader,
     Header,

@@ -7,8 +7,8 @@ import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from protocol.apis.metadata import MetadataBroker, MetadataRequest, MetadataResponse
 from protocol.errors import ErrorCode, KafkaError
-from protocol.messages import MetadataBroker, MetadataRequest, MetadataResponse
 from protocol.topic_partition import TopicPartition
 from transport.connection import BrokerConnection, KafkaConnectionError
 

@@ -21,16 +21,10 @@ from client.closing import AsyncClosing
 from client.idempotence import ProducerIdentity
 from client.metadata import ClusterMetadata
 from client.partitioner import Partitioner
-from protocol.errors import ErrorCode
-from protocol.messages import (
-    InitProducerIdRequest,
-    InitProducerIdResponse,
-    ProducePartition,
-    ProduceRequest,
-    ProduceResponse,
-    ProtocolError,
-    Topic,
-)
+from protocol.apis.produce import ProducePartition, ProduceRequest, ProduceResponse
+from protocol.apis.producer_ids import InitProducerIdRequest, InitProducerIdResponse
+from protocol.apis.shapes import Topic
+from protocol.errors import ErrorCode, ProtocolError
 from protocol.topic_partition import TopicPartition
 from transport.connection import BrokerConnection, KafkaConnectionError, Reply, RequestTimedOutError
 

@@ -17,19 +17,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from client.metadata import ClusterMetadata
+from protocol.apis.fetch import CONSUMER_REPLICA_ID, DEBUGGING_CONSUMER_ID, FetchPartition, FetchRequest, FetchResponse
+from protocol.apis.offsets import EARLIEST_TIMESTAMP, ListOffsetsPartition, ListOffsetsRequest, ListOffsetsResponse
+from protocol.apis.shapes import Topic
 from protocol.errors import ErrorCode
-from protocol.messages import (
-    CONSUMER_REPLICA_ID,
-    DEBUGGING_CONSUMER_ID,
-    EARLIEST_TIMESTAMP,
-    FetchPartition,
-    FetchRequest,
-    FetchResponse,
-    ListOffsetsPartition,
-    ListOffsetsRequest,
-    ListOffsetsResponse,
-    Topic,
-)
 from protocol.records import RecordBatchError, TruncatedBatchError, read_header, validate_batch
 
 FETCH_SIZE = 1024 * 1024  # per partition and replica, as Kafka's default fetch.max.bytes order of magnitude

@@ -26,9 +26,8 @@ from controller.replica_state_machine import ReplicaStateMachine
 from controller.request_sender import BrokerRequestSender
 from controller.topic_deletion import TopicDeletionManager
 from controller.zk_store import ControllerZkStore
+from protocol.apis.replica_control import ControlledShutdownResponse
 from protocol.errors import ErrorCode
-from protocol.messages import ControlledShutdownResponse
-from protocol.messages import TopicPartition as RemainingPartition
 from protocol.topic_partition import TopicPartition
 from zk.znodes import LeaderIsrAndControllerEpoch
 
@@ -182,10 +181,7 @@ class BrokerLifecycle:
         remaining = [tp for tp in hosted if context.states[tp].leader == broker_id]
         log.info("Controller %d: broker %d shutting down; moved %s, still leads %s", self._activity.broker_id,
                  broker_id, [tp for tp in changed if tp not in followed], remaining)
-        return ControlledShutdownResponse(
-            error_code=ErrorCode.NONE,
-            remaining_partitions=[RemainingPartition(topic=t, partition=p) for t, p in remaining],
-        )
+        return ControlledShutdownResponse(error_code=ErrorCode.NONE, remaining_partitions=remaining)
 
     def _controlled_shutdown_decider(self, broker_id: int) -> Decide:
         context = self._context

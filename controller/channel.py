@@ -14,8 +14,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from protocol.errors import KafkaError
-from protocol.messages import (
+from protocol.apis.replica_control import (
     LeaderAndIsrPartitionState,
     LeaderAndIsrRequest,
     LiveBroker,
@@ -25,8 +24,9 @@ from protocol.messages import (
     UpdateMetadataEndpoint,
     UpdateMetadataPartitionState,
     UpdateMetadataRequest,
-    ValidationError,
 )
+from protocol.codec import ValidationError
+from protocol.errors import KafkaError
 from protocol.topic_partition import TopicPartition
 from zk.znodes import BrokerInfo, LeaderIsrAndControllerEpoch
 

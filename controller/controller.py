@@ -47,16 +47,15 @@ from controller.request_sender import BrokerRequestSender
 from controller.topic_creation import TopicConfigValidator, TopicCreation
 from controller.topic_deletion import TopicDeletionManager
 from controller.zk_store import ControllerZkStore, stat_version
-from protocol.messages import (
-    ControlledShutdownResponse,
+from protocol.apis.elections import ElectLeadersRequest, ElectLeadersResponse
+from protocol.apis.replica_control import ControlledShutdownResponse
+from protocol.apis.topics import (
     CreatePartitionsRequest,
     CreatePartitionsResponse,
     CreateTopicsRequest,
     CreateTopicsResponse,
     DeleteTopicsRequest,
     DeleteTopicsResponse,
-    ElectLeadersRequest,
-    ElectLeadersResponse,
 )
 from zk import znodes
 from zk.client import (

@@ -18,13 +18,13 @@ from controller.context import ControllerContext
 from controller.event_manager import ControllerMovedError
 from controller.partition_state_machine import PartitionStateMachine
 from controller.zk_store import ControllerZkStore
-from protocol.errors import ErrorCode, KafkaError
-from protocol.messages import (
+from protocol.apis.topics import (
     CreatePartitionsRequest,
     CreatePartitionsResponse,
     CreatePartitionsTopic,
     CreatePartitionsTopicResult,
 )
+from protocol.errors import ErrorCode, KafkaError
 from protocol.topic_partition import TopicPartition
 from zk.znodes import TopicAssignment
 

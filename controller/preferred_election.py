@@ -32,14 +32,14 @@ from controller.event_manager import ControllerEventManager
 from controller.partition_state_machine import Decide, PartitionChange, PartitionState, PartitionStateMachine
 from controller.request_sender import BrokerRequestSender
 from controller.zk_store import ControllerZkStore
-from protocol.errors import ErrorCode
-from protocol.messages import (
+from protocol.apis.elections import (
     ElectionType,
     ElectLeadersRequest,
     ElectLeadersResponse,
     PartitionResult,
     ReplicaElectionResult,
 )
+from protocol.errors import ErrorCode
 from protocol.topic_partition import TopicPartition
 from zk import znodes
 from zk.client import ZkClient

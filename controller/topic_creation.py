@@ -25,8 +25,8 @@ from controller.reassignment import ReassignmentManager
 from controller.replica_state_machine import ReplicaStateMachine
 from controller.request_sender import BrokerRequestSender
 from controller.zk_store import ControllerZkStore
+from protocol.apis.topics import CreatableTopic, CreatableTopicResult, CreateTopicsRequest, CreateTopicsResponse
 from protocol.errors import ErrorCode, KafkaError
-from protocol.messages import CreatableTopic, CreatableTopicResult, CreateTopicsRequest, CreateTopicsResponse
 from zk import znodes
 from zk.client import CreateOp, NodeExistsError, Op, SetOp, ZkClient
 from zk.znodes import LeaderIsrAndControllerEpoch, TopicAssignment

@@ -35,14 +35,9 @@ from controller.event_manager import ControllerEventManager
 from controller.replica_state_machine import Replica, ReplicaState, ReplicaStateMachine
 from controller.request_sender import BrokerRequestSender
 from controller.zk_store import ControllerZkStore
+from protocol.apis.replica_control import LEADER_DURING_DELETE, StopReplicaResponse
+from protocol.apis.topics import DeletableTopicResult, DeleteTopicsRequest, DeleteTopicsResponse
 from protocol.errors import ErrorCode
-from protocol.messages import (
-    LEADER_DURING_DELETE,
-    DeletableTopicResult,
-    DeleteTopicsRequest,
-    DeleteTopicsResponse,
-    StopReplicaResponse,
-)
 from protocol.state_change import record_replica_state_change
 from zk import znodes
 from zk.client import CreateOp, NodeExistsError, ZkClient

@@ -1,4 +1,5 @@
-"""Error codes with Apache Kafka's names and numbers, and an exception that carries one."""
+"""Error codes with Apache Kafka's names and numbers, and the exceptions that carry one: KafkaError, for code that
+answers with it, and ProtocolError, for bytes or values a codec refuses."""
 
 from enum import IntEnum, unique
 
@@ -110,3 +111,9 @@ class KafkaError(Exception):
     def retriable(self) -> bool:
         """Whether the error code is retriable."""
         return self.code.retriable
+
+
+class ProtocolError(ValueError):
+    """Bytes or values that do not follow the protocol; `error_code` is what a server answers with."""
+
+    error_code = ErrorCode.INVALID_REQUEST

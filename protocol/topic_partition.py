@@ -5,13 +5,16 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from protocol.codec import Int32
+
 
 class TopicPartition(NamedTuple):
     """A partition of a topic: hashable, ordered by topic then partition, equal to the plain ``(topic, partition)``
-    tuple; ``str()`` gives ``topic-partition``, the name of its log directory."""
+    tuple; ``str()`` gives ``topic-partition``, the name of its log directory. On the wire (a message field) it is
+    the map {"topic", "partition"}."""
 
     topic: str
-    partition: int
+    partition: Int32
 
     def __str__(self) -> str:
         return f"{self.topic}-{self.partition}"

@@ -9,9 +9,10 @@ from typing import Any, NamedTuple
 
 import msgpack
 
+from protocol.apis import API_BY_REQUEST_TYPE
+from protocol.envelope import RequestHeader, decode_response, encode_request
 from protocol.errors import ErrorCode, KafkaError
 from protocol.framing import FrameError, encode_frame
-from protocol.messages import API_BY_REQUEST_TYPE, RequestHeader, decode_response, encode_request
 from transport.frames import FrameStream
 
 log = logging.getLogger(__name__)

@@ -11,9 +11,9 @@ from broker.network.channel import RequestChannel, ResponseSlot
 from broker.network.request import CLOSE_CONNECTION, NO_RESPONSE, Request, Response, ResponseResult
 from broker.network.stats import NetworkStats
 from broker.network.wire import ENCODING_ERRORS, Rejection, Wire, sniff
+from protocol.envelope import MalformedRequestError, RequestHeader, RequestRejectedError
 from protocol.framing import LENGTH_PREFIX_SIZE, FrameTooLargeError, InvalidFrameError
 from protocol.kafka.codec import Buffer
-from protocol.messages import MalformedRequestError, RequestHeader, RequestRejectedError
 from transport.frames import FrameStream
 
 logger = logging.getLogger(__name__)

@@ -6,8 +6,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Final, TypeAlias
 
+from protocol.envelope import RequestHeader
 from protocol.errors import ErrorCode
-from protocol.messages import RequestHeader
 
 
 @dataclass(slots=True)

@@ -13,12 +13,9 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from broker.network.request import Response
-from protocol.errors import ErrorCode
-from protocol.kafka.apis import CORRELATION_ID, KAFKA_APIS, decode_request_header, unsupported_api_versions_answer
-from protocol.kafka.codec import Buffer, KafkaDecodeError
-from protocol.messages import (
-    APIS,
-    ApiKey,
+from protocol.apis import APIS, KAFKA_APIS
+from protocol.apis.api import ApiKey
+from protocol.envelope import (
     MalformedRequestError,
     RequestHeader,
     RequestRejectedError,
@@ -28,6 +25,9 @@ from protocol.messages import (
     encode_response,
     encode_response_parts,
 )
+from protocol.errors import ErrorCode
+from protocol.kafka.codec import Buffer, KafkaDecodeError
+from protocol.kafka.header import CORRELATION_ID, decode_request_header, unsupported_api_versions_answer
 
 _MSGPACK_MAP_FIRST_BYTES = frozenset(range(0x80, 0x90)) | {0xDE, 0xDF}
 
@@ -69,7 +69,7 @@ ENCODING_ERRORS = (TypeError, ValueError, OverflowError, AttributeError, struct.
 
 
 class MsgpackWire:
-    """minikafka's own protocol (protocol.messages): every request answered, errors in the response header."""
+    """minikafka's own protocol (protocol.envelope): every request answered, errors in the response header."""
 
     name = "msgpack"
 

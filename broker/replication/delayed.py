@@ -7,8 +7,10 @@ from dataclasses import dataclass
 
 from broker.replication.partition import Partition
 from broker.replication.purgatory import DelayedOperation
+from protocol.apis.fetch import FetchResponse
+from protocol.apis.produce import ProducePartitionResponse, ProduceResponse
+from protocol.apis.shapes import Topic
 from protocol.errors import ErrorCode
-from protocol.messages import FetchResponse, ProducePartitionResponse, ProduceResponse, Topic
 from protocol.topic_partition import TopicPartition
 
 PartitionLookup = Callable[[TopicPartition], Partition | None]

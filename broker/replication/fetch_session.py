@@ -20,8 +20,8 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from protocol.apis.fetch import FetchPartition, FetchPartitionResponse, FetchRequest
 from protocol.errors import ErrorCode, KafkaError
-from protocol.messages import FetchPartition, FetchPartitionResponse, FetchRequest
 from protocol.topic_partition import TopicPartition
 
 INITIAL_EPOCH = 0

@@ -19,13 +19,10 @@ from broker.replication.fetch_session import FetchSessionBuilder
 from broker.replication.partition import Partition, Role
 from broker.replication.replica_manager import ReplicaManager, error_code_of
 from broker.replication.truncation import HIGH_WATERMARK_MODE, decide_truncation, epoch_to_ask
-from protocol.errors import ErrorCode
-from protocol.messages import (
+from protocol.apis.fetch import FetchPartition, FetchRequest, FetchResponse
+from protocol.apis.offsets import (
     EARLIEST_TIMESTAMP,
     LATEST_TIMESTAMP,
-    FetchPartition,
-    FetchRequest,
-    FetchResponse,
     ListOffsetsPartition,
     ListOffsetsRequest,
     ListOffsetsResponse,
@@ -33,8 +30,9 @@ from protocol.messages import (
     OffsetForLeaderTopic,
     OffsetsForLeaderEpochRequest,
     OffsetsForLeaderEpochResponse,
-    Topic,
 )
+from protocol.apis.shapes import Topic
+from protocol.errors import ErrorCode
 from protocol.topic_partition import TopicPartition
 from transport.connection import BrokerConnection, KafkaConnectionError
 

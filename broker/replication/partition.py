@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 from broker.log.log import AppendInfo, Log
+from protocol.apis.offsets import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
 from protocol.errors import ErrorCode, KafkaError
-from protocol.messages import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
 from protocol.topic_partition import TopicPartition
 
 Clock = Callable[[], int]

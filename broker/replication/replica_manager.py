@@ -28,16 +28,14 @@ from broker.replication.delayed import DelayedFetch, DelayedProduce, PendingProd
 from broker.replication.fetch_session import FetchSessionCache, SessionPartition
 from broker.replication.partition import LeaderAndIsrState, Partition, Role
 from broker.replication.purgatory import Purgatory
-from protocol.errors import ErrorCode, KafkaError
-from protocol.messages import (
+from protocol.apis.fetch import (
     CONSUMER_REPLICA_ID,
     DEBUGGING_CONSUMER_ID,
     FetchPartitionResponse,
     FetchRequest,
     FetchResponse,
-    LeaderAndIsrPartitionState,
-    LeaderAndIsrRequest,
-    LeaderAndIsrResponse,
+)
+from protocol.apis.offsets import (
     ListOffsetsPartitionResponse,
     ListOffsetsRequest,
     ListOffsetsResponse,
@@ -45,14 +43,18 @@ from protocol.messages import (
     OffsetForLeaderTopic,
     OffsetsForLeaderEpochRequest,
     OffsetsForLeaderEpochResponse,
+)
+from protocol.apis.produce import ProducePartitionResponse, ProduceRequest, ProduceResponse
+from protocol.apis.replica_control import (
+    LeaderAndIsrPartitionState,
+    LeaderAndIsrRequest,
+    LeaderAndIsrResponse,
     PartitionError,
-    ProducePartitionResponse,
-    ProduceRequest,
-    ProduceResponse,
     StopReplicaRequest,
     StopReplicaResponse,
-    Topic,
 )
+from protocol.apis.shapes import Topic
+from protocol.errors import ErrorCode, KafkaError
 from protocol.records import RecordBatchError, UnsupportedCompressionError
 from protocol.state_change import record_replica_state_change, record_state_change
 from protocol.topic_partition import TopicPartition

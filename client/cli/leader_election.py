@@ -10,8 +10,8 @@ import click
 
 from client.admin import Admin, ElectionResult
 from client.cli.common import client_options, resolve_bootstrap, run
+from protocol.apis.elections import ElectionType
 from protocol.errors import ErrorCode
-from protocol.messages import ElectionType
 
 ELECTION_TYPES = {"preferred": ElectionType.PREFERRED, "unclean": ElectionType.UNCLEAN}
 

@@ -12,7 +12,7 @@ from broker.log.config import LogConfig, LogConfigError
 from client.admin import Admin, NewTopic
 from client.cli.common import client_options, key_values, resolve_bootstrap, run, zookeeper_of
 from client.metadata import PartitionInfo
-from protocol.messages import DescribedReplica
+from protocol.apis.replicas import DescribedReplica
 from zk.client import ZkClient
 from zk.topic_config import alter_topic_config
 

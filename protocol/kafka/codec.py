@@ -13,8 +13,8 @@ from collections.abc import Callable
 from functools import cache
 from typing import Any
 
+from protocol.errors import ProtocolError
 from protocol.kafka.schema import SPECS, FieldSpec
-from protocol.messages import ProtocolError
 
 Buffer = bytes | bytearray | memoryview
 Reader = Callable[[Buffer, int], tuple[Any, int]]

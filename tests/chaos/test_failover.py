@@ -51,16 +51,11 @@ from client.cluster import (
 )
 from client.consumer import Consumer
 from client.producer import Producer, ProducerError
+from protocol.apis.metadata import MetadataPartition
+from protocol.apis.produce import ProducePartition, ProducePartitionResponse, ProduceRequest, ProduceResponse
+from protocol.apis.replicas import DescribedReplica
+from protocol.apis.shapes import Topic
 from protocol.errors import ErrorCode
-from protocol.messages import (
-    DescribedReplica,
-    MetadataPartition,
-    ProducePartition,
-    ProducePartitionResponse,
-    ProduceRequest,
-    ProduceResponse,
-    Topic,
-)
 from protocol.records import decode_records
 from tests.integration.clusterutil import (
     build_batch,

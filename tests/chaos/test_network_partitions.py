@@ -37,9 +37,10 @@ from broker.log.checkpoint import (
 from client.chaos.workload import HistoryProducers
 from client.cluster import ClusterState
 from client.producer import Producer
+from protocol.apis.replica_control import ControlledShutdownRequest, ControlledShutdownResponse
+from protocol.apis.topics import CreatableTopic, CreateTopicsRequest
 from protocol.errors import ErrorCode
 from protocol.history import HistoryWriter
-from protocol.messages import ControlledShutdownRequest, ControlledShutdownResponse, CreatableTopic, CreateTopicsRequest
 from protocol.topic_partition import TopicPartition
 from tests.chaos.test_failover import (
     Load,

@@ -13,7 +13,7 @@ from typing import TypeVar
 
 import pytest
 
-from protocol.messages import MetadataRequest
+from protocol.apis.metadata import MetadataRequest
 from tests.containers.podman import ComposeProject, compose_project, minikafka, podman, require_containers
 from transport.connection import BrokerConnection, KafkaConnectionError
 

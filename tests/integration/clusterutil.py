@@ -27,25 +27,13 @@ from client.cluster import BrokerProcess, ClusterState, cluster_status, kill_bro
 from client.consumer import Consumer
 from client.metadata import PartitionInfo
 from client.producer import Producer
+from protocol.apis.fetch import CONSUMER_REPLICA_ID, FetchPartition, FetchRequest, FetchResponse
+from protocol.apis.metadata import MetadataRequest, MetadataResponse
+from protocol.apis.offsets import ListOffsetsPartition, ListOffsetsRequest, ListOffsetsResponse
+from protocol.apis.produce import ProducePartition, ProduceRequest, ProduceResponse
+from protocol.apis.replicas import DescribedReplica, DescribeReplicasRequest, DescribeReplicasResponse
+from protocol.apis.shapes import Topic
 from protocol.errors import ErrorCode
-from protocol.messages import (
-    CONSUMER_REPLICA_ID,
-    DescribedReplica,
-    DescribeReplicasRequest,
-    DescribeReplicasResponse,
-    FetchPartition,
-    FetchRequest,
-    FetchResponse,
-    ListOffsetsPartition,
-    ListOffsetsRequest,
-    ListOffsetsResponse,
-    MetadataRequest,
-    MetadataResponse,
-    ProducePartition,
-    ProduceRequest,
-    ProduceResponse,
-    Topic,
-)
 from protocol.records import BatchBuilder, Record, decode_records
 from transport.connection import BrokerConnection
 from zk import znodes

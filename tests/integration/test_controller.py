@@ -19,12 +19,7 @@ from broker.log.config import LogConfig
 from broker.registration import register_broker
 from controller.channel import BrokerRemovedError, ControllerChannelManager
 from controller.controller import KafkaController
-from protocol.endpoint import EndPoint
-from protocol.errors import ErrorCode
-from protocol.messages import (
-    CreatableReplicaAssignment,
-    CreatableTopic,
-    CreateTopicsRequest,
+from protocol.apis.replica_control import (
     LeaderAndIsrRequest,
     LeaderAndIsrResponse,
     StopReplicaRequest,
@@ -32,6 +27,9 @@ from protocol.messages import (
     UpdateMetadataRequest,
     UpdateMetadataResponse,
 )
+from protocol.apis.topics import CreatableReplicaAssignment, CreatableTopic, CreateTopicsRequest
+from protocol.endpoint import EndPoint
+from protocol.errors import ErrorCode
 from zk import znodes
 from zk.client import ZkClient
 

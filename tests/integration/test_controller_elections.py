@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from protocol.apis.elections import ElectionType, ElectLeadersRequest, TopicPartitions
 from protocol.errors import ErrorCode
-from protocol.messages import ElectionType, ElectLeadersRequest, TopicPartitions
 from tests.integration.test_controller_failover import Cluster, assigned, create, until
 from zk import znodes
 

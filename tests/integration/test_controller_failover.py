@@ -23,16 +23,10 @@ from broker.registration import register_broker
 from controller.channel import ControllerChannelManager
 from controller.controller import KafkaController
 from controller.partition_state_machine import STATE_UPDATE_ATTEMPTS
+from protocol.apis.replica_control import LeaderAndIsrRequest, StopReplicaRequest, UpdateMetadataRequest
+from protocol.apis.topics import CreatableReplicaAssignment, CreatableTopic, CreateTopicsRequest
 from protocol.errors import ErrorCode
-from protocol.messages import (
-    CreatableReplicaAssignment,
-    CreatableTopic,
-    CreateTopicsRequest,
-    LeaderAndIsrRequest,
-    StopReplicaRequest,
-    TopicPartition,
-    UpdateMetadataRequest,
-)
+from protocol.topic_partition import TopicPartition
 from tests.integration.test_controller import FakeNetwork, endpoints
 from zk import znodes
 from zk.client import CreateOp, DeleteOp, SetOp, ZkClient, ZkState

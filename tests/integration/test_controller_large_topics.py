@@ -10,8 +10,9 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from protocol.apis.replica_control import LeaderAndIsrRequest, StopReplicaRequest
+from protocol.apis.topics import DeleteTopicsRequest
 from protocol.errors import ErrorCode
-from protocol.messages import DeleteTopicsRequest, LeaderAndIsrRequest, StopReplicaRequest
 from tests.integration.test_controller_failover import Cluster, _no_children, assigned, create, until
 from zk import znodes
 from zk.client import CreateOp, ZkClient

@@ -17,8 +17,9 @@ from pathlib import Path
 from client.cluster import ClusterState
 from client.consumer import Consumer, ConsumerRecord
 from client.producer import Producer
+from protocol.apis.offsets import LATEST_TIMESTAMP
+from protocol.apis.replicas import DescribedReplica
 from protocol.errors import ErrorCode
-from protocol.messages import LATEST_TIMESTAMP, DescribedReplica
 from tests.integration.clusterutil import (
     cluster_fixture,
     connect,

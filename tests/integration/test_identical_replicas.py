@@ -13,7 +13,7 @@ from pathlib import Path
 
 from client.cluster import ClusterState
 from client.producer import Producer
-from protocol.messages import DescribedReplica
+from protocol.apis.replicas import DescribedReplica
 from protocol.records import decode_records
 from protocol.state_change import STATE_CHANGE_LOG
 from tests.integration.clusterutil import (

@@ -13,17 +13,15 @@ from pathlib import Path
 from broker.log.checkpoint import LEADER_EPOCH_CHECKPOINT, EpochEntry, LeaderEpochCheckpointFile
 from broker.log.epoch_cache import LeaderEpochCache
 from client.cluster import ClusterState
-from protocol.errors import ErrorCode
-from protocol.messages import (
+from protocol.apis.produce import ProducePartition, ProduceRequest, ProduceResponse
+from protocol.apis.replica_control import (
     LeaderAndIsrPartitionState,
     LeaderAndIsrRequest,
     LeaderAndIsrResponse,
     LiveLeader,
-    ProducePartition,
-    ProduceRequest,
-    ProduceResponse,
-    Topic,
 )
+from protocol.apis.shapes import Topic
+from protocol.errors import ErrorCode
 from protocol.records import iter_batches
 from tests.integration.clusterutil import build_batch, cluster_fixture, connect, controller_of, create_topic, describe
 

@@ -21,7 +21,7 @@ from client.admin import Admin, NewTopic
 from client.cluster import log_tail
 from client.consumer import Consumer
 from client.producer import Producer
-from protocol.messages import MetadataRequest, MetadataResponse
+from protocol.apis.metadata import MetadataRequest, MetadataResponse
 from tests.integration.clusterutil import PROJECT_ROOT, established_ports, eventually
 from tests.integration.conftest import ZkSessionFactory
 from transport.connection import BrokerConnection, KafkaConnectionError

@@ -19,9 +19,9 @@ import pytest
 from client.cluster import BrokerProcess, ClusterState, broker_running, load_cluster
 from client.consumer import Consumer
 from client.producer import Producer
+from protocol.apis.api import ApiKey
 from protocol.errors import ErrorCode
 from protocol.framing import encode_frame
-from protocol.messages import ApiKey
 from tests.integration.clusterutil import (
     cli,
     cluster_fixture,

@@ -15,31 +15,17 @@ import pytest
 import uvloop
 
 from broker.network import NO_RESPONSE, NetworkConfig, Request, RequestHandler, Response, SocketServer
+from protocol.apis import API_BY_REQUEST_TYPE, supported_api_versions
+from protocol.apis.api import ApiKey
+from protocol.apis.api_versions import ApiVersionsRequest, ApiVersionsResponse
+from protocol.apis.fetch import FetchPartition, FetchPartitionResponse, FetchRequest, FetchResponse
+from protocol.apis.metadata import MetadataRequest, MetadataResponse, MetadataTopic
+from protocol.apis.produce import ProducePartition, ProducePartitionResponse, ProduceRequest, ProduceResponse
+from protocol.apis.shapes import Topic
 from protocol.endpoint import EndPoint
+from protocol.envelope import RequestHeader, decode_response, encode_request
 from protocol.errors import ErrorCode
 from protocol.framing import encode_frame
-from protocol.messages import (
-    API_BY_REQUEST_TYPE,
-    ApiKey,
-    ApiVersionsRequest,
-    ApiVersionsResponse,
-    FetchPartition,
-    FetchPartitionResponse,
-    FetchRequest,
-    FetchResponse,
-    MetadataRequest,
-    MetadataResponse,
-    MetadataTopic,
-    ProducePartition,
-    ProducePartitionResponse,
-    ProduceRequest,
-    ProduceResponse,
-    RequestHeader,
-    Topic,
-    decode_response,
-    encode_request,
-    supported_api_versions,
-)
 
 TIMEOUT = 5.0
 Address = tuple[str, int]

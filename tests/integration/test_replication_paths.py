@@ -19,8 +19,10 @@ from pathlib import Path
 
 from broker.log.checkpoint import RECOVERY_POINT_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT, OffsetCheckpointFile
 from client.cluster import ClusterState, kill_broker, start_broker
+from protocol.apis.offsets import EARLIEST_TIMESTAMP
+from protocol.apis.produce import ProducePartition, ProduceRequest, ProduceResponse
+from protocol.apis.shapes import Topic
 from protocol.errors import ErrorCode
-from protocol.messages import EARLIEST_TIMESTAMP, ProducePartition, ProduceRequest, ProduceResponse, Topic
 from protocol.topic_partition import TopicPartition
 from tests.integration.clusterutil import (
     PROJECT_ROOT,

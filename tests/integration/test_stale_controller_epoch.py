@@ -14,9 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from client.cluster import ClusterState
-from protocol.errors import ErrorCode
-from protocol.messages import (
-    DescribeReplicasRequest,
+from protocol.apis.replica_control import (
     LeaderAndIsrPartitionState,
     LeaderAndIsrRequest,
     LeaderAndIsrResponse,
@@ -30,6 +28,8 @@ from protocol.messages import (
     UpdateMetadataRequest,
     UpdateMetadataResponse,
 )
+from protocol.apis.replicas import DescribeReplicasRequest
+from protocol.errors import ErrorCode
 from tests.integration.clusterutil import (
     cluster_fixture,
     connect,

@@ -16,18 +16,16 @@ import pytest
 
 from client.admin import Admin, AdminError
 from client.cluster import start_broker
-from protocol.errors import ErrorCode
-from protocol.messages import (
+from protocol.apis.produce import ProducePartition, ProduceRequest, ProduceResponse
+from protocol.apis.replica_control import (
     LeaderAndIsrPartitionState,
     LeaderAndIsrRequest,
     LeaderAndIsrResponse,
-    ProducePartition,
-    ProduceRequest,
-    ProduceResponse,
     StopReplicaPartition,
     StopReplicaRequest,
-    Topic,
 )
+from protocol.apis.shapes import Topic
+from protocol.errors import ErrorCode
 from tests.integration.clusterutil import (
     REQUEST_TIMEOUT_MS,
     build_batch,

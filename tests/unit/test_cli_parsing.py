@@ -16,8 +16,8 @@ from client.cli.topic import select_partitions
 from client.cluster import BrokerProcess, ClusterState, ZooKeeperProcess, save_cluster
 from client.consumer import ConsumerRecord
 from client.metadata import PartitionInfo
+from protocol.apis.replicas import DescribedReplica, FollowerState
 from protocol.errors import ErrorCode
-from protocol.messages import DescribedReplica, FollowerState
 
 
 def _commands(group: click.Group, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:

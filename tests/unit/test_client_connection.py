@@ -11,20 +11,12 @@ from typing import Any
 import msgpack
 import pytest
 
+from protocol.apis.metadata import MetadataRequest, MetadataResponse, MetadataTopic
+from protocol.apis.produce import ProducePartition, ProduceRequest
+from protocol.apis.shapes import Topic
+from protocol.envelope import MalformedResponseError, RequestHeader, decode_request, encode_response
 from protocol.errors import ErrorCode, KafkaError
 from protocol.framing import encode_frame
-from protocol.messages import (
-    MalformedResponseError,
-    MetadataRequest,
-    MetadataResponse,
-    MetadataTopic,
-    ProducePartition,
-    ProduceRequest,
-    RequestHeader,
-    Topic,
-    decode_request,
-    encode_response,
-)
 from transport.connection import BrokerConnection, KafkaConnectionError, RequestTimedOutError
 
 TIMEOUT = 5.0

@@ -19,28 +19,19 @@ from client.consumer import Consumer, ConsumerRecord
 from client.metadata import ClusterMetadata
 from client.partitioner import Partitioner
 from client.producer import Producer, ProducerError
-from protocol.errors import ErrorCode
-from protocol.framing import encode_frame
-from protocol.messages import (
+from protocol.apis.fetch import FetchPartitionResponse, FetchRequest, FetchResponse
+from protocol.apis.metadata import MetadataBroker, MetadataPartition, MetadataRequest, MetadataResponse, MetadataTopic
+from protocol.apis.offsets import (
     EARLIEST_TIMESTAMP,
-    FetchPartitionResponse,
-    FetchRequest,
-    FetchResponse,
     ListOffsetsPartitionResponse,
     ListOffsetsRequest,
     ListOffsetsResponse,
-    MetadataBroker,
-    MetadataPartition,
-    MetadataRequest,
-    MetadataResponse,
-    MetadataTopic,
-    ProducePartitionResponse,
-    ProduceRequest,
-    ProduceResponse,
-    Topic,
-    decode_request,
-    encode_response,
 )
+from protocol.apis.produce import ProducePartitionResponse, ProduceRequest, ProduceResponse
+from protocol.apis.shapes import Topic
+from protocol.envelope import decode_request, encode_response
+from protocol.errors import ErrorCode
+from protocol.framing import encode_frame
 from protocol.records import (
     HEADER_SIZE,
     BatchBuilder,

@@ -11,8 +11,9 @@ from broker.replication.fetch_session import (
     FetchSessionCache,
     next_epoch,
 )
+from protocol.apis.fetch import FetchPartition, FetchPartitionResponse, FetchRequest
+from protocol.apis.shapes import Topic
 from protocol.errors import ErrorCode, KafkaError
-from protocol.messages import FetchPartition, FetchPartitionResponse, FetchRequest, Topic
 from protocol.topic_partition import TopicPartition
 from tests.unit.logutil import ManualClock
 

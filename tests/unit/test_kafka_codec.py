@@ -12,16 +12,19 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from kafka.protocol import admin, consumer, metadata, producer
 
-from protocol.kafka import codec, hot_paths
-from protocol.kafka.apis import KAFKA_APIS, advertised, decode_request_header, unsupported_api_versions_answer
-from protocol.kafka.schema import SPECS, FieldSpec, MessageSpec
-from protocol.messages import (
-    FetchPartitionResponse,
-    FetchResponse,
+from protocol.apis import KAFKA_APIS
+from protocol.apis.fetch import FetchPartitionResponse, FetchResponse, decode_fetch_request, encode_fetch_response
+from protocol.apis.produce import (
     ProducePartitionResponse,
     ProduceResponse,
-    Topic,
+    decode_produce_request,
+    encode_produce_response,
 )
+from protocol.apis.shapes import Topic
+from protocol.kafka import codec
+from protocol.kafka.api import advertised
+from protocol.kafka.header import decode_request_header, unsupported_api_versions_answer
+from protocol.kafka.schema import SPECS, FieldSpec, MessageSpec
 from protocol.records import BatchBuilder
 from tests.unit.kafka_spec_source import SPECS_FILE, render
 
@@ -111,7 +114,7 @@ def test_every_message_reads_and_writes_as_kafka_pythons(name: str, version: int
 @given(data=st.data())
 def test_the_produce_request_path_reads_what_the_spec_codec_writes(version: int, data: st.DataObject):
     value = data.draw(message_values(SPECS["ProduceRequest"], version))
-    request = hot_paths.decode_produce_request(codec.encode("ProduceRequest", version, value), 0, version)
+    request = decode_produce_request(codec.encode("ProduceRequest", version, value), 0, version)
     assert (request.acks, request.timeout_ms) == (value["acks"], value["timeout_ms"])
     assert [(t.name, [(p.partition, bytes(p.records)) for p in t.partitions]) for t in request.topics] == [
         (t["name"], [(p["index"], p["records"] or b"") for p in t["partition_data"]]) for t in value["topic_data"]]
@@ -122,7 +125,7 @@ def test_the_produce_request_path_reads_what_the_spec_codec_writes(version: int,
 @given(data=st.data())
 def test_the_fetch_request_path_reads_what_the_spec_codec_writes(version: int, data: st.DataObject):
     value = data.draw(message_values(SPECS["FetchRequest"], version))
-    request = hot_paths.decode_fetch_request(codec.encode("FetchRequest", version, value), 0, version)
+    request = decode_fetch_request(codec.encode("FetchRequest", version, value), 0, version)
     assert (request.replica_id, request.max_wait_ms, request.min_bytes, request.max_bytes,
             request.isolation_level) == (value["replica_id"], value["max_wait_ms"], value["min_bytes"],
                                          value.get("max_bytes"), value["isolation_level"])
@@ -149,7 +152,7 @@ def test_the_produce_response_path_writes_what_the_spec_codec_reads(version: int
         error_message=message) for p, code, base, append_time, start, message in partitions])
         for name, partitions in topics], throttle_time_ms=0)
     decoded = codec.decode("ProduceResponse", version,
-                           b"".join(hot_paths.encode_produce_response(response, version)))
+                           b"".join(encode_produce_response(response, version)))
     expected = [(name, [(p, code, base, append_time, start if version >= 5 else -1,
                          message if version >= 8 and code != 0 else None)
                         for p, code, base, append_time, start, message in partitions]) for name, partitions in topics]
@@ -169,7 +172,7 @@ def test_the_fetch_response_path_writes_what_the_spec_codec_reads(version: int, 
         partition=p, error_code=code, high_watermark=hw, last_stable_offset=hw, log_start_offset=start,
         records=records) for p, code, hw, start, records in partitions]) for name, partitions in topics])
     decoded = codec.decode("FetchResponse", version,
-                           b"".join(hot_paths.encode_fetch_response(response, version, read_committed)))
+                           b"".join(encode_fetch_response(response, version, read_committed)))
     assert [(t["topic"], [(p["partition_index"], p["error_code"], p["high_watermark"], p["last_stable_offset"],
                            p["log_start_offset"], p["aborted_transactions"], p["preferred_read_replica"], p["records"])
                           for p in t["partitions"]]) for t in decoded["responses"]] == [
@@ -181,11 +184,11 @@ def test_record_batches_pass_through_without_being_copied():
     records = _batch([b"x" * 100] * 50)
     frame = codec.encode("ProduceRequest", 8, {"acks": -1, "timeout_ms": 1000, "topic_data": [
         {"name": "t", "partition_data": [{"index": 0, "records": records}]}]})
-    [partition] = hot_paths.decode_produce_request(frame, 0, 8).topics[0].partitions
+    [partition] = decode_produce_request(frame, 0, 8).topics[0].partitions
     assert isinstance(partition.records, memoryview) and partition.records.obj is frame
     response = FetchResponse(error_code=0, topics=[Topic(name="t", partitions=[FetchPartitionResponse(
         partition=0, error_code=0, high_watermark=50, records=records)])])
-    assert any(part is records for part in hot_paths.encode_fetch_response(response, 11, False))
+    assert any(part is records for part in encode_fetch_response(response, 11, False))
 
 
 def test_the_advertised_versions_are_the_recommended_non_flexible_profile():

@@ -10,10 +10,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from broker.network.wire import KafkaWire
+from protocol.apis import KAFKA_APIS
+from protocol.envelope import MalformedRequestError, RequestRejectedError
 from protocol.kafka import codec
-from protocol.kafka.apis import KAFKA_APIS
 from protocol.kafka.schema import SPECS
-from protocol.messages import MalformedRequestError, RequestRejectedError
 from tests.unit.test_kafka_codec import message_values
 
 _SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow,

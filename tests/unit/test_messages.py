@@ -9,27 +9,75 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from protocol.errors import ErrorCode
-from protocol.messages import (
-    API_BY_REQUEST_TYPE,
-    APIS,
-    CONSUMER_REPLICA_ID,
-    DEBUGGING_CONSUMER_ID,
-    EARLIEST_TIMESTAMP,
-    LATEST_TIMESTAMP,
-    LEADER_DURING_DELETE,
-    PASS_THROUGH_BYTES,
-    ApiKey,
-    ApiVersionRange,
-    ApiVersionsRequest,
-    ApiVersionsResponse,
+from protocol.apis import API_BY_REQUEST_TYPE, APIS, supported_api_versions
+from protocol.apis.api import ApiKey
+from protocol.apis.api_versions import ApiVersionRange, ApiVersionsRequest, ApiVersionsResponse
+from protocol.apis.configs import (
     ConfigEntry,
     ConfigResourceType,
     ConfigSource,
     ConfigSynonym,
     ConfigType,
+    DescribeConfigsRequest,
+    DescribeConfigsResource,
+    DescribeConfigsResponse,
+    DescribeConfigsResult,
+)
+from protocol.apis.elections import (
+    ElectionType,
+    ElectLeadersRequest,
+    ElectLeadersResponse,
+    PartitionResult,
+    ReplicaElectionResult,
+    TopicPartitions,
+)
+from protocol.apis.fetch import (
+    CONSUMER_REPLICA_ID,
+    DEBUGGING_CONSUMER_ID,
+    EpochEndOffset,
+    FetchPartition,
+    FetchPartitionResponse,
+    FetchRequest,
+    FetchResponse,
+    LeaderIdAndEpoch,
+)
+from protocol.apis.metadata import MetadataBroker, MetadataPartition, MetadataRequest, MetadataResponse, MetadataTopic
+from protocol.apis.offsets import (
+    EARLIEST_TIMESTAMP,
+    LATEST_TIMESTAMP,
+    ListOffsetsPartition,
+    ListOffsetsPartitionResponse,
+    ListOffsetsRequest,
+    ListOffsetsResponse,
+    OffsetForLeaderPartition,
+    OffsetForLeaderPartitionResult,
+    OffsetForLeaderTopic,
+    OffsetsForLeaderEpochRequest,
+    OffsetsForLeaderEpochResponse,
+)
+from protocol.apis.produce import ProducePartition, ProducePartitionResponse, ProduceRequest, ProduceResponse
+from protocol.apis.producer_ids import InitProducerIdRequest, InitProducerIdResponse
+from protocol.apis.replica_control import (
+    LEADER_DURING_DELETE,
     ControlledShutdownRequest,
     ControlledShutdownResponse,
+    LeaderAndIsrPartitionState,
+    LeaderAndIsrRequest,
+    LeaderAndIsrResponse,
+    LiveBroker,
+    LiveLeader,
+    PartitionError,
+    StopReplicaPartition,
+    StopReplicaRequest,
+    StopReplicaResponse,
+    UpdateMetadataEndpoint,
+    UpdateMetadataPartitionState,
+    UpdateMetadataRequest,
+    UpdateMetadataResponse,
+)
+from protocol.apis.replicas import DescribedReplica, DescribeReplicasRequest, DescribeReplicasResponse, FollowerState
+from protocol.apis.shapes import Topic
+from protocol.apis.topics import (
     CreatableReplicaAssignment,
     CreatableTopic,
     CreatableTopicResult,
@@ -43,79 +91,24 @@ from protocol.messages import (
     DeletableTopicResult,
     DeleteTopicsRequest,
     DeleteTopicsResponse,
-    DescribeConfigsRequest,
-    DescribeConfigsResource,
-    DescribeConfigsResponse,
-    DescribeConfigsResult,
-    DescribedReplica,
-    DescribeReplicasRequest,
-    DescribeReplicasResponse,
-    ElectionType,
-    ElectLeadersRequest,
-    ElectLeadersResponse,
-    EpochEndOffset,
-    FetchPartition,
-    FetchPartitionResponse,
-    FetchRequest,
-    FetchResponse,
-    FollowerState,
-    InitProducerIdRequest,
-    InitProducerIdResponse,
+)
+from protocol.codec import PASS_THROUGH_BYTES, ValidationError, decode_body, encode_body
+from protocol.envelope import (
     InvalidRequestError,
-    LeaderAndIsrPartitionState,
-    LeaderAndIsrRequest,
-    LeaderAndIsrResponse,
-    LeaderIdAndEpoch,
-    ListOffsetsPartition,
-    ListOffsetsPartitionResponse,
-    ListOffsetsRequest,
-    ListOffsetsResponse,
-    LiveBroker,
-    LiveLeader,
     MalformedRequestError,
     MalformedResponseError,
-    MetadataBroker,
-    MetadataPartition,
-    MetadataRequest,
-    MetadataResponse,
-    MetadataTopic,
-    OffsetForLeaderPartition,
-    OffsetForLeaderPartitionResult,
-    OffsetForLeaderTopic,
-    OffsetsForLeaderEpochRequest,
-    OffsetsForLeaderEpochResponse,
-    PartitionError,
-    PartitionResult,
-    ProducePartition,
-    ProducePartitionResponse,
-    ProduceRequest,
-    ProduceResponse,
-    ProtocolError,
-    ReplicaElectionResult,
     RequestHeader,
     RequestRejectedError,
-    StopReplicaPartition,
-    StopReplicaRequest,
-    StopReplicaResponse,
-    Topic,
-    TopicPartition,
-    TopicPartitions,
     UnknownApiError,
     UnsupportedVersionError,
-    UpdateMetadataEndpoint,
-    UpdateMetadataPartitionState,
-    UpdateMetadataRequest,
-    UpdateMetadataResponse,
-    ValidationError,
-    decode_body,
     decode_request,
     decode_response,
-    encode_body,
     encode_request,
     encode_response,
     encode_response_parts,
-    supported_api_versions,
 )
+from protocol.errors import ErrorCode, ProtocolError
+from protocol.topic_partition import TopicPartition
 
 BATCH = bytes(range(256)) * 4
 

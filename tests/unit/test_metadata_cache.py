@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 from broker.metadata_cache import MetadataCache
+from protocol.apis.replica_control import (
+    LiveBroker,
+    UpdateMetadataEndpoint,
+    UpdateMetadataPartitionState,
+    UpdateMetadataRequest,
+)
 from protocol.errors import ErrorCode
-from protocol.messages import LiveBroker, UpdateMetadataEndpoint, UpdateMetadataPartitionState, UpdateMetadataRequest
 
 
 def broker(broker_id: int, **listeners: tuple[str, int]) -> LiveBroker:

@@ -9,8 +9,8 @@ import pytest
 from broker.log.config import LogConfig
 from broker.log.log import Log
 from broker.replication.partition import NO_OFFSET, NO_TIMESTAMP, LeaderAndIsrState, Partition, Role
+from protocol.apis.offsets import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
 from protocol.errors import ErrorCode, KafkaError
-from protocol.messages import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
 from protocol.topic_partition import TopicPartition
 from tests.unit.logutil import ManualClock, batch, values_of
 

@@ -1,0 +1,70 @@
+"""DescribeConfigs: a topic's configs (its overrides in ZooKeeper over the broker's defaults) or this broker's
+properties, each with its source and type (broker/config_description.py)."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from broker.apis.handler import Handled
+from broker.config import BrokerConfig
+from broker.config_description import broker_config_entries, topic_config_entries
+from broker.log.config import LogConfigError
+from broker.network import Request, Response
+from protocol.apis.configs import (
+    ConfigResourceType,
+    DescribeConfigsRequest,
+    DescribeConfigsResource,
+    DescribeConfigsResponse,
+    DescribeConfigsResult,
+)
+from protocol.errors import ErrorCode
+
+
+class TopicNames(Protocol):
+    """The topics that exist."""
+
+    def topics(self) -> list[str]: ...
+
+
+class TopicConfigSource(Protocol):
+    """Where a topic's config overrides are read (the broker's own ZooKeeper work)."""
+
+    async def topic_config(self, topic: str) -> dict[str, str]: ...
+
+
+class ConfigDescriber:
+    """Describes this broker's configs and those of the topics."""
+
+    def __init__(self, broker_id: int, config: BrokerConfig, topics: TopicNames, overrides: TopicConfigSource
+                 ) -> None:
+        self.broker_id = broker_id
+        self.config = config
+        self.topics = topics
+        self.overrides = overrides
+
+    async def handle_describe_configs(self, body: DescribeConfigsRequest, _request: Request) -> Handled:
+        return Response(DescribeConfigsResponse(results=[await self._describe(resource, body.include_synonyms)
+                                                         for resource in body.resources]))
+
+    async def _describe(self, resource: DescribeConfigsResource, include_synonyms: bool) -> DescribeConfigsResult:
+        result = DescribeConfigsResult(error_code=ErrorCode.NONE, resource_type=resource.resource_type,
+                                       resource_name=resource.resource_name, configs=[])
+        if resource.resource_type == ConfigResourceType.TOPIC:
+            if resource.resource_name not in self.topics.topics():
+                result.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                result.error_message = f"topic {resource.resource_name} does not exist"
+                return result
+            try:
+                overrides = await self.overrides.topic_config(resource.resource_name)
+                result.configs = topic_config_entries(self.config.log, overrides, resource.configuration_keys,
+                                                      include_synonyms)
+            except LogConfigError as e:
+                result.error_code, result.error_message = ErrorCode.INVALID_CONFIG, str(e)
+        elif resource.resource_type == ConfigResourceType.BROKER and resource.resource_name in ("",
+                                                                                             str(self.broker_id)):
+            result.configs = broker_config_entries(self.config.properties, resource.configuration_keys)
+        else:
+            result.error_code = ErrorCode.INVALID_REQUEST
+            result.error_message = (f"broker {self.broker_id} cannot describe resource type {resource.resource_type} "
+                                    f"named {resource.resource_name!r}")
+        return result

@@ -1,0 +1,84 @@
+"""KafkaApis: each request handler registered by the type of request it takes, and the dispatch to it."""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Protocol
+
+from broker.apis import (
+    api_versions,
+    elections,
+    fetch,
+    metadata,
+    offsets,
+    produce,
+    producer_ids,
+    replica_control,
+    replicas,
+    topics,
+)
+from broker.apis.configs import ConfigDescriber, TopicConfigSource
+from broker.apis.elections import LeaderElector
+from broker.apis.handler import Handled, Handler
+from broker.apis.producer_ids import ProducerIdSource
+from broker.apis.replica_control import ShutdownController
+from broker.apis.topics import TopicController
+from broker.metadata_cache import MetadataCache
+from broker.network import Request, Response
+from broker.replication.replica_manager import ReplicaManager
+from protocol.apis.api_versions import ApiVersionsRequest
+from protocol.apis.configs import DescribeConfigsRequest
+from protocol.apis.elections import ElectLeadersRequest
+from protocol.apis.fetch import FetchRequest
+from protocol.apis.metadata import MetadataRequest
+from protocol.apis.offsets import ListOffsetsRequest, OffsetsForLeaderEpochRequest
+from protocol.apis.produce import ProduceRequest
+from protocol.apis.producer_ids import InitProducerIdRequest
+from protocol.apis.replica_control import (
+    ControlledShutdownRequest,
+    LeaderAndIsrRequest,
+    StopReplicaRequest,
+    UpdateMetadataRequest,
+)
+from protocol.apis.replicas import DescribeReplicasRequest
+from protocol.apis.topics import CreatePartitionsRequest, CreateTopicsRequest, DeleteTopicsRequest
+from protocol.errors import ErrorCode
+
+
+class ControllerApi(TopicController, LeaderElector, ShutdownController, Protocol):
+    """The part of the controller the handlers use."""
+
+
+class KafkaApis:
+    """Dispatches each decoded request to the handler registered for its type; every handler answers, none raises."""
+
+    def __init__(self, broker_id: int, replica_manager: ReplicaManager, metadata_cache: MetadataCache,
+                 controller: ControllerApi, zk_state: TopicConfigSource, producer_id_source: ProducerIdSource) -> None:
+        configs = ConfigDescriber(broker_id, replica_manager.config, metadata_cache, zk_state)
+        self._handlers: dict[type, Handler] = {
+            ApiVersionsRequest: api_versions.handle_api_versions,
+            MetadataRequest: partial(metadata.handle_metadata, metadata_cache),
+            CreateTopicsRequest: partial(topics.handle_create_topics, broker_id, controller),
+            DescribeConfigsRequest: configs.handle_describe_configs,
+            InitProducerIdRequest: partial(producer_ids.handle_init_producer_id, producer_id_source),
+            ProduceRequest: partial(produce.handle_produce, replica_manager),
+            FetchRequest: partial(fetch.handle_fetch, replica_manager),
+            ListOffsetsRequest: partial(offsets.handle_list_offsets, replica_manager),
+            OffsetsForLeaderEpochRequest: partial(offsets.handle_offsets_for_leader_epoch, replica_manager),
+            LeaderAndIsrRequest: partial(replica_control.handle_leader_and_isr, replica_manager),
+            UpdateMetadataRequest: partial(replica_control.handle_update_metadata, replica_manager, metadata_cache),
+            StopReplicaRequest: partial(replica_control.handle_stop_replica, replica_manager),
+            ControlledShutdownRequest: partial(replica_control.handle_controlled_shutdown, controller),
+            DeleteTopicsRequest: partial(topics.handle_delete_topics, controller),
+            CreatePartitionsRequest: partial(topics.handle_create_partitions, controller),
+            ElectLeadersRequest: partial(elections.handle_elect_leaders, controller),
+            DescribeReplicasRequest: partial(replicas.handle_describe_replicas, broker_id, replica_manager),
+        }
+
+    async def handle(self, request: Request) -> Handled:
+        """The answer of the handler registered for the request's type (each gets the request too: Metadata
+        answers with the endpoints of the listener it came in on)."""
+        handler = self._handlers.get(type(request.body))
+        if handler is None:
+            return Response(None, ErrorCode.INVALID_REQUEST, f"{type(request.body).__name__} is not served here")
+        return await handler(request.body, request)

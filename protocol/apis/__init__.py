@@ -1,0 +1,71 @@
+"""The api table: every RPC minikafka serves, registered by its family, in the order ApiVersions lists them.
+
+Each module of this package is one api family (Kafka's grouping): its messages (dataclasses the generic codec of
+protocol.codec reads), one `Api` registration per api, each api's error response, and its Kafka-wire codec where
+the Kafka listener serves it. Both codecs read the tables here: minikafka's own (protocol.envelope) reads APIS,
+the Kafka listener reads KAFKA_APIS.
+"""
+
+from protocol.apis import (
+    api_versions,
+    configs,
+    elections,
+    fetch,
+    metadata,
+    offsets,
+    produce,
+    producer_ids,
+    replica_control,
+    replicas,
+    topics,
+)
+from protocol.apis.api import Api
+from protocol.apis.api_versions import ApiVersionRange
+from protocol.codec import declare
+from protocol.kafka.api import KafkaApi, KafkaCodec
+
+APIS: dict[int, Api] = {api.api_key: api for api in (
+    produce.PRODUCE,
+    fetch.FETCH,
+    offsets.LIST_OFFSETS,
+    metadata.METADATA,
+    replica_control.LEADER_AND_ISR,
+    replica_control.STOP_REPLICA,
+    replica_control.UPDATE_METADATA,
+    replica_control.CONTROLLED_SHUTDOWN,
+    api_versions.API_VERSIONS,
+    topics.CREATE_TOPICS,
+    topics.DELETE_TOPICS,
+    producer_ids.INIT_PRODUCER_ID,
+    configs.DESCRIBE_CONFIGS,
+    offsets.OFFSETS_FOR_LEADER_EPOCH,
+    topics.CREATE_PARTITIONS,
+    elections.ELECT_LEADERS,
+    replicas.DESCRIBE_REPLICAS,
+)}
+
+API_BY_REQUEST_TYPE: dict[type, Api] = {api.request: api for api in APIS.values()}
+
+# Every message is named in errors by its api ("Produce request: ..."), and its codec is built now.
+for _api in APIS.values():
+    declare(_api.request, f"{_api.name} request")
+    declare(_api.response, f"{_api.name} response")
+
+
+def supported_api_versions() -> list[ApiVersionRange]:
+    """minikafka's own ApiVersions answer: every api in APIS with its version range."""
+    return [
+        ApiVersionRange(api_key=api.api_key, min_version=api.min_version, max_version=api.max_version)
+        for api in APIS.values()
+    ]
+
+
+def _kafka_api(api: Api, codec: KafkaCodec) -> KafkaApi:
+    if api.error_response is None:
+        raise TypeError(f"{api.name} is served on Kafka's wire without an error response")
+    return KafkaApi(api.api_key, codec.name, codec.versions, codec.decode, codec.encode, api.error_response)
+
+
+#: What the Kafka listener serves (protocol.kafka.api.advertised lists the same apis, from the specs).
+KAFKA_APIS: dict[int, KafkaApi] = {key: _kafka_api(api, api.kafka) for key, api in APIS.items()
+                                   if api.kafka is not None}

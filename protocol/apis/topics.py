@@ -1,0 +1,178 @@
+"""Topics created, deleted and grown, all served by the active controller: CreateTopics (19), DeleteTopics (20)
+and CreatePartitions (37)."""
+
+from __future__ import annotations
+
+from dataclasses import field
+
+from protocol.apis.api import Api, ApiKey
+from protocol.codec import Int16, Int32, message
+from protocol.errors import ErrorCode
+from protocol.kafka.api import Message, spec_codec
+
+# ------------------------------------------------------------------------------------------------ CreateTopics
+
+
+@message
+class CreatableReplicaAssignment:
+    """An explicit replica list for one partition."""
+
+    partition: Int32
+    broker_ids: list[Int32]
+
+
+@message
+class CreatableTopic:
+    """A topic to create, with its partition count and replication factor or explicit assignments."""
+
+    name: str
+    num_partitions: Int32
+    replication_factor: Int16
+    assignments: list[CreatableReplicaAssignment] = field(default_factory=list)
+    configs: dict[str, str] = field(default_factory=dict)
+
+
+@message
+class CreateTopicsRequest:
+    """Create topics (served by the controller)."""
+
+    topics: list[CreatableTopic]
+    timeout_ms: Int32
+    validate_only: bool = False
+
+
+@message
+class CreatableTopicResult:
+    """The outcome for one topic."""
+
+    name: str
+    error_code: Int16
+    error_message: str | None = None
+    num_partitions: Int32 = -1
+    replication_factor: Int16 = -1
+
+
+@message
+class CreateTopicsResponse:
+    """Per-topic results."""
+
+    topics: list[CreatableTopicResult]
+
+
+def create_topics_error(request: CreateTopicsRequest, code: ErrorCode, message: str | None) -> CreateTopicsResponse:
+    """The answer to a CreateTopics that failed as a whole: the error for every topic."""
+    return CreateTopicsResponse(topics=[
+        CreatableTopicResult(name=t.name, error_code=code, error_message=message) for t in request.topics])
+
+
+def _create_topics_request(message: Message, _version: int) -> CreateTopicsRequest:
+    return CreateTopicsRequest(
+        topics=[CreatableTopic(
+            name=t["name"], num_partitions=t["num_partitions"], replication_factor=t["replication_factor"],
+            assignments=[CreatableReplicaAssignment(partition=a["partition_index"], broker_ids=a["broker_ids"])
+                         for a in t["assignments"]],
+            configs={c["name"]: c["value"] for c in t["configs"] if c["value"] is not None},
+        ) for t in message["topics"]],
+        timeout_ms=message["timeout_ms"], validate_only=message["validate_only"])
+
+
+def _create_topics_response(body: CreateTopicsResponse, _version: int) -> Message:
+    return {"throttle_time_ms": 0, "topics": [
+        {"name": t.name, "error_code": t.error_code, "error_message": t.error_message} for t in body.topics]}
+
+
+CREATE_TOPICS = Api(ApiKey.CREATE_TOPICS, "CreateTopics", CreateTopicsRequest, CreateTopicsResponse,
+                    create_topics_error, kafka=spec_codec("CreateTopics", _create_topics_request,
+                                                          _create_topics_response))
+
+
+# ------------------------------------------------------------------------------------------------ DeleteTopics
+
+
+@message
+class DeleteTopicsRequest:
+    """Delete topics (served by the controller); answered once they are gone, or after timeout_ms."""
+
+    topic_names: list[str]
+    timeout_ms: Int32
+
+
+@message
+class DeletableTopicResult:
+    """The outcome for one topic."""
+
+    name: str
+    error_code: Int16
+    error_message: str | None = None
+
+
+@message
+class DeleteTopicsResponse:
+    """Per-topic results."""
+
+    responses: list[DeletableTopicResult]
+    throttle_time_ms: Int32 = 0
+
+
+def delete_topics_error(request: DeleteTopicsRequest, code: ErrorCode, message: str | None) -> DeleteTopicsResponse:
+    """The answer to a DeleteTopics that failed as a whole: the error for every topic."""
+    return DeleteTopicsResponse(responses=[
+        DeletableTopicResult(name=name, error_code=code, error_message=message) for name in request.topic_names])
+
+
+DELETE_TOPICS = Api(
+    ApiKey.DELETE_TOPICS, "DeleteTopics", DeleteTopicsRequest, DeleteTopicsResponse, delete_topics_error,
+    kafka=spec_codec("DeleteTopics",
+                     lambda message, _version: DeleteTopicsRequest(topic_names=message["topic_names"],
+                                                                   timeout_ms=message["timeout_ms"]),
+                     lambda body, _version: {"throttle_time_ms": 0, "responses": [
+                         {"name": r.name, "error_code": r.error_code} for r in body.responses]}))
+
+
+# ------------------------------------------------------------------------------------------------ CreatePartitions
+
+
+@message
+class CreatePartitionsAssignment:
+    """The replicas of one new partition."""
+
+    broker_ids: list[Int32]
+
+
+@message
+class CreatePartitionsTopic:
+    """Grow a topic to `count` partitions; assignments, if given, place each new partition."""
+
+    name: str
+    count: Int32
+    assignments: list[CreatePartitionsAssignment] | None = None
+
+
+@message
+class CreatePartitionsRequest:
+    """Add partitions to topics (served by the controller)."""
+
+    topics: list[CreatePartitionsTopic]
+    timeout_ms: Int32
+    validate_only: bool = False
+
+
+@message
+class CreatePartitionsTopicResult:
+    """The outcome for one topic."""
+
+    name: str
+    error_code: Int16
+    error_message: str | None = None
+
+
+@message
+class CreatePartitionsResponse:
+    """Per-topic results."""
+
+    results: list[CreatePartitionsTopicResult]
+    throttle_time_ms: Int32 = 0
+
+
+CREATE_PARTITIONS = Api(ApiKey.CREATE_PARTITIONS, "CreatePartitions", CreatePartitionsRequest,
+                        CreatePartitionsResponse)

@@ -47,7 +47,7 @@ ConnectionFactory = Callable[[str, int], BrokerConnection]
 class FetchState:
     """A followed partition inside one fetcher: truncating first, then fetching; delayed after an error."""
 
-    partition: Partition
+    partition: Partition[Log]
     leader_epoch: int
     truncating: bool = True
     delayed_until: float = 0.0
@@ -69,7 +69,7 @@ class ReplicaFetcher:
         self._session = FetchSessionBuilder()
         self._task = asyncio.get_running_loop().create_task(self._run(), name=f"fetcher-{leader_id}")
 
-    def add(self, tp: TopicPartition, partition: Partition) -> None:
+    def add(self, tp: TopicPartition, partition: Partition[Log]) -> None:
         self.partitions[tp] = FetchState(partition, partition.leader_epoch)
         self._changed.set()
 

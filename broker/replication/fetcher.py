@@ -15,9 +15,10 @@ from dataclasses import dataclass
 
 from broker.config import BrokerConfig
 from broker.log.log import Log, flush_epoch_caches
+from broker.replication.error_codes import error_code_of
 from broker.replication.fetch_session import FetchSessionBuilder
 from broker.replication.partition import Partition, Role
-from broker.replication.replica_manager import ReplicaManager, error_code_of
+from broker.replication.replica_manager import ReplicaManager
 from broker.replication.truncation import HIGH_WATERMARK_MODE, decide_truncation, epoch_to_ask
 from protocol.errors import ErrorCode
 from protocol.messages import (

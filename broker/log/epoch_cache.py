@@ -10,9 +10,7 @@ from operator import attrgetter
 from pathlib import Path
 
 from broker.log.checkpoint import EpochEntry, LeaderEpochCheckpointFile
-
-UNDEFINED_EPOCH = -1
-UNDEFINED_EPOCH_OFFSET = -1
+from broker.log.results import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
 
 _epoch_of = attrgetter("epoch")
 _start_of = attrgetter("start_offset")

@@ -15,7 +15,6 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import NamedTuple
 
 from broker.log.checkpoint import (
     LEADER_EPOCH_CHECKPOINT,
@@ -31,6 +30,7 @@ from broker.log.durable_writer import DURABLE_WRITER
 from broker.log.epoch_cache import LeaderEpochCache
 from broker.log.open_files import SEGMENT_FILES, OpenFiles
 from broker.log.producer_state import ProducerStateManager
+from broker.log.results import AppendInfo
 from broker.log.segment import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, LogSegment
 from protocol.records import (
     LOG_OVERHEAD,
@@ -68,18 +68,6 @@ class RecordTooLargeError(LogError):
 
 class EmptyAppendError(RecordBatchError):
     """An append with no batches in it."""
-
-
-class AppendInfo(NamedTuple):
-    """What an append did: the offsets it wrote and whether the owner should now flush."""
-
-    first_offset: int
-    last_offset: int
-    max_timestamp: int
-    batch_count: int
-    size_in_bytes: int
-    rolled: bool
-    flush_needed: bool
 
 
 def parse_log_dir_name(name: str) -> TopicPartition:

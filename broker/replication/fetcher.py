@@ -15,9 +15,10 @@ from dataclasses import dataclass
 
 from broker.config import BrokerConfig
 from broker.log.log import Log, flush_epoch_caches
+from broker.replication.error_codes import error_code_of
 from broker.replication.fetch_session import FetchSessionBuilder
 from broker.replication.partition import Partition, Role
-from broker.replication.replica_manager import ReplicaManager, error_code_of
+from broker.replication.replica_manager import ReplicaManager
 from broker.replication.truncation import HIGH_WATERMARK_MODE, decide_truncation, epoch_to_ask
 from protocol.apis.fetch import FetchPartition, FetchRequest, FetchResponse
 from protocol.apis.offsets import (
@@ -45,7 +46,7 @@ ConnectionFactory = Callable[[str, int], BrokerConnection]
 class FetchState:
     """A followed partition inside one fetcher: truncating first, then fetching; delayed after an error."""
 
-    partition: Partition
+    partition: Partition[Log]
     leader_epoch: int
     truncating: bool = True
     delayed_until: float = 0.0
@@ -67,7 +68,7 @@ class ReplicaFetcher:
         self._session = FetchSessionBuilder()
         self._task = asyncio.get_running_loop().create_task(self._run(), name=f"fetcher-{leader_id}")
 
-    def add(self, tp: TopicPartition, partition: Partition) -> None:
+    def add(self, tp: TopicPartition, partition: Partition[Log]) -> None:
         self.partitions[tp] = FetchState(partition, partition.leader_epoch)
         self._changed.set()
 

@@ -1,7 +1,9 @@
 """One partition's replication rules: LEO, high watermark, ISR and leader epochs (no I/O but the log).
 
 This is the pure core the broker's asyncio code drives. Time comes from an injected clock, so the
-seeds' step-by-step tables and the failure scenarios can be replayed deterministically.
+seeds' step-by-step tables and the failure scenarios can be replayed deterministically; the log is reached
+through :class:`~broker.replication.partition_log.PartitionLog` (the broker's file-backed log, or an in-memory
+one in tests).
 
 Rules (Kafka 0.11+ in ZooKeeper mode):
 - The leader's LEO moves on append. For each follower it records the fetch offset as that
@@ -18,8 +20,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
+from typing import Generic, TypeVar
 
-from broker.log.log import AppendInfo, Log
+from broker.log.results import AppendInfo
+from broker.replication.partition_log import PartitionLog
 from protocol.apis.offsets import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
 from protocol.errors import ErrorCode, KafkaError
 from protocol.topic_partition import TopicPartition
@@ -28,6 +32,7 @@ Clock = Callable[[], int]
 NO_LEADER = -1
 #: What ListOffsets answers for a timestamp or an offset there is not.
 NO_TIMESTAMP = NO_OFFSET = -1
+LogT = TypeVar("LogT", bound=PartitionLog)
 
 
 class Role(Enum):
@@ -93,12 +98,12 @@ class ReadResult:
 
 
 @dataclass
-class Partition:
-    """A replica of one partition hosted by this broker."""
+class Partition(Generic[LogT]):
+    """A replica of one partition hosted by this broker, on a log of type ``LogT``."""
 
     tp: TopicPartition
     local_broker_id: int
-    log: Log
+    log: LogT
     clock: Clock
     replica_lag_time_max_ms: int = 30000
     min_insync_replicas: int = 1

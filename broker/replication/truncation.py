@@ -9,12 +9,34 @@ is kept as an explicitly unsafe mode to reproduce the data loss and divergence i
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Protocol
 
-from broker.log.epoch_cache import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
-from broker.log.log import Log
+from broker.log.results import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
 
 LEADER_EPOCH_MODE = "leader-epoch"
 HIGH_WATERMARK_MODE = "high-watermark"
+
+
+class LatestEpoch(Protocol):
+    @property
+    def latest_epoch(self) -> int | None:
+        """The latest leader epoch the log holds (None: none)."""
+
+
+class TruncatingLog(Protocol):
+    """What the truncation rules read of a follower's log (``broker.log.log.Log`` is one)."""
+
+    @property
+    def log_end_offset(self) -> int: ...
+
+    @property
+    def high_watermark(self) -> int: ...
+
+    @property
+    def epoch_cache(self) -> LatestEpoch: ...
+
+    def end_offset_for_epoch(self, leader_epoch: int) -> tuple[int, int]:
+        """``(the largest epoch <= leader_epoch, where it ends on this log)``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,12 +47,12 @@ class TruncationDecision:
     complete: bool
 
 
-def epoch_to_ask(log: Log) -> int | None:
+def epoch_to_ask(log: TruncatingLog) -> int | None:
     """The epoch a follower asks the leader about: its latest one (None: no epochs, use the HW)."""
     return log.epoch_cache.latest_epoch
 
 
-def decide_truncation(log: Log, leader_epoch: int, leader_end_offset: int) -> TruncationDecision:
+def decide_truncation(log: TruncatingLog, leader_epoch: int, leader_end_offset: int) -> TruncationDecision:
     """Kafka's getOffsetTruncationState, given the leader's answer ``(leader_epoch, leader_end_offset)``.
 
     - The leader knows no such epoch: truncate to the local HW.
@@ -51,6 +73,6 @@ def decide_truncation(log: Log, leader_epoch: int, leader_end_offset: int) -> Tr
     return TruncationDecision(min(follower_end_offset, leader_end_offset, leo), True)
 
 
-def high_watermark_truncation(log: Log) -> int:
+def high_watermark_truncation(log: TruncatingLog) -> int:
     """The pre-0.11 rule (unsafe): cut everything above the local high watermark."""
     return log.high_watermark

@@ -6,7 +6,6 @@ from __future__ import annotations
 import signal
 import socket
 import subprocess
-import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -15,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.polling import wait_for
 from zk.server import free_port
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
@@ -88,14 +88,15 @@ def kafka_broker(directory: Path, zookeeper_connect: str, broker_id: int = 0,
 
 
 def _wait_listening(broker: KafkaBroker) -> None:
-    deadline = time.monotonic() + START_TIMEOUT_S
-    while time.monotonic() < deadline:
+    def listening() -> bool:
         if broker.process.poll() is not None:
             pytest.fail(f"Kafka exited with {broker.process.returncode}:\n{broker.output.read_text()[-3000:]}")
         try:
             socket.create_connection(("127.0.0.1", broker.port), timeout=1).close()
-            return
         except OSError:
-            time.sleep(0.2)  # polling for the port, with a deadline
-    pytest.fail(f"Kafka did not listen within {START_TIMEOUT_S} s:\n{broker.output.read_text()[-3000:]}")
+            return False
+        return True
+
+    wait_for(listening, lambda: f"Kafka to listen on port {broker.port}:\n{broker.output.read_text()[-3000:]}",
+             timeout_s=START_TIMEOUT_S, interval_s=0.2)
 

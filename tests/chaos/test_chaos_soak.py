@@ -11,12 +11,11 @@ from __future__ import annotations
 import itertools
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 from client.chaos.runner import HISTORY_FILE
 from client.chaos.schedule import FAULT_KINDS, ISOLATE_LEADER, schedule
-from tests.integration.clusterutil import PROJECT_ROOT
+from tests.integration.clusterutil import cli
 
 SOAK_S = 60
 UNSAFE = ("--config", "min.insync.replicas=1", "--config", "unclean.leader.election.enable=true")
@@ -24,8 +23,7 @@ MAX_UNSAFE_SEEDS = 3
 
 
 def chaos_run(directory: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "client.cli", "chaos", "run", "--dir", str(directory), "--json",
-                           *args], capture_output=True, text=True, cwd=PROJECT_ROOT, timeout=900)
+    return cli("chaos", "run", "--dir", str(directory), "--json", *args, check=False, timeout_s=900)
 
 
 def test_a_soak_with_every_kind_of_fault_loses_no_acknowledged_record(tmp_path: Path):

@@ -22,248 +22,88 @@ Every wait polls a condition with a deadline; a broken or paused broker is resto
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import io
-import itertools
-import json
 import time
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
-from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
-from datetime import datetime
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-import pytest_asyncio
 
 from broker.log.checkpoint import CLEAN_SHUTDOWN_MARKER, REPLICATION_OFFSET_CHECKPOINT
-from client.accumulator import FutureRecordMetadata
 from client.cluster import (
-    BrokerProcess,
     ClusterState,
     broker_running,
     cluster_status,
     kill_broker,
     load_cluster,
-    start_broker,
-    wait_until_ready,
 )
-from client.consumer import Consumer
 from client.producer import Producer, ProducerError
-from protocol.apis.metadata import MetadataPartition
-from protocol.apis.produce import ProducePartition, ProducePartitionResponse, ProduceRequest, ProduceResponse
 from protocol.apis.replicas import DescribedReplica
-from protocol.apis.shapes import Topic
 from protocol.errors import ErrorCode
 from protocol.records import decode_records
-from tests.integration.clusterutil import (
-    build_batch,
-    cli,
-    connect,
-    describe,
-    eventually,
-    fetch,
-    metadata,
-    pause,
-    process_state,
-    resume,
+from tests.chaos.chaosutil import (
+    Load,
+    check_no_loss,
+    logged_at_ms,
+    produce_raw,
+    read_all,
+    state_changes,
+    wait_acks,
+    zk_observer,
 )
-from tests.integration.clusterutil import create_topic as _create_topic
+from tests.integration.clusterutil import (
+    FAILOVER_WAIT_S,
+    LAG_MS,
+    SESSION_MS,
+    SMALL_TIMEOUTS,
+    agreed_controller,
+    cli,
+    cluster_fixture,
+    connect,
+    create_topic,
+    describe,
+    fetch,
+    healthy_fixture,
+    metadata,
+    partition_metadata,
+    pause,
+    replica_states,
+    resume,
+    server_log,
+    status_json,
+    wait_converged,
+    wait_gone,
+    wait_metadata,
+    wait_zk_state,
+    zk_state,
+)
+from tests.polling import eventually
+from tests.processes import process_state
 from transport.connection import BrokerConnection
 from zk import znodes
 from zk.client import ZkClient
-from zk.server import zookeeper_available
 from zk.topic_config import alter_topic_config
-from zk.znodes import LeaderIsrAndControllerEpoch
 
-LAG_MS = 1500
-SESSION_MS = 2000
-FETCH_WAIT_MS = 200
-SMALL_TIMEOUTS = {
-    "replica.lag.time.max.ms": str(LAG_MS),
-    "zookeeper.session.timeout.ms": str(SESSION_MS),
-    "replica.fetch.wait.max.ms": str(FETCH_WAIT_MS),
-    "controlled.shutdown.retry.backoff.ms": "200",
-    "replica.high.watermark.checkpoint.interval.ms": "500",
-    # The tests assert which broker leads after a failure: the automatic preferred election (every 300 s) would
-    # hand a restarted preferred replica its leaderships back whenever a module outlives its first check.
-    "auto.leader.rebalance.enable": "false",
-}
 ISR_SESSION_MS = 6000
 #: How long UpdateMetadata may take to reach the brokers after a change in ZooKeeper, for the time bounds.
 PROPAGATION_S = 1.5
 #: How long a partition that must stay offline is watched after everything that could elect it happened.
 OFFLINE_WATCH_S = 1.5
-FAILOVER_WAIT_S = 20.0
 
 
 # ------------------------------------------------------------------------------------------------ clusters
 
 
-def _cluster_fixture(scope: Any, configs: Mapping[str, str]) -> Any:
-    """`minikafka cluster up` with three brokers and `configs`; `cluster down` when the scope ends."""
-
-    @pytest.fixture(scope=scope)
-    def fixture(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClusterState]:
-        if not zookeeper_available():
-            pytest.fail("ZooKeeper (or java) is not installed: run make setup")
-        directory = tmp_path_factory.mktemp("chaos")
-        options = [item for key, value in configs.items() for item in ("--config", f"{key}={value}")]
-        cli("cluster", "up", "--brokers", "3", "--dir", str(directory), *options)
-        try:
-            yield load_cluster(directory)
-        finally:
-            cli("cluster", "down", "--dir", str(directory), check=False)
-
-    return fixture
+cluster = cluster_fixture(configs=SMALL_TIMEOUTS)
+isr_cluster = cluster_fixture(configs={**SMALL_TIMEOUTS, "zookeeper.session.timeout.ms": str(ISR_SESSION_MS)},
+                              scope="class")
+#: The module's cluster (or the ISR tests' one) with every broker running; whatever a test broke is repaired after it.
+healthy = healthy_fixture("cluster")
+healthy_isr = healthy_fixture("isr_cluster")
 
 
-cluster = _cluster_fixture("module", SMALL_TIMEOUTS)
-isr_cluster = _cluster_fixture("class", {**SMALL_TIMEOUTS, "zookeeper.session.timeout.ms": str(ISR_SESSION_MS)})
-
-
-async def restore(directory: Path) -> ClusterState:
-    """Continue stopped brokers, start dead ones (as `cluster start` does), and wait until every broker lists
-    all brokers and a controller. Returns the cluster with its current pids."""
-    state = load_cluster(directory)
-    for broker in state.brokers:
-        if broker_running(broker) and process_state(broker.pid) == "T":
-            await resume(state, broker.id)
-    for broker in state.brokers:
-        if not broker_running(broker):
-            await start_broker(directory, broker.id)
-    state = load_cluster(directory)
-    await wait_until_ready(list(state.brokers), {b.id for b in state.brokers}, timeout_s=60)
-    return state
-
-
-@pytest_asyncio.fixture(loop_scope="function")
-async def healthy(cluster: ClusterState) -> AsyncIterator[ClusterState]:
-    """The module's cluster with every broker running; whatever a test broke is repaired after it."""
-    yield await restore(cluster.directory)
-    await restore(cluster.directory)
-
-
-@pytest_asyncio.fixture(loop_scope="function")
-async def healthy_isr(isr_cluster: ClusterState) -> AsyncIterator[ClusterState]:
-    yield await restore(isr_cluster.directory)
-    await restore(isr_cluster.directory)
-
-
-# ------------------------------------------------------------------------------------------------ observing
-
-
-async def agreed_controller(cluster: ClusterState, brokers: Sequence[int] | None = None) -> int:
-    """The controller id once every one of `brokers` (default: all) names the same one."""
-    ids = [b.id for b in cluster.brokers] if brokers is None else list(brokers)
-    seen: list[set[int]] = []
-
-    async def probe() -> int | None:
-        named = set()
-        for broker_id in ids:
-            async with connect(cluster.broker(broker_id)) as connection:
-                named.add((await metadata(connection, [])).controller_id)
-        seen.append(named)
-        return named.pop() if len(named) == 1 and -1 not in named else None
-
-    return await eventually(probe, lambda: f"brokers {ids} to name one controller (saw {seen[-3:]})")
-
-
-async def partition_metadata(connection: BrokerConnection, topic: str, partition: int) -> MetadataPartition | None:
-    """The partition as the connected broker's metadata cache describes it (None if unknown)."""
-    response = await metadata(connection, [topic])
-    for each in response.topics:
-        if each.name == topic:
-            for state in each.partitions:
-                if state.partition == partition:
-                    return state
-    return None
-
-
-async def wait_metadata(brokers: Sequence[BrokerProcess], topic: str, partition: int,
-                        condition: Callable[[MetadataPartition], bool], what: str,
-                        timeout_s: float = FAILOVER_WAIT_S) -> MetadataPartition:
-    """Poll Metadata on each of `brokers` until all of them describe the partition satisfying `condition`;
-    returns the last broker's view."""
-    seen: dict[int, MetadataPartition | None] = {}
-
-    async def probe() -> MetadataPartition | None:
-        for broker in brokers:
-            async with connect(broker) as connection:
-                seen[broker.id] = await partition_metadata(connection, topic, partition)
-        states = list(seen.values())
-        return states[-1] if all(s is not None and condition(s) for s in states) else None
-
-    def describe_seen() -> str:
-        return f"{what} for {topic}-{partition}; last seen {_short(seen)}"
-
-    return await eventually(probe, describe_seen, timeout_s=timeout_s)
-
-
-def _short(seen: Mapping[int, MetadataPartition | None]) -> str:
-    def one(s: MetadataPartition | None) -> str:
-        if s is None:
-            return "unknown"
-        return f"leader {s.leader} epoch {s.leader_epoch} isr {s.isr} error {ErrorCode.from_code(s.error_code).name}"
-
-    return "; ".join(f"broker {b}: {one(s)}" for b, s in seen.items())
-
-
-@asynccontextmanager
-async def zk_observer(cluster: ClusterState) -> AsyncIterator[ZkClient]:
-    """A ZooKeeper session of the test's own, under the cluster's chroot."""
-    zk = ZkClient(cluster.zookeeper.connect, chroot=cluster.chroot, session_timeout_ms=10_000)
-    await zk.start()
-    try:
-        yield zk
-    finally:
-        await zk.close()
-
-
-async def zk_state(zk: ZkClient, topic: str, partition: int) -> LeaderIsrAndControllerEpoch:
-    """The partition's state znode (leader, leader epoch, ISR, controller epoch, version)."""
-    data, stat = await zk.get(znodes.partition_state_path(topic, partition))
-    return znodes.decode_partition_state(data, stat.version)
-
-
-async def wait_zk_state(zk: ZkClient, topic: str, partition: int,
-                        condition: Callable[[LeaderIsrAndControllerEpoch], bool], what: str,
-                        timeout_s: float = FAILOVER_WAIT_S) -> LeaderIsrAndControllerEpoch:
-    seen: list[LeaderIsrAndControllerEpoch] = []
-
-    async def probe() -> LeaderIsrAndControllerEpoch | None:
-        state = await zk_state(zk, topic, partition)
-        seen.append(state)
-        return state if condition(state) else None
-
-    return await eventually(probe, lambda: f"{what} (state znode of {topic}-{partition}: {seen[-1:]})",
-                            timeout_s=timeout_s)
-
-
-def state_changes(cluster: ClusterState, broker_id: int, topic: str, partition: int) -> list[dict[str, Any]]:
-    """The lines of a broker's state-change.log about one partition."""
-    path = Path(cluster.broker(broker_id).log_dir) / "state-change.log"
-    lines = path.read_text().splitlines() if path.exists() else []
-    changes = [json.loads(line) for line in lines if line.strip()]
-    return [c for c in changes if c.get("topic") == topic and c.get("partition") == partition]
-
-
-def log_excerpt(cluster: ClusterState, broker_id: int, lines: int = 25) -> str:
-    """The end of a broker's server.log, for failure messages."""
-    path = load_cluster(cluster.directory).broker(broker_id).server_log
-    text = path.read_text(errors="replace").splitlines() if path.exists() else []
-    return f"--- {path} (last {lines} lines)\n" + "\n".join(text[-lines:])
-
-
-def logged_at_ms(server_log: Path, message: str) -> int | None:
-    """Epoch milliseconds of the last server.log line containing `message` (the broker logs local time)."""
-    found = None
-    for line in server_log.read_text(errors="replace").splitlines():
-        if message in line and line.startswith("["):
-            stamp = line[1:line.index("]")]
-            found = int(datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S,%f").timestamp() * 1000)
-    return found
+# ------------------------------------------------------------------------------------------------ records
 
 
 def records_on_disk(cluster: ClusterState, broker_id: int, topic: str, partition: int) -> list[tuple[int, bytes]]:
@@ -273,228 +113,11 @@ def records_on_disk(cluster: ClusterState, broker_id: int, topic: str, partition
     return [(r.offset, r.value or b"") for r in decode_records(data)]
 
 
-async def replica_states(cluster: ClusterState, brokers: Sequence[int], topic: str,
-                         partition: int) -> dict[int, DescribedReplica | None]:
-    states: dict[int, DescribedReplica | None] = {}
-    for broker_id in brokers:
-        async with connect(cluster.broker(broker_id)) as connection:
-            states[broker_id] = (await describe(connection, topic)).get(partition)
-    return states
-
-
-async def wait_converged(cluster: ClusterState, topic: str, partitions: Sequence[int],
-                         brokers: Sequence[int]) -> dict[int, int]:
-    """Wait until, for each partition, every replica on `brokers` has the same LEO, HW = LEO, one of them leads
-    and its ISR is all of them; returns each partition's LEO."""
-    seen: dict[int, Any] = {}
-
-    async def probe() -> dict[int, int] | None:
-        ends = {}
-        for partition in partitions:
-            states = await replica_states(cluster, brokers, topic, partition)
-            seen[partition] = {b: None if s is None else (s.role, s.leader_epoch, s.log_end_offset, s.high_watermark,
-                                                          s.isr) for b, s in states.items()}
-            rows = list(states.values())
-            if any(s is None for s in rows):
-                return None
-            leaders = [s for s in rows if s is not None and s.role == "leader"]
-            ends_seen = {s.log_end_offset for s in rows if s is not None}
-            hws = {s.high_watermark for s in rows if s is not None}
-            if len(leaders) != 1 or len(ends_seen) != 1 or hws != ends_seen or set(leaders[0].isr) != set(brokers):
-                return None
-            ends[partition] = ends_seen.pop()
-        return ends
-
-    return await eventually(probe, lambda: f"replicas of {topic} on {list(brokers)} to converge "
-                                           f"(role, epoch, LEO, HW, ISR): {seen}", timeout_s=30)
-
-
-async def read_all(cluster: ClusterState, topic: str, ends: Mapping[int, int]) -> dict[int, dict[int, bytes]]:
-    """Every record below `ends[partition]` read by a consumer from the beginning, by partition and offset.
-    Fails if an offset comes twice or a partition's offsets go backwards."""
-    got: dict[int, dict[int, bytes]] = {p: {} for p in ends}
-    last = dict.fromkeys(ends, -1)
-    async with Consumer(cluster.bootstrap_servers, request_timeout_ms=10_000) as consumer:
-        consumer.assign([(topic, p) for p in ends])
-        await consumer.seek_to_beginning()
-
-        async def everything() -> dict[int, dict[int, bytes]] | None:
-            for record in await consumer.poll(timeout_ms=200, max_records=10_000):
-                assert record.offset > last[record.partition], (
-                    f"partition {record.partition}: offset {record.offset} after {last[record.partition]}")
-                last[record.partition] = record.offset
-                got[record.partition][record.offset] = record.value or b""
-            return got if all(len(got[p]) >= end for p, end in ends.items()) else None
-
-        await eventually(everything, lambda: f"a consumer to read {dict(ends)} records of {topic} "
-                                             f"(has {({p: len(o) for p, o in got.items()})})", timeout_s=30)
-    for partition, end in ends.items():
-        assert sorted(got[partition]) == list(range(end)), f"partition {partition}: offsets are not 0..{end - 1}"
-    return got
-
-
-async def create_topic(cluster: ClusterState, name: str, assignments: dict[int, list[int]],
-                       configs: Mapping[str, str] | None = None) -> None:
-    """Create a topic with explicit assignments and wait until each replica is in the ISR."""
-    await _create_topic(cluster, name, assignments=assignments, configs=configs)
-    for partition, replicas in assignments.items():
-        await wait_metadata([cluster.broker(b) for b in replicas], name, partition,
-                            lambda s, r=replicas: s.leader == r[0] and set(s.isr) == set(r),
-                            "the new partition to have its first replica as leader and a full ISR", timeout_s=30)
-
-
-async def produce_raw(connection: BrokerConnection, topic: str, partition: int, values: Sequence[bytes], *,
-                      acks: int, timeout_ms: int = 5000) -> ProducePartitionResponse:
-    """One Produce request of one batch; returns the partition's answer, error or not."""
-    request = ProduceRequest(acks=acks, timeout_ms=timeout_ms, topics=[Topic(
-        name=topic, partitions=[ProducePartition(partition=partition, records=build_batch(values))])])
-    response = await connection.request(request, timeout_ms=timeout_ms + 10_000)
-    assert isinstance(response, ProduceResponse)
-    [answer] = response.topics[0].partitions
-    return answer
-
-
 async def produce_ok(connection: BrokerConnection, topic: str, partition: int, values: Sequence[bytes],
                      acks: int = -1) -> int:
     answer = await produce_raw(connection, topic, partition, values, acks=acks)
     assert answer.error_code == ErrorCode.NONE, (ErrorCode.from_code(answer.error_code), answer.error_message)
     return answer.base_offset
-
-
-async def wait_gone(broker: BrokerProcess, timeout_s: float = 10) -> None:
-    """Wait until the broker's process has exited (gone, or a zombie its parent has not reaped yet)."""
-
-    async def gone() -> bool | None:
-        return None if broker_running(broker) else True
-
-    await eventually(gone, lambda: f"broker {broker.id} (pid {broker.pid}) to exit, state "
-                                   f"{process_state(broker.pid)!r}", timeout_s=timeout_s)
-
-
-# ------------------------------------------------------------------------------------------------ load
-
-
-@dataclass
-class Ack:
-    partition: int
-    offset: int
-    value: bytes
-    at: float  # time.monotonic() when the acknowledgement arrived
-
-
-@dataclass
-class Load:
-    """A producer task sending `prefix-N` records round-robin to `partitions` at about `rate` per second, at most
-    `limit` of them, with at most `window` unacknowledged; it records every acknowledgement and failure.
-
-    The producers given to it use linger_ms=0: each record goes out at once, so acknowledgement times measure
-    the cluster, not batching."""
-
-    producer: Producer
-    topic: str
-    partitions: tuple[int, ...]
-    prefix: str
-    rate: float = 400.0
-    limit: int = 20_000
-    window: int = 400
-    acks: list[Ack] = field(default_factory=list)
-    failures: list[tuple[int, bytes, BaseException]] = field(default_factory=list)
-    sent: int = 0
-    _stop: asyncio.Event = field(default_factory=asyncio.Event)
-    _pending: set[FutureRecordMetadata] = field(default_factory=set)
-    _settled: asyncio.Event = field(default_factory=asyncio.Event)  # set whenever a pending record settles
-
-    def acked(self, partition: int, after: float = float("-inf")) -> list[Ack]:
-        return [a for a in self.acks if a.partition == partition and a.at > after]
-
-    def stop(self) -> None:
-        self._stop.set()
-
-    def _done(self, partition: int, value: bytes, future: FutureRecordMetadata) -> None:
-        self._pending.discard(future)
-        self._settled.set()
-        if future.cancelled():
-            self.failures.append((partition, value, asyncio.CancelledError()))
-        elif future.exception() is not None:
-            self.failures.append((partition, value, future.exception()))  # type: ignore[arg-type]
-        else:
-            self.acks.append(Ack(partition, future.result().offset, value, time.monotonic()))
-
-    async def run(self) -> None:
-        interval = 1.0 / self.rate
-        next_send = time.monotonic()
-        while not self._stop.is_set() and self.sent < self.limit:
-            if len(self._pending) >= self.window:
-                self._settled.clear()
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._settled.wait(), timeout=1.0)
-                continue
-            partition = self.partitions[self.sent % len(self.partitions)]
-            value = f"{self.prefix}-{self.sent}".encode()
-            future = await self.producer.send(self.topic, value, partition=partition)
-            self._pending.add(future)
-            future.add_done_callback(lambda f, p=partition, v=value: self._done(p, v, f))
-            self.sent += 1
-            next_send += interval
-            delay = next_send - time.monotonic()
-            if delay > 0:  # pacing the load, not waiting for a condition
-                await asyncio.sleep(delay)
-            else:
-                next_send = time.monotonic()
-        await self.producer.flush()
-
-    def diagnose(self) -> str:
-        """The producer's internal state, for a failure message (best effort: private attributes)."""
-        producer = self.producer
-        out = io.StringIO()
-        try:
-            accumulator = producer._accumulator
-            now = producer._clock()
-            print(f"in flight {dict(producer._in_flight)}, muted {accumulator._muted}, last refresh "
-                  f"{now - producer._last_refresh_ms:.0f} ms ago, refresher {producer._refresher!r}", file=out)
-            for tp, queue in accumulator._queues.items():
-                batches = [(b, b.attempts, round(now - b.created_ms), b.sealed) for b in queue]
-                print(f"  queue {tp} (batch, attempts, age ms, sealed): {batches}", file=out)
-            leaders = [(i.partition, i.leader, i.leader_epoch) for i in producer.metadata.partitions(self.topic) or []]
-            print(f"  metadata (partition, leader, epoch) {leaders}, brokers {list(producer.metadata.brokers)}",
-                  file=out)
-            tasks = [("sender", producer._sender), ("refresher", producer._refresher),
-                     *[("request", r) for r in producer._requests]]
-            for name, task in tasks:
-                if task is not None:
-                    print(f"  task {name} done={task.done()}", file=out)
-                    if not task.done():
-                        task.print_stack(file=out)
-            for key, connection in producer.metadata._connections.items():
-                print(f"  connection {key} closed={connection.closed} in flight={connection.in_flight}", file=out)
-        except Exception as e:
-            print(f"(cannot inspect the producer: {e!r})", file=out)
-        return out.getvalue()
-
-    def max_gap(self, partition: int, start: float, end: float) -> float:
-        """The longest time without an acknowledgement on `partition` within [start, end]."""
-        times = [start, *sorted(a.at for a in self.acks if a.partition == partition and start < a.at < end), end]
-        return max(b - a for a, b in itertools.pairwise(times))
-
-
-async def wait_acks(load: Load, partition: int, count: int, after: float = float("-inf"),
-                    timeout_s: float = 30) -> None:
-    async def enough() -> bool | None:
-        assert not load.failures, f"failed sends: {load.failures[:5]}"
-        return True if len(load.acked(partition, after)) >= count else None
-
-    def status() -> str:
-        return f"{count} acknowledgements on partition {partition} (have {len(load.acked(partition, after))}, " \
-               f"sent {load.sent})\n{load.diagnose()}"
-
-    await eventually(enough, status, timeout_s=timeout_s)
-
-
-def check_no_loss(load: Load, records: Mapping[int, Mapping[int, bytes]]) -> None:
-    """Every acknowledged record is where its acknowledgement said."""
-    missing = [(a.partition, a.offset, a.value) for a in load.acks if records[a.partition].get(a.offset) != a.value]
-    assert not missing, (f"{len(missing)} of {len(load.acks)} acknowledged records are not at their offset, e.g. "
-                         f"{[(p, o, v, records[p].get(o)) for p, o, v in missing[:5]]}")
 
 
 # ================================================================================================ ISR (own cluster)
@@ -510,7 +133,8 @@ class TestIsr:
         controller = await agreed_controller(cluster)
         leader_id, paused_id = [b.id for b in cluster.brokers if b.id != controller]
         other_id = controller
-        await create_topic(cluster, topic, {0: [leader_id, paused_id, other_id]}, {"min.insync.replicas": "2"})
+        await create_topic(cluster, topic, assignments={0: [leader_id, paused_id, other_id]},
+                           configs={"min.insync.replicas": "2"}, in_sync=True)
         leader, other, stopped = (cluster.broker(b) for b in (leader_id, other_id, paused_id))
 
         async with zk_observer(cluster) as zk, connect(leader) as to_leader, connect(other) as to_other:
@@ -544,7 +168,7 @@ class TestIsr:
             assert 1.0 <= shrink_s <= bound, (
                 f"the stopped follower left the ISR {shrink_s:.2f} s after SIGSTOP; expected after about "
                 f"replica.lag.time.max.ms ({LAG_MS} ms) and within 1.5 x lag + {PROPAGATION_S} s = {bound:.2f} s\n"
-                + log_excerpt(cluster, leader_id))
+                + server_log(cluster.broker(leader_id), lines=25))
             # The leader shrank the ISR itself (a conditional write of the state znode, same leader epoch), not the
             # controller after a session expiry (that would bump the leader epoch).
             state = await zk_state(zk, topic, 0)
@@ -586,7 +210,8 @@ class TestIsr:
         leader_id, paused_id = [b.id for b in cluster.brokers if b.id != controller]
         other_id = controller
         replicas = [leader_id, paused_id, other_id]
-        await create_topic(cluster, topic, {0: replicas}, {"min.insync.replicas": "3"})
+        await create_topic(cluster, topic, assignments={0: replicas},
+                           configs={"min.insync.replicas": "3"}, in_sync=True)
         leader = cluster.broker(leader_id)
         committed = 5
 
@@ -652,8 +277,8 @@ async def test_kill_9_of_a_leader_under_acks_all_load_loses_no_acknowledged_reco
     controller = await agreed_controller(cluster)
     victim_id, successor_id = [b.id for b in cluster.brokers if b.id != controller]  # the controller stays up
     replicas = [victim_id, successor_id, controller]  # the successor: first live ISR member in assignment order
-    await create_topic(cluster, topic, {0: replicas, 1: [controller, victim_id, successor_id]},
-                       {"min.insync.replicas": "2"})
+    await create_topic(cluster, topic, assignments={0: replicas, 1: [controller, victim_id, successor_id]},
+                       configs={"min.insync.replicas": "2"}, in_sync=True)
     survivors = [cluster.broker(successor_id), cluster.broker(controller)]
     before = await wait_metadata(survivors, topic, 0, lambda s: s.leader == victim_id, "the initial leader")
 
@@ -749,7 +374,8 @@ async def test_unclean_election_off_keeps_the_partition_offline_without_loss(hea
     topic = "unclean-off"
     controller = await agreed_controller(cluster)
     leader_id, follower_id = [b.id for b in cluster.brokers if b.id != controller]
-    await create_topic(cluster, topic, {0: [leader_id, follower_id]}, {"unclean.leader.election.enable": "false"})
+    await create_topic(cluster, topic, assignments={0: [leader_id, follower_id]},
+                       configs={"unclean.leader.election.enable": "false"}, in_sync=True)
     committed = 5
     async with zk_observer(cluster) as zk:
         epoch = await _lose_leader_with_an_unreplicated_record(cluster, zk, [topic], leader_id, follower_id,
@@ -808,8 +434,10 @@ async def test_unclean_election_on_elects_the_follower_and_loses_exactly_the_unr
     created_on, turned_on = "unclean-on", "unclean-turned-on"
     controller = await agreed_controller(cluster)
     leader_id, follower_id = [b.id for b in cluster.brokers if b.id != controller]
-    await create_topic(cluster, created_on, {0: [leader_id, follower_id]}, {"unclean.leader.election.enable": "true"})
-    await create_topic(cluster, turned_on, {0: [leader_id, follower_id]}, {"unclean.leader.election.enable": "false"})
+    await create_topic(cluster, created_on, assignments={0: [leader_id, follower_id]},
+                       configs={"unclean.leader.election.enable": "true"}, in_sync=True)
+    await create_topic(cluster, turned_on, assignments={0: [leader_id, follower_id]},
+                       configs={"unclean.leader.election.enable": "false"}, in_sync=True)
     committed = 5
     async with zk_observer(cluster) as zk:
         epoch = await _lose_leader_with_an_unreplicated_record(cluster, zk, [created_on, turned_on], leader_id,
@@ -860,7 +488,7 @@ async def test_controlled_shutdown_moves_leaders_before_the_broker_exits(healthy
     controller = await agreed_controller(cluster)
     victim_id, other_id = [b.id for b in cluster.brokers if b.id != controller]
     assignments = {0: [victim_id, other_id, controller], 1: [victim_id, controller, other_id]}
-    await create_topic(cluster, topic, assignments, {"min.insync.replicas": "2"})
+    await create_topic(cluster, topic, assignments=assignments, configs={"min.insync.replicas": "2"}, in_sync=True)
     victim = cluster.broker(victim_id)
     watcher_broker = cluster.broker(controller)
     epochs_before = {}
@@ -925,7 +553,7 @@ async def test_controlled_shutdown_moves_leaders_before_the_broker_exits(healthy
     # The new leaders took over before the old broker stopped: by the brokers' own logs (one clock), each new
     # leader's "became leader" precedes the old one's "stopped", and the old one became their follower first.
     stopped_ms = logged_at_ms(victim.server_log, f"broker {victim_id} stopped")
-    assert stopped_ms is not None, log_excerpt(cluster, victim_id)
+    assert stopped_ms is not None, server_log(cluster.broker(victim_id), lines=25)
     for partition, (leader, epoch) in moved.views.items():
         became = [c for c in state_changes(cluster, leader, topic, partition)
                   if c["leader_epoch"] == epoch and c["reason"].startswith("became leader")]
@@ -933,8 +561,8 @@ async def test_controlled_shutdown_moves_leaders_before_the_broker_exits(healthy
         followed = [c for c in state_changes(cluster, victim_id, topic, partition)
                     if c["leader_epoch"] == epoch and c["reason"].startswith("became follower")]
         assert followed and followed[0]["time_ms"] <= stopped_ms, (partition, followed, stopped_ms)
-    server_log = victim.server_log.read_text(errors="replace")
-    assert "controlled shutdown succeeded" in server_log, log_excerpt(cluster, victim_id)
+    log_text = victim.server_log.read_text(errors="replace")
+    assert "controlled shutdown succeeded" in log_text, server_log(cluster.broker(victim_id), lines=25)
     reasons = [c["reason"] for c in state_changes(cluster, controller, topic, 0) if c["source"] == "controller"]
     assert any(r.startswith(f"controlled shutdown of broker {victim_id}") for r in reasons), reasons
 
@@ -967,7 +595,7 @@ async def test_kill_9_of_the_controller_elects_another_and_increments_the_epoch(
     topic_before, topic_after = "controller-kill-before", "controller-kill-after"
     old_controller = await agreed_controller(cluster)
     others = [b.id for b in cluster.brokers if b.id != old_controller]
-    await create_topic(cluster, topic_before, {0: [old_controller, *others]})
+    await create_topic(cluster, topic_before, assignments={0: [old_controller, *others]}, in_sync=True)
     status = await cluster_status(cluster.directory)
     old_epoch = status["controller_epoch"]
     assert status["controller"] == old_controller and isinstance(old_epoch, int), status
@@ -1001,11 +629,11 @@ async def test_kill_9_of_the_controller_elects_another_and_increments_the_epoch(
     assert changes and changes[-1]["controller_epoch"] == old_epoch + 1, changes
 
     # The CLI says the same.
-    shown = json.loads(cli("cluster", "status", "--dir", str(cluster.directory), "--json").stdout)
+    shown = status_json(cluster.directory)
     assert (shown["controller"], shown["controller_epoch"]) == (new_controller, old_epoch + 1), shown
     # Topics can still be created, and used with acks=all.
     alive = ",".join(cluster.broker(b).address for b in others)
-    await create_topic(cluster, topic_after, {0: others, 1: others[::-1]})
+    await create_topic(cluster, topic_after, assignments={0: others, 1: others[::-1]}, in_sync=True)
     async with Producer(alive, acks="all", request_timeout_ms=10_000) as producer:
         acks = [await (await producer.send(topic_after, f"v{i}".encode(), partition=i % 2)) for i in range(10)]
     assert sorted((a.partition, a.offset) for a in acks) == sorted((i % 2, i // 2) for i in range(10))

@@ -16,15 +16,13 @@ polls a condition with a deadline; each test leaves the cluster healed and whole
 from __future__ import annotations
 
 import asyncio
-import json
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import pytest_asyncio
 from pyspark.sql import SparkSession
 
 import verifier
@@ -42,26 +40,32 @@ from protocol.apis.topics import CreatableTopic, CreateTopicsRequest
 from protocol.errors import ErrorCode
 from protocol.history import HistoryWriter
 from protocol.topic_partition import TopicPartition
-from tests.chaos.test_failover import (
+from tests.chaos.chaosutil import (
     Load,
-    _cluster_fixture,
-    agreed_controller,
     check_no_loss,
-    create_topic,
-    log_excerpt,
     logged_at_ms,
     produce_raw,
     read_all,
-    replica_states,
-    restore,
     state_changes,
     wait_acks,
+    zk_observer,
+)
+from tests.integration.clusterutil import (
+    PROJECT_ROOT,
+    agreed_controller,
+    cli,
+    cluster_fixture,
+    connect,
+    create_topic,
+    healthy_fixture,
+    replica_states,
+    server_log,
+    status_json,
     wait_converged,
     wait_zk_state,
-    zk_observer,
     zk_state,
 )
-from tests.integration.clusterutil import PROJECT_ROOT, cli, connect, eventually
+from tests.polling import eventually
 from zk import znodes
 from zk.client import ZkClient
 
@@ -77,19 +81,11 @@ TIMEOUTS = {
     "replica.high.watermark.checkpoint.interval.ms": "500",
     "log.flush.offset.checkpoint.interval.ms": "500",
 }
-WAIT_S = 30.0
 
 
-cluster = _cluster_fixture("module", TIMEOUTS)
-
-
-@pytest_asyncio.fixture(loop_scope="function")
-async def healthy(cluster: ClusterState) -> AsyncIterator[ClusterState]:
-    """The cluster without cuts and with every broker running, before and after the test."""
-    cli("cluster", "heal", "--dir", str(cluster.directory))
-    yield await restore(cluster.directory)
-    cli("cluster", "heal", "--dir", str(cluster.directory))
-    await restore(cluster.directory)
+cluster = cluster_fixture(configs=TIMEOUTS)
+#: The cluster without cuts and with every broker running, before and after the test.
+healthy = healthy_fixture("cluster", heal=True)
 
 
 def partition(cluster: ClusterState, side_a: str, side_b: str) -> None:
@@ -98,10 +94,6 @@ def partition(cluster: ClusterState, side_a: str, side_b: str) -> None:
 
 def heal(cluster: ClusterState) -> None:
     cli("cluster", "heal", "--dir", str(cluster.directory))
-
-
-def status(cluster: ClusterState) -> dict:
-    return json.loads(cli("cluster", "status", "--json", "--dir", str(cluster.directory)).stdout)
 
 
 async def leader_epoch_start(cluster: ClusterState, broker_id: int, topic: str, epoch: int) -> int:
@@ -148,7 +140,7 @@ def test_partitioning_needs_root_and_changes_nothing_without_it(cluster: Cluster
          "cluster", "partition", "1", "zk", "--dir", str(cluster.directory)],
         capture_output=True, text=True, cwd=PROJECT_ROOT, timeout=60)
     assert result.returncode == 1 and "root" in result.stderr, result
-    assert status(cluster)["cuts"] == []
+    assert status_json(cluster.directory)["cuts"] == []
 
 
 # ------------------------------------------------------------------------------------------------ scenarios
@@ -160,7 +152,7 @@ async def test_a_follower_cut_off_from_its_leader_leaves_the_isr_and_rejoins_aft
     controller = await agreed_controller(cluster)
     leader_id, follower_id = [b.id for b in cluster.brokers if b.id != controller]
     replicas = [leader_id, follower_id, controller]
-    await create_topic(cluster, topic, {0: replicas}, {"min.insync.replicas": "2"})
+    await create_topic(cluster, topic, assignments={0: replicas}, configs={"min.insync.replicas": "2"}, in_sync=True)
     async with zk_observer(cluster) as zk, Producer(cluster.bootstrap_servers, acks="all", linger_ms=0,
                                                     request_timeout_ms=10_000, retry_backoff_ms=50) as producer:
         load = Load(producer, topic, (0,), "cut-follower", rate=200)
@@ -168,7 +160,7 @@ async def test_a_follower_cut_off_from_its_leader_leaves_the_isr_and_rejoins_aft
         try:
             await wait_acks(load, 0, 100)
             partition(cluster, str(follower_id), str(leader_id))
-            assert status(cluster)["cuts"] == [f"{follower_id} <-> {leader_id}"]
+            assert status_json(cluster.directory)["cuts"] == [f"{follower_id} <-> {leader_id}"]
             shrunk = await wait_zk_state(zk, topic, 0, lambda s: follower_id not in s.isr,
                                          f"broker {follower_id} to leave the ISR")
             assert (shrunk.leader, set(shrunk.isr)) == (leader_id, {leader_id, controller}), shrunk
@@ -177,7 +169,7 @@ async def test_a_follower_cut_off_from_its_leader_leaves_the_isr_and_rejoins_aft
             # The follower kept its ZooKeeper session: only the leader's lag check took it out.
             assert await registration(zk, follower_id) is not None
             heal(cluster)
-            assert status(cluster)["cuts"] == []
+            assert status_json(cluster.directory)["cuts"] == []
             rejoined = await wait_zk_state(zk, topic, 0, lambda s: set(s.isr) == set(replicas),
                                            f"broker {follower_id} to rejoin the ISR")
             assert rejoined.leader == leader_id and rejoined.leader_epoch == shrunk.leader_epoch
@@ -206,7 +198,7 @@ async def _topic_under_load(cluster: ClusterState, topic: str, configs: dict[str
     controller = await agreed_controller(cluster)
     leader_id, first_id = [b.id for b in cluster.brokers if b.id != controller]
     replicas = [leader_id, first_id, controller]
-    await create_topic(cluster, topic, {0: replicas}, configs)
+    await create_topic(cluster, topic, assignments={0: replicas}, configs=configs, in_sync=True)
     load = HistoryProducers(cluster.bootstrap_servers, topic, 1, history, label=topic, count=1, rate=200)
     return replicas, load, asyncio.create_task(load.run())
 
@@ -235,7 +227,7 @@ async def test_an_isolated_leader_acknowledges_nothing_and_truncates_after_a_new
                 state = await zk_state(zk, topic, 0)
                 return state if state.leader != leader_id else None
 
-            after = await eventually(deposed, "the controller to elect another leader", timeout_s=WAIT_S)
+            after = await eventually(deposed, "the controller to elect another leader")
             assert refused and ErrorCode.NONE not in refused, refused
             assert after.leader in (first_id, controller) and after.leader_epoch > before.leader_epoch, after
             assert set(after.isr) == {first_id, controller}, after  # the old leader's ISR, less the old leader
@@ -251,7 +243,7 @@ async def test_an_isolated_leader_acknowledges_nothing_and_truncates_after_a_new
         assert row is not None and (row.role, row.leader, row.leader_epoch) == ("follower", after.leader,
                                                                                 after.leader_epoch), row
         assert f"{topic}-0: truncated from" in Path(cluster.broker(leader_id).server_log).read_text(), \
-            log_excerpt(cluster, leader_id)
+            server_log(cluster.broker(leader_id), lines=25)
     finally:
         load.stop()
         await asyncio.wait_for(task, 60)
@@ -312,17 +304,17 @@ async def test_a_broker_cut_off_from_zookeeper_registers_again_with_a_new_epoch_
     controller = await agreed_controller(cluster)
     victim_id, other_id = [b.id for b in cluster.brokers if b.id != controller]
     replicas = [victim_id, other_id, controller]
-    await create_topic(cluster, topic, {0: replicas}, {"min.insync.replicas": "2"})
+    await create_topic(cluster, topic, assignments={0: replicas}, configs={"min.insync.replicas": "2"}, in_sync=True)
     async with zk_observer(cluster) as zk:
         old_epoch = await registration(zk, victim_id)
         assert old_epoch is not None
         partition(cluster, str(victim_id), "zk")
-        assert status(cluster)["cuts"] == [f"{victim_id} <-> zk"]
+        assert status_json(cluster.directory)["cuts"] == [f"{victim_id} <-> zk"]
 
         async def unregistered() -> bool | None:
             return True if await registration(zk, victim_id) is None else None
 
-        await eventually(unregistered, f"broker {victim_id}'s session to expire", timeout_s=WAIT_S)
+        await eventually(unregistered, f"broker {victim_id}'s session to expire")
         moved = await wait_zk_state(zk, topic, 0, lambda s: s.leader != victim_id and victim_id not in s.isr,
                                     "the controller to move the leadership and shrink the ISR")
         assert moved.leader == other_id, moved
@@ -332,7 +324,7 @@ async def test_a_broker_cut_off_from_zookeeper_registers_again_with_a_new_epoch_
             epoch = await registration(zk, victim_id)
             return epoch if epoch is not None and epoch > old_epoch else None
 
-        new_epoch = await eventually(registered_again, f"broker {victim_id} to register again", timeout_s=WAIT_S)
+        new_epoch = await eventually(registered_again, f"broker {victim_id} to register again")
         # Back in the ISR, so the controller has seen the new registration: a request from the broker's old
         # incarnation is fenced. (Asked earlier, it may still answer BROKER_NOT_AVAILABLE.)
         await wait_zk_state(zk, topic, 0, lambda s: set(s.isr) == set(replicas), "it to rejoin the ISR")
@@ -341,9 +333,9 @@ async def test_a_broker_cut_off_from_zookeeper_registers_again_with_a_new_epoch_
                 ControlledShutdownRequest(broker_id=victim_id, broker_epoch=old_epoch))
         assert answer.error_code == ErrorCode.STALE_BROKER_EPOCH, answer
     await wait_converged(cluster, topic, [0], replicas)
-    server_log = Path(cluster.broker(victim_id).server_log).read_text()
-    assert f"registered again after a ZooKeeper session expiry (broker epoch {new_epoch})" in server_log, \
-        log_excerpt(cluster, victim_id)
+    log_text = Path(cluster.broker(victim_id).server_log).read_text()
+    assert f"registered again after a ZooKeeper session expiry (broker epoch {new_epoch})" in log_text, \
+        server_log(cluster.broker(victim_id), lines=25)
 
 
 async def test_a_controller_cut_off_from_zookeeper_stops_acting_before_another_is_elected(healthy: ClusterState):
@@ -351,7 +343,7 @@ async def test_a_controller_cut_off_from_zookeeper_stops_acting_before_another_i
     topic, refused_topic = "controller-cut", "created-by-a-deposed-controller"
     old_controller = await agreed_controller(cluster)
     others = [b.id for b in cluster.brokers if b.id != old_controller]
-    await create_topic(cluster, topic, {0: [old_controller, *others]})
+    await create_topic(cluster, topic, assignments={0: [old_controller, *others]}, in_sync=True)
     async with zk_observer(cluster) as zk:
         old_epoch = znodes.decode_controller_epoch((await zk.get(znodes.CONTROLLER_EPOCH_PATH))[0])
         partition(cluster, str(old_controller), "zk")
@@ -360,8 +352,7 @@ async def test_a_controller_cut_off_from_zookeeper_stops_acting_before_another_i
         async def stopped_acting() -> int | None:
             return logged_at_ms(server_log, f"Controller {old_controller}: ZooKeeper session suspended")
 
-        suspended_ms = await eventually(stopped_acting, "the controller to see its session suspended",
-                                        timeout_s=WAIT_S)
+        suspended_ms = await eventually(stopped_acting, "the controller to see its session suspended")
 
         async def new_controller() -> tuple[int, int] | None:
             found = await zk.get_or_none(znodes.CONTROLLER_PATH)
@@ -369,7 +360,7 @@ async def test_a_controller_cut_off_from_zookeeper_stops_acting_before_another_i
                 return None
             return znodes.decode_controller(found[0]), found[1].ctime_ms
 
-        elected, elected_ms = await eventually(new_controller, "another controller", timeout_s=WAIT_S)
+        elected, elected_ms = await eventually(new_controller, "another controller")
         assert elected in others
         assert suspended_ms < elected_ms, "the old controller acted until after another was elected"
         new_epoch = znodes.decode_controller_epoch((await zk.get(znodes.CONTROLLER_EPOCH_PATH))[0])

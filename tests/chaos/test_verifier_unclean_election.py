@@ -31,17 +31,19 @@ from client.outcomes import track_outcome
 from client.producer import Producer
 from protocol.history import HistoryWriter, read_history
 from protocol.topic_partition import TopicPartition
-from tests.chaos.test_failover import (
+from tests.chaos.chaosutil import zk_observer
+from tests.integration.clusterutil import (
     SMALL_TIMEOUTS,
     agreed_controller,
+    cli,
     create_topic,
+    pause,
     replica_states,
     wait_converged,
     wait_gone,
     wait_zk_state,
-    zk_observer,
 )
-from tests.integration.clusterutil import cli, eventually, pause
+from tests.polling import eventually
 from verifier import verify
 from zk import znodes
 from zk.server import zookeeper_available
@@ -75,7 +77,8 @@ async def _run_scenario(directory: Path, history: Path) -> dict[str, int]:
     state = load_cluster(directory)
     controller = await agreed_controller(state)
     a, b = [broker.id for broker in state.brokers if broker.id != controller]
-    await create_topic(state, TOPIC, {0: [a, b]}, {"unclean.leader.election.enable": "false"})
+    await create_topic(state, TOPIC, assignments={0: [a, b]},
+                       configs={"unclean.leader.election.enable": "false"}, in_sync=True)
     offsets: dict[str, int] = {}
     async with zk_observer(state) as zk:
         with HistoryWriter(history) as writer:

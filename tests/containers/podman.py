@@ -9,7 +9,6 @@ import os
 import shutil
 import socket
 import subprocess
-import sys
 import uuid
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -61,14 +60,6 @@ def free_ports(count: int) -> list[int]:
         for s in sockets:
             s.bind(("127.0.0.1", 0))
         return [s.getsockname()[1] for s in sockets]
-
-
-def minikafka(*args: str, stdin: str | None = None, timeout: float = 180) -> subprocess.CompletedProcess[str]:
-    """The bundled CLI, run on the host; fails the test with its output if it exits non-zero."""
-    result = subprocess.run([sys.executable, "-m", "client.cli", *args], input=stdin, capture_output=True,
-                            text=True, timeout=timeout, cwd=ROOT)
-    assert result.returncode == 0, f"minikafka {' '.join(args)}: exit {result.returncode}\n{result.stderr[-3000:]}"
-    return result
 
 
 class ComposeProject:

@@ -7,42 +7,31 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
-from collections.abc import Callable
-from typing import TypeVar
-
-import pytest
 
 from protocol.apis.metadata import MetadataRequest
-from tests.containers.podman import ComposeProject, compose_project, minikafka, podman, require_containers
+from tests.containers.podman import ComposeProject, compose_project, podman, require_containers
+from tests.integration.clusterutil import cli
+from tests.polling import wait_for
 from transport.connection import BrokerConnection, KafkaConnectionError
 
-T = TypeVar("T")
 TOPIC = "events"
 FIRST, SECOND = 10_000, 2_000
 WAIT_S = 120.0
+POLL_S = 0.5
+#: How long a command of the bundled CLI may take.
+CLI_S = 180
 BROKERS = ("broker-1", "broker-2", "broker-3")
-
-def poll(probe: Callable[[], T | None], what: str, timeout_s: float = WAIT_S) -> T:
-    """Call `probe` until it returns something other than None; fail after timeout_s."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        result = probe()
-        if result is not None:
-            return result
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout_s:.0f} s waiting for {what}")
-        time.sleep(0.5)
 
 
 def describe(project: ComposeProject) -> list[dict]:
-    return json.loads(minikafka("topic", "describe", TOPIC, "--json", "--bootstrap-server", project.bootstrap).stdout)
+    return json.loads(cli("topic", "describe", TOPIC, "--json", "--bootstrap-server", project.bootstrap,
+                          timeout_s=CLI_S).stdout)
 
 
 def produce(project: ComposeProject, values: list[str]) -> list[tuple[int, int]]:
     """Send with acks=all through the published ports; (partition, offset) of each value, all acknowledged."""
-    result = minikafka("produce", TOPIC, "--acks", "all", "--json", "--bootstrap-server", project.bootstrap,
-                       stdin="\n".join(values) + "\n")
+    result = cli("produce", TOPIC, "--acks", "all", "--json", "--bootstrap-server", project.bootstrap,
+                 input="\n".join(values) + "\n", timeout_s=CLI_S)
     acks = [json.loads(line) for line in result.stdout.splitlines()]
     assert len(acks) == len(values)
     return [(ack["partition"], ack["offset"]) for ack in acks]
@@ -87,11 +76,13 @@ def test_a_cluster_in_containers_keeps_every_acknowledged_record_through_a_leade
         project.compose("--parallel", "1", "--podman-build-args=--network=none", "--profile", "verify", "build",
                         timeout=900)
         project.compose("up", "-d")
-        poll(lambda: cluster_ready(project), "three brokers answering on 127.0.0.1 with their published ports")
-        poll(lambda: all_healthy(project), "every service's healthcheck to pass")
+        wait_for(lambda: cluster_ready(project), "three brokers answering on 127.0.0.1 with their published ports",
+                 timeout_s=WAIT_S, interval_s=POLL_S)
+        wait_for(lambda: all_healthy(project), "every service's healthcheck to pass", timeout_s=WAIT_S,
+                 interval_s=POLL_S)
 
-        minikafka("topic", "create", TOPIC, "--partitions", "3", "--replication-factor", "3",
-                  "--config", "min.insync.replicas=2", "--bootstrap-server", project.bootstrap)
+        cli("topic", "create", TOPIC, "--partitions", "3", "--replication-factor", "3",
+            "--config", "min.insync.replicas=2", "--bootstrap-server", project.bootstrap, timeout_s=CLI_S)
         values = [f"record-{i}" for i in range(FIRST + SECOND)]
         acknowledged = dict(zip(produce(project, values[:FIRST]), values[:FIRST], strict=True))
 
@@ -102,11 +93,11 @@ def test_a_cluster_in_containers_keeps_every_acknowledged_record_through_a_leade
         assert all(p["leader"] != leader and leader not in p["isr"] for p in after_kill), after_kill
 
         project.compose("start", f"broker-{leader}")
-        poll(lambda: True if all(sorted(p["isr"]) == [1, 2, 3] for p in describe(project)) else None,
-             f"broker {leader} back in every ISR")
+        wait_for(lambda: all(sorted(p["isr"]) == [1, 2, 3] for p in describe(project)),
+                 f"broker {leader} back in every ISR", timeout_s=WAIT_S, interval_s=POLL_S)
 
-        consumed = minikafka("consume", TOPIC, "--from-beginning", "--timeout-ms", "5000", "--json",
-                             "--bootstrap-server", project.bootstrap).stdout.splitlines()
+        consumed = cli("consume", TOPIC, "--from-beginning", "--timeout-ms", "5000", "--json",
+                       "--bootstrap-server", project.bootstrap, timeout_s=CLI_S).stdout.splitlines()
         records = {(r["partition"], r["offset"]): r["value"] for r in map(json.loads, consumed)}
         lost = {at: value for at, value in acknowledged.items() if records.get(at) != value}
         assert not lost, f"{len(lost)} acknowledged records missing or changed, e.g. {next(iter(lost.items()))}"

@@ -1,64 +1,99 @@
-"""Helpers shared by the integration tests that run real clusters.
+"""Helpers shared by the integration and chaos tests that run real clusters.
 
-Each test module runs one real cluster (ZooKeeper and broker processes on 127.0.0.1) started with
-`minikafka cluster up` and stopped with `minikafka cluster down`; `cluster_fixture(...)` makes the module-scoped
-fixture. The rest: waits that poll a condition with a deadline (never a bare sleep), pausing a broker with
-SIGSTOP/SIGCONT until the kernel reports it stopped, raw requests to one broker over a BrokerConnection, and
-reading record batches.
+Each test module runs real clusters (ZooKeeper and broker processes on 127.0.0.1) started with
+`minikafka cluster up` and stopped with `minikafka cluster down`; `cluster_fixture(...)` makes the fixture, and
+`healthy_fixture(...)` one that repairs what a test broke. The rest: the command line, pausing a broker with
+SIGSTOP/SIGCONT until the kernel reports it stopped, raw requests to one broker over a BrokerConnection, topics
+and their records, and watching a cluster through a failure (the controller every broker names, a partition as
+each broker's metadata or ZooKeeper shows it, replicas converging). Waits poll a condition with a deadline
+(tests.polling).
 """
 
 from __future__ import annotations
 
-import asyncio
+import json
 import os
 import subprocess
 import sys
-import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
+import pytest_asyncio
 
 from broker.log.checkpoint import LEADER_EPOCH_CHECKPOINT, LeaderEpochCheckpointFile
 from client.admin import Admin, NewTopic
-from client.cluster import BrokerProcess, ClusterState, cluster_status, kill_broker, load_cluster, log_tail
+from client.cluster import (
+    BrokerProcess,
+    ClusterState,
+    broker_running,
+    cluster_status,
+    kill_broker,
+    load_cluster,
+    log_tail,
+    start_broker,
+    wait_until_ready,
+)
 from client.consumer import Consumer
 from client.metadata import PartitionInfo
 from client.producer import Producer
 from protocol.apis.fetch import CONSUMER_REPLICA_ID, FetchPartition, FetchRequest, FetchResponse
-from protocol.apis.metadata import MetadataRequest, MetadataResponse
+from protocol.apis.metadata import MetadataPartition, MetadataRequest, MetadataResponse
 from protocol.apis.offsets import ListOffsetsPartition, ListOffsetsRequest, ListOffsetsResponse
-from protocol.apis.produce import ProducePartition, ProduceRequest, ProduceResponse
+from protocol.apis.produce import ProducePartition, ProducePartitionResponse, ProduceRequest, ProduceResponse
 from protocol.apis.replicas import DescribedReplica, DescribeReplicasRequest, DescribeReplicasResponse
 from protocol.apis.shapes import Topic
 from protocol.errors import ErrorCode
 from protocol.records import BatchBuilder, Record, decode_records
+from tests.polling import eventually
+from tests.processes import process_state
 from transport.connection import BrokerConnection
 from zk import znodes
 from zk.client import ZkClient
 from zk.server import zookeeper_available
+from zk.znodes import LeaderIsrAndControllerEpoch
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 CLI_TIMEOUT_S = 120
-WAIT_S = 30.0
-POLL_S = 0.05
 #: Requests to a single broker in these tests answer at once; a hang should fail fast, not after 30 s.
 REQUEST_TIMEOUT_MS = 10_000
-T = TypeVar("T")
+#: ZkClient's own session timeout, for test sessions that do not ask for another.
+ZK_SESSION_TIMEOUT_MS = 18_000
+
+#: The failover tests' clusters fail over fast: a stopped follower leaves the ISR after LAG_MS, a dead broker's
+#: session ends after SESSION_MS.
+LAG_MS = 1500
+SESSION_MS = 2000
+FETCH_WAIT_MS = 200
+SMALL_TIMEOUTS = {
+    "replica.lag.time.max.ms": str(LAG_MS),
+    "zookeeper.session.timeout.ms": str(SESSION_MS),
+    "replica.fetch.wait.max.ms": str(FETCH_WAIT_MS),
+    "controlled.shutdown.retry.backoff.ms": "200",
+    "replica.high.watermark.checkpoint.interval.ms": "500",
+    # The tests assert which broker leads after a failure: the automatic preferred election (every 300 s) would
+    # hand a restarted preferred replica its leaderships back whenever a module outlives its first check.
+    "auto.leader.rebalance.enable": "false",
+}
+#: How long a failover (a new leader, a new controller) may take to show.
+FAILOVER_WAIT_S = 20.0
 
 
 # ------------------------------------------------------------------------------------------------ the cluster
 
 
-def cli(*args: str, check: bool = True, env: Mapping[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    """Run `minikafka ARGS` as a separate process (with ``env`` added to this process's environment)."""
+def cli(*args: str, check: bool = True, input: str | None = None, env: Mapping[str, str] | None = None,
+        timeout_s: float = CLI_TIMEOUT_S) -> subprocess.CompletedProcess[str]:
+    """Run `minikafka ARGS` as a separate process, with `input` on its stdin (with ``env`` added to this process's
+    environment); with check, fail the test unless it exits 0."""
     result = subprocess.run(
         [sys.executable, "-m", "client.cli", *args],
+        input=input,
         capture_output=True,
         text=True,
-        timeout=CLI_TIMEOUT_S,
+        timeout=timeout_s,
         cwd=PROJECT_ROOT,
         env={**os.environ, **(env or {})},
     )
@@ -67,13 +102,18 @@ def cli(*args: str, check: bool = True, env: Mapping[str, str] | None = None) ->
     return result
 
 
-def cluster_fixture(*, brokers: int = 3, configs: Mapping[str, str] | None = None,
-                    zookeeper_jvm_flags: Sequence[str] = ()) -> Any:
-    """A module-scoped fixture: `cluster up` with `brokers` brokers, `--config KEY=VALUE` for each of `configs`
-    and `--zookeeper-jvm-flag` for each of `zookeeper_jvm_flags`, yielding the ClusterState of cluster.json;
-    `cluster down` after the module."""
+def status_json(directory: Path) -> dict[str, Any]:
+    """What `minikafka cluster status --json` says of the cluster in `directory`."""
+    return json.loads(cli("cluster", "status", "--json", "--dir", str(directory)).stdout)
 
-    @pytest.fixture(scope="module")
+
+def cluster_fixture(*, brokers: int = 3, configs: Mapping[str, str] | None = None,
+                    zookeeper_jvm_flags: Sequence[str] = (), scope: str = "module") -> Any:
+    """A fixture (of `scope`): `cluster up` with `brokers` brokers, `--config KEY=VALUE` for each of `configs`
+    and `--zookeeper-jvm-flag` for each of `zookeeper_jvm_flags`, yielding the ClusterState of cluster.json;
+    `cluster down` when the scope ends."""
+
+    @pytest.fixture(scope=scope)
     def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClusterState]:
         if not zookeeper_available():
             pytest.fail("ZooKeeper (or java) is not installed: run make setup")
@@ -89,6 +129,37 @@ def cluster_fixture(*, brokers: int = 3, configs: Mapping[str, str] | None = Non
     return cluster
 
 
+async def restore(directory: Path, *, heal: bool = False) -> ClusterState:
+    """Make the cluster whole: with heal, remove its network cuts first (`cluster heal`, root only); continue
+    stopped brokers, start dead ones (as `cluster start` does), and wait until every broker lists all brokers and
+    a controller. Returns the cluster with its current pids."""
+    if heal:
+        cli("cluster", "heal", "--dir", str(directory))
+    state = load_cluster(directory)
+    for broker in state.brokers:
+        if broker_running(broker) and process_state(broker.pid) == "T":
+            await resume(state, broker.id)
+    for broker in state.brokers:
+        if not broker_running(broker):
+            await start_broker(directory, broker.id)
+    state = load_cluster(directory)
+    await wait_until_ready(list(state.brokers), {b.id for b in state.brokers}, timeout_s=60)
+    return state
+
+
+def healthy_fixture(cluster_fixture_name: str = "cluster", *, heal: bool = False) -> Any:
+    """A function-scoped fixture: the cluster of the fixture named `cluster_fixture_name` made whole (`restore`)
+    before the test, and again after it, whatever the test broke."""
+
+    @pytest_asyncio.fixture(loop_scope="function")
+    async def healthy(request: pytest.FixtureRequest) -> AsyncIterator[ClusterState]:
+        cluster: ClusterState = request.getfixturevalue(cluster_fixture_name)
+        yield await restore(cluster.directory, heal=heal)
+        await restore(cluster.directory, heal=heal)
+
+    return healthy
+
+
 async def controller_of(cluster: ClusterState) -> tuple[int, int]:
     """(controller id, controller epoch) as `cluster status` reports them."""
     status = await cluster_status(cluster.directory)
@@ -96,29 +167,7 @@ async def controller_of(cluster: ClusterState) -> tuple[int, int]:
     return status["controller"], status["controller_epoch"]
 
 
-# ------------------------------------------------------------------------------------------------ waiting
-
-
-async def eventually(probe: Callable[[], Awaitable[T | None]], what: str | Callable[[], str],
-                     timeout_s: float = WAIT_S) -> T:
-    """Poll `probe` until it returns something other than None; fail after timeout_s, saying `what` (a string
-    or a function giving the last observed state)."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        result = await probe()
-        if result is not None:
-            return result
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout_s} s waiting for {what() if callable(what) else what}")
-        await asyncio.sleep(POLL_S)
-
-
-def process_state(pid: int) -> str:
-    """The one-letter state of a process in /proc (R, S, T for stopped...), '' if it is gone."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
-    except OSError:
-        return ""
+# ------------------------------------------------------------------------------------------------ processes
 
 
 async def wait_process_state(pid: int, wanted: Callable[[str], bool], what: str) -> None:
@@ -173,6 +222,16 @@ def server_log(broker: BrokerProcess, lines: int = 40) -> str:
     return f"last lines of {broker.server_log}:\n{log_tail(broker.server_log, lines)}"
 
 
+async def wait_gone(broker: BrokerProcess, timeout_s: float = 10) -> None:
+    """Wait until the broker's process has exited (gone, or a zombie its parent has not reaped yet)."""
+
+    async def gone() -> bool | None:
+        return None if broker_running(broker) else True
+
+    await eventually(gone, lambda: f"broker {broker.id} (pid {broker.pid}) to exit, state "
+                                   f"{process_state(broker.pid)!r}", timeout_s=timeout_s)
+
+
 # ------------------------------------------------------------------------------------------------ raw requests
 
 
@@ -207,14 +266,24 @@ def build_batch(values: Sequence[bytes], key: bytes | None = None) -> bytes:
     return builder.build()
 
 
-async def produce(connection: BrokerConnection, topic: str, partition: int, values: Sequence[bytes],
-                  acks: int = -1, timeout_ms: int = 5000) -> int:
-    """Produce one batch of `values` to a partition led by the connected broker; returns its base offset."""
+async def produce_answer(connection: BrokerConnection, topic: str, partition: int, values: Sequence[bytes], *,
+                         acks: int = -1, timeout_ms: int = 5000,
+                         request_timeout_ms: int | None = None) -> ProducePartitionResponse:
+    """One Produce request of one batch of `values`; the partition's answer, error or not. The request waits
+    request_timeout_ms for it (by default, as long as the connection's requests do)."""
     request = ProduceRequest(acks=acks, timeout_ms=timeout_ms, topics=[Topic(
         name=topic, partitions=[ProducePartition(partition=partition, records=build_batch(values))])])
-    response = await connection.request(request)
+    response = await connection.request(request, timeout_ms=request_timeout_ms)
     assert isinstance(response, ProduceResponse)
     [answer] = response.topics[0].partitions
+    return answer
+
+
+async def produce(connection: BrokerConnection, topic: str, partition: int, values: Sequence[bytes], *,
+                  acks: int = -1, timeout_ms: int = 5000, request_timeout_ms: int | None = None) -> int:
+    """Produce one batch of `values` to a partition led by the connected broker; returns its base offset."""
+    answer = await produce_answer(connection, topic, partition, values, acks=acks, timeout_ms=timeout_ms,
+                                  request_timeout_ms=request_timeout_ms)
     assert answer.error_code == ErrorCode.NONE, (ErrorCode.from_code(answer.error_code), answer.error_message)
     return answer.base_offset
 
@@ -251,12 +320,27 @@ def records_of(data: bytes) -> list[Record]:
 
 
 async def create_topic(cluster: ClusterState, name: str, *, partitions: int = -1, replication_factor: int = -1,
-                       assignments: dict[int, list[int]] | None = None,
-                       configs: Mapping[str, str] | None = None) -> None:
-    """Create a topic through the controller and wait until every broker knows its leaders."""
-    async with Admin(cluster.bootstrap_servers, request_timeout_ms=REQUEST_TIMEOUT_MS) as admin:
+                       assignments: dict[int, list[int]] | None = None, configs: Mapping[str, str] | None = None,
+                       in_sync: bool = False, request_timeout_ms: int = REQUEST_TIMEOUT_MS) -> None:
+    """Create a topic through the controller and wait until every broker knows its leaders; with in_sync (and
+    `assignments`), also until each partition's first replica leads and every replica is in its ISR, as the
+    metadata of each of its replicas shows."""
+    async with Admin(cluster.bootstrap_servers, request_timeout_ms=request_timeout_ms) as admin:
         await admin.create_topics([NewTopic(name, partitions, replication_factor, dict(configs or {}),
                                             dict(assignments or {}))])
+    if in_sync:
+        assert assignments, "in_sync needs the assignments"
+        for partition, replicas in assignments.items():
+            await wait_metadata([cluster.broker(b) for b in replicas], name, partition,
+                                lambda s, r=replicas: s.leader == r[0] and set(s.isr) == set(r),
+                                "the new partition to have its first replica as leader and a full ISR", timeout_s=30)
+
+
+async def metadata_leaders(cluster: ClusterState, topic: str) -> dict[int, int]:
+    """Partition -> leader, as the first broker's metadata has them."""
+    async with connect(cluster.brokers[0]) as connection:
+        [found] = (await metadata(connection, [topic])).topics
+    return {p.partition: p.leader for p in found.partitions}
 
 
 async def describe_topic(cluster: ClusterState, name: str) -> dict[int, PartitionInfo]:
@@ -287,19 +371,23 @@ async def consume_all(cluster: ClusterState, topic: str) -> dict[tuple[int, int]
         await consumer.seek_to_end(tps)
         ends = {p: await consumer.position((topic, p)) for p in partitions}
         await consumer.seek_to_beginning(tps)
-        deadline = time.monotonic() + WAIT_S
-        while [p for p in partitions if await consumer.position((topic, p)) < ends[p]]:
-            for record in await consumer.poll(timeout_ms=500):
-                found[(record.partition, record.offset)] = record.value or b""
-            if time.monotonic() > deadline:
-                pytest.fail(f"timed out reading {topic} up to {ends}")
+
+        async def read_to_the_ends() -> bool:
+            behind = [p for p in partitions if await consumer.position((topic, p)) < ends[p]]
+            if behind:
+                for record in await consumer.poll(timeout_ms=500):
+                    found[(record.partition, record.offset)] = record.value or b""
+            return not behind
+
+        await eventually(read_to_the_ends, f"{topic} read up to {ends}", interval_s=0)
     return found
 
 
 @asynccontextmanager
-async def zookeeper_of(cluster: ClusterState) -> AsyncIterator[ZkClient]:
-    """A ZooKeeper session under the cluster's chroot."""
-    zk = ZkClient(cluster.zookeeper.connect, chroot=cluster.chroot)
+async def zookeeper_of(cluster: ClusterState, *,
+                       session_timeout_ms: int = ZK_SESSION_TIMEOUT_MS) -> AsyncIterator[ZkClient]:
+    """A ZooKeeper session of the test's own, under the cluster's chroot."""
+    zk = ZkClient(cluster.zookeeper.connect, chroot=cluster.chroot, session_timeout_ms=session_timeout_ms)
     await zk.start()
     try:
         yield zk
@@ -384,3 +472,118 @@ async def stop_broker(cluster: ClusterState, broker_id: int, signal_name: str = 
     broker = kill_broker(cluster.directory, broker_id, signal_name)
     await wait_process_state(broker.pid, lambda state: state == "", "gone")
     await wait_registered(cluster, broker_id, registered=False)
+
+
+# ------------------------------------------------------------------------------------------------ through a failure
+
+
+async def agreed_controller(cluster: ClusterState, brokers: Sequence[int] | None = None) -> int:
+    """The controller id once every one of `brokers` (default: all) names the same one."""
+    ids = [b.id for b in cluster.brokers] if brokers is None else list(brokers)
+    seen: list[set[int]] = []
+
+    async def probe() -> int | None:
+        named = set()
+        for broker_id in ids:
+            async with connect(cluster.broker(broker_id)) as connection:
+                named.add((await metadata(connection, [])).controller_id)
+        seen.append(named)
+        return named.pop() if len(named) == 1 and -1 not in named else None
+
+    return await eventually(probe, lambda: f"brokers {ids} to name one controller (saw {seen[-3:]})")
+
+
+async def partition_metadata(connection: BrokerConnection, topic: str, partition: int) -> MetadataPartition | None:
+    """The partition as the connected broker's metadata cache describes it (None if unknown)."""
+    response = await metadata(connection, [topic])
+    for each in response.topics:
+        if each.name == topic:
+            for state in each.partitions:
+                if state.partition == partition:
+                    return state
+    return None
+
+
+async def wait_metadata(brokers: Sequence[BrokerProcess], topic: str, partition: int,
+                        condition: Callable[[MetadataPartition], bool], what: str,
+                        timeout_s: float = FAILOVER_WAIT_S) -> MetadataPartition:
+    """Poll Metadata on each of `brokers` until all of them describe the partition satisfying `condition`;
+    returns the last broker's view."""
+    seen: dict[int, MetadataPartition | None] = {}
+
+    async def probe() -> MetadataPartition | None:
+        for broker in brokers:
+            async with connect(broker) as connection:
+                seen[broker.id] = await partition_metadata(connection, topic, partition)
+        states = list(seen.values())
+        return states[-1] if all(s is not None and condition(s) for s in states) else None
+
+    def describe_seen() -> str:
+        return f"{what} for {topic}-{partition}; last seen {_short(seen)}"
+
+    return await eventually(probe, describe_seen, timeout_s=timeout_s)
+
+
+def _short(seen: Mapping[int, MetadataPartition | None]) -> str:
+    def one(s: MetadataPartition | None) -> str:
+        if s is None:
+            return "unknown"
+        return f"leader {s.leader} epoch {s.leader_epoch} isr {s.isr} error {ErrorCode.from_code(s.error_code).name}"
+
+    return "; ".join(f"broker {b}: {one(s)}" for b, s in seen.items())
+
+
+async def zk_state(zk: ZkClient, topic: str, partition: int) -> LeaderIsrAndControllerEpoch:
+    """The partition's state znode (leader, leader epoch, ISR, controller epoch, version)."""
+    data, stat = await zk.get(znodes.partition_state_path(topic, partition))
+    return znodes.decode_partition_state(data, stat.version)
+
+
+async def wait_zk_state(zk: ZkClient, topic: str, partition: int,
+                        condition: Callable[[LeaderIsrAndControllerEpoch], bool], what: str,
+                        timeout_s: float = FAILOVER_WAIT_S) -> LeaderIsrAndControllerEpoch:
+    seen: list[LeaderIsrAndControllerEpoch] = []
+
+    async def probe() -> LeaderIsrAndControllerEpoch | None:
+        state = await zk_state(zk, topic, partition)
+        seen.append(state)
+        return state if condition(state) else None
+
+    return await eventually(probe, lambda: f"{what} (state znode of {topic}-{partition}: {seen[-1:]})",
+                            timeout_s=timeout_s)
+
+
+async def replica_states(cluster: ClusterState, brokers: Sequence[int], topic: str,
+                         partition: int) -> dict[int, DescribedReplica | None]:
+    states: dict[int, DescribedReplica | None] = {}
+    for broker_id in brokers:
+        async with connect(cluster.broker(broker_id)) as connection:
+            states[broker_id] = (await describe(connection, topic)).get(partition)
+    return states
+
+
+async def wait_converged(cluster: ClusterState, topic: str, partitions: Sequence[int],
+                         brokers: Sequence[int]) -> dict[int, int]:
+    """Wait until, for each partition, every replica on `brokers` has the same LEO, HW = LEO, one of them leads
+    and its ISR is all of them; returns each partition's LEO."""
+    seen: dict[int, Any] = {}
+
+    async def probe() -> dict[int, int] | None:
+        ends = {}
+        for partition in partitions:
+            states = await replica_states(cluster, brokers, topic, partition)
+            seen[partition] = {b: None if s is None else (s.role, s.leader_epoch, s.log_end_offset, s.high_watermark,
+                                                          s.isr) for b, s in states.items()}
+            rows = list(states.values())
+            if any(s is None for s in rows):
+                return None
+            leaders = [s for s in rows if s is not None and s.role == "leader"]
+            ends_seen = {s.log_end_offset for s in rows if s is not None}
+            hws = {s.high_watermark for s in rows if s is not None}
+            if len(leaders) != 1 or len(ends_seen) != 1 or hws != ends_seen or set(leaders[0].isr) != set(brokers):
+                return None
+            ends[partition] = ends_seen.pop()
+        return ends
+
+    return await eventually(probe, lambda: f"replicas of {topic} on {list(brokers)} to converge "
+                                           f"(role, epoch, LEO, HW, ISR): {seen}", timeout_s=30)

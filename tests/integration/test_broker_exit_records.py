@@ -3,21 +3,20 @@ thread's stack in server.log, and an error that stops a broker is logged before 
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 from pathlib import Path
 
 from client.cluster import ClusterState, broker_running, load_cluster
-from tests.integration.clusterutil import cli, cluster_fixture, eventually
+from tests.integration.clusterutil import cli, cluster_fixture, status_json
+from tests.polling import eventually
 
 cluster = cluster_fixture(brokers=2, configs={"zookeeper.session.timeout.ms": "3000",
                                              "controlled.shutdown.enable": "false"})
 
 
 def _status(cluster: ClusterState, broker_id: int) -> dict:
-    status = json.loads(cli("cluster", "status", "--json", "--dir", str(cluster.directory)).stdout)
-    return next(b for b in status["brokers"] if b["id"] == broker_id)
+    return next(b for b in status_json(cluster.directory)["brokers"] if b["id"] == broker_id)
 
 
 async def _ended(cluster: ClusterState, broker_id: int) -> dict:

@@ -5,7 +5,6 @@ ISR change notifications, never lost (written again after an error, flushed at c
 from __future__ import annotations
 
 import asyncio
-import time
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -13,6 +12,7 @@ import pytest
 
 from broker.zk_state import BrokerZkState
 from protocol.topic_partition import TopicPartition
+from tests.polling import eventually
 from zk import znodes
 from zk.client import NoNodeError, ZkClient, ZkSessionError
 from zk.znodes import LeaderIsrAndControllerEpoch
@@ -50,12 +50,13 @@ async def notified(zk: ZkClient) -> list[list[tuple[str, int]]]:
 
 
 async def wait_notified(zk: ZkClient, count: int) -> list[list[tuple[str, int]]]:
-    deadline = time.monotonic() + 10
-    while len(found := await notified(zk)) < count:
-        if time.monotonic() > deadline:
-            pytest.fail(f"{count} notifications expected, found {found}")
-        await asyncio.sleep(0.02)
-    return found
+    found: list[list[tuple[str, int]]] = []
+
+    async def enough() -> list[list[tuple[str, int]]] | None:
+        found[:] = await notified(zk)
+        return found if len(found) >= count else None
+
+    return await eventually(enough, lambda: f"{count} notifications (found {found})", timeout_s=10, interval_s=0.02)
 
 
 async def transactions_of(zk: ZkClient, partitions: range) -> int:

@@ -10,58 +10,35 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
 
-from client.admin import Admin, AdminError, NewTopic
-from client.cluster import load_cluster
+from client.admin import Admin, AdminError
+from client.cluster import ClusterState, load_cluster
 from client.consumer import Consumer, ConsumerRecord, OffsetOutOfRangeError
 from client.producer import Producer, ProducerError
 from protocol.errors import ErrorCode
-from tests.integration.clusterutil import eventually
-from zk.server import zookeeper_available
+from tests.integration.clusterutil import cli, cluster_fixture, create_topic, status_json
+from tests.polling import eventually, poll_records, wait_for
 
 BROKERS = 3
-CLI_TIMEOUT_S = 120
-WAIT_S = 30.0
-T = TypeVar("T")
+#: The Admin client's own request timeout: these tests use the client library as it comes.
+ADMIN_REQUEST_TIMEOUT_MS = 30_000
 
-
-def cli(*args: str, input: str | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
-    """Run `minikafka ARGS` as a separate process."""
-    result = subprocess.run(
-        [sys.executable, "-m", "client.cli", *args],
-        input=input,
-        capture_output=True,
-        text=True,
-        timeout=CLI_TIMEOUT_S,
-        cwd=Path(__file__).resolve().parents[2],
-    )
-    if check:
-        assert result.returncode == 0, f"minikafka {' '.join(args)} failed:\n{result.stdout}\n{result.stderr}"
-    return result
+cluster = cluster_fixture(brokers=BROKERS)
 
 
 @pytest.fixture(scope="module")
-def cluster_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    if not zookeeper_available():
-        pytest.fail("ZooKeeper (or java) is not installed: run make setup")
-    directory = tmp_path_factory.mktemp("cluster")
-    cli("cluster", "up", "--brokers", str(BROKERS), "--dir", str(directory))
-    try:
-        yield directory
-    finally:
-        cli("cluster", "down", "--dir", str(directory), check=False)
+def cluster_dir(cluster: ClusterState) -> Path:
+    return cluster.directory
 
 
 @pytest.fixture(scope="module")
-def bootstrap(cluster_dir: Path) -> str:
-    return load_cluster(cluster_dir).bootstrap_servers
+def bootstrap(cluster: ClusterState) -> str:
+    return cluster.bootstrap_servers
 
 
 def client_cli(cluster_dir: Path, *args: str, **options: Any) -> subprocess.CompletedProcess[str]:
@@ -69,31 +46,19 @@ def client_cli(cluster_dir: Path, *args: str, **options: Any) -> subprocess.Comp
     return cli(*args, "--dir", str(cluster_dir), **options)
 
 
-async def create_topic(bootstrap: str, name: str, partitions: int, replication_factor: int, **configs: str) -> None:
-    async with Admin(bootstrap) as admin:
-        await admin.create_topics([NewTopic(name, partitions, replication_factor, configs)])
-
-
-async def consume_all(bootstrap: str, topic: str, partitions: int, count: int) -> list[ConsumerRecord]:
+async def consume_from_beginning(bootstrap: str, topic: str, partitions: int, count: int) -> list[ConsumerRecord]:
     """Read `count` records from the beginning of every partition of `topic`."""
-    records: list[ConsumerRecord] = []
     async with Consumer(bootstrap) as consumer:
         consumer.assign([(topic, p) for p in range(partitions)])
         await consumer.seek_to_beginning()
-
-        async def more() -> list[ConsumerRecord] | None:
-            records.extend(await consumer.poll(timeout_ms=500))
-            return records if len(records) >= count else None
-
-        await eventually(more, f"{count} records of {topic}")
-    return records
+        return await poll_records(consumer, count, f"{count} records of {topic}", poll_ms=500)
 
 
 # ------------------------------------------------------------------------------------------------ cluster
 
 
 def test_cluster_status_lists_every_broker_alive_and_a_controller(cluster_dir):
-    status = json.loads(client_cli(cluster_dir, "cluster", "status", "--json").stdout)
+    status = status_json(cluster_dir)
     assert [b["id"] for b in status["brokers"]] == list(range(1, BROKERS + 1))
     assert all(b["alive"] for b in status["brokers"])
     assert all(Path(b["log_dir"]).is_dir() for b in status["brokers"])
@@ -119,13 +84,16 @@ def test_topic_create_uses_kafkas_assignment(cluster_dir):
     assert "assigned" in client_cli(cluster_dir, "topic", "list").stdout.split()
 
 
-async def test_admin_errors_carry_kafkas_names(bootstrap):
-    await create_topic(bootstrap, "twice", 1, 1)
+async def test_admin_errors_carry_kafkas_names(cluster, bootstrap):
+    await create_topic(cluster, "twice", partitions=1, replication_factor=1,
+                       request_timeout_ms=ADMIN_REQUEST_TIMEOUT_MS)
     with pytest.raises(AdminError) as exists:
-        await create_topic(bootstrap, "twice", 1, 1)
+        await create_topic(cluster, "twice", partitions=1, replication_factor=1,
+                           request_timeout_ms=ADMIN_REQUEST_TIMEOUT_MS)
     assert exists.value.code == ErrorCode.TOPIC_ALREADY_EXISTS
     with pytest.raises(AdminError) as too_many:
-        await create_topic(bootstrap, "too-many-replicas", 1, BROKERS + 1)
+        await create_topic(cluster, "too-many-replicas", partitions=1, replication_factor=BROKERS + 1,
+                           request_timeout_ms=ADMIN_REQUEST_TIMEOUT_MS)
     assert too_many.value.code == ErrorCode.INVALID_REPLICATION_FACTOR
     async with Admin(bootstrap) as admin:
         with pytest.raises(AdminError) as unknown:
@@ -138,9 +106,10 @@ async def test_admin_errors_carry_kafkas_names(bootstrap):
 
 @pytest.mark.parametrize("acks", ["0", "1", "all"])
 @pytest.mark.parametrize("replication_factor", [1, 2, 3])
-async def test_produce_consume_round_trip(bootstrap, replication_factor, acks):
+async def test_produce_consume_round_trip(cluster, bootstrap, replication_factor, acks):
     topic = f"round-trip-rf{replication_factor}-acks{acks}"
-    await create_topic(bootstrap, topic, 2, replication_factor)
+    await create_topic(cluster, topic, partitions=2, replication_factor=replication_factor,
+                       request_timeout_ms=ADMIN_REQUEST_TIMEOUT_MS)
     sent = [(f"key-{i % 7}".encode(), f"value-{i}".encode()) for i in range(60)]
     async with Producer(bootstrap, acks=acks, linger_ms=2, batch_size=512) as producer:
         futures = [await producer.send(topic, value, key=key) for key, value in sent]
@@ -152,7 +121,7 @@ async def test_produce_consume_round_trip(bootstrap, replication_factor, acks):
         for partition in (0, 1):
             offsets = [m.offset for m in acknowledged if m.partition == partition]
             assert offsets == list(range(len(offsets))), "offsets of a partition follow the input order"
-    received = await consume_all(bootstrap, topic, 2, len(sent))
+    received = await consume_from_beginning(bootstrap, topic, 2, len(sent))
     assert len(received) == len(sent)
     for partition in (0, 1):
         expected = [(m.offset, k, v) for m, (k, v) in zip(acknowledged, sent, strict=True) if m.partition == partition]
@@ -163,8 +132,9 @@ async def test_produce_consume_round_trip(bootstrap, replication_factor, acks):
     assert {r.leader_epoch for r in received} == {0}
 
 
-async def test_every_replica_converges_to_the_same_leo_and_hw(bootstrap):
-    await create_topic(bootstrap, "converge", 3, 3)
+async def test_every_replica_converges_to_the_same_leo_and_hw(cluster, bootstrap):
+    await create_topic(cluster, "converge", partitions=3, replication_factor=3,
+                       request_timeout_ms=ADMIN_REQUEST_TIMEOUT_MS)
     async with Producer(bootstrap, acks="all") as producer:
         for i in range(90):
             await producer.send("converge", f"{i}".encode(), key=f"{i}".encode())
@@ -192,8 +162,9 @@ async def test_every_replica_converges_to_the_same_leo_and_hw(bootstrap):
         assert {f.log_end_offset for f in leader.followers} == {leader.log_end_offset}
 
 
-async def test_consumer_positions_seek_to_end_and_out_of_range(bootstrap):
-    await create_topic(bootstrap, "positions", 1, 2)
+async def test_consumer_positions_seek_to_end_and_out_of_range(cluster, bootstrap):
+    await create_topic(cluster, "positions", partitions=1, replication_factor=2,
+                       request_timeout_ms=ADMIN_REQUEST_TIMEOUT_MS)
     async with Producer(bootstrap) as producer:
         for i in range(5):
             await producer.send("positions", f"{i}".encode())
@@ -204,11 +175,7 @@ async def test_consumer_positions_seek_to_end_and_out_of_range(bootstrap):
         await consumer.seek_to_beginning()
         assert await consumer.position(("positions", 0)) == 0
         consumer.seek(("positions", 0), 3)
-
-        async def some_records() -> list[ConsumerRecord] | None:
-            return await consumer.poll(timeout_ms=500) or None
-
-        records = await eventually(some_records, "records from offset 3")
+        records = await poll_records(consumer, 1, "records from offset 3", poll_ms=500)
         assert [r.offset for r in records] == [3, 4]
         consumer.seek(("positions", 0), 100)
         with pytest.raises(OffsetOutOfRangeError, match="out of range"):
@@ -286,15 +253,18 @@ def test_cli_consume_stops_after_timeout_without_records(cluster_dir):
 def test_cli_describe_replicas_json(cluster_dir):
     client_cli(cluster_dir, "topic", "create", "cli-replicas", "--partitions", "1", "--replication-factor", "3")
     client_cli(cluster_dir, "produce", "cli-replicas", input="x\ny\n")
-    deadline = time.monotonic() + WAIT_S
-    while True:
+    seen: list[dict[str, Any]] = []
+
+    def replicated() -> dict[str, Any] | None:
         described = client_cli(cluster_dir, "topic", "describe", "cli-replicas", "--replicas", "--json")
         [entry] = json.loads(described.stdout)
+        seen.append(entry)
         states = entry["replica_states"]
-        if len(states) == 3 and all((s["leo"], s["hw"]) == (2, 2) for s in states):
-            break
-        assert time.monotonic() < deadline, entry
-        time.sleep(0.1)
+        return entry if len(states) == 3 and all((s["leo"], s["hw"]) == (2, 2) for s in states) else None
+
+    entry = wait_for(replicated, lambda: f"every replica of cli-replicas at LEO = HW = 2: {seen[-1:]}",
+                     interval_s=0.1)
+    states = entry["replica_states"]
     [leader] = [s for s in states if s["broker"] == entry["leader"]]
     assert leader["role"] == "leader"
     followers = sorted(b for b in entry["replicas"] if b != entry["leader"])
@@ -312,15 +282,12 @@ def test_cli_produce_failure_exits_non_zero(cluster_dir):
 
 
 def broker_alive(cluster_dir: Path, broker_id: int) -> bool:
-    status = json.loads(client_cli(cluster_dir, "cluster", "status", "--json").stdout)
-    return next(b for b in status["brokers"] if b["id"] == broker_id)["alive"]
+    return next(b for b in status_json(cluster_dir)["brokers"] if b["id"] == broker_id)["alive"]
 
 
 def wait_for_alive(cluster_dir: Path, broker_id: int, alive: bool) -> None:
-    deadline = time.monotonic() + WAIT_S
-    while broker_alive(cluster_dir, broker_id) != alive:
-        assert time.monotonic() < deadline, f"broker {broker_id} alive is not {alive} after {WAIT_S} s"
-        time.sleep(0.1)
+    wait_for(lambda: broker_alive(cluster_dir, broker_id) == alive, f"broker {broker_id} to be alive: {alive}",
+             interval_s=0.1)
 
 
 def test_cluster_kill_stop_and_cont(cluster_dir):
@@ -337,7 +304,7 @@ def test_cluster_kill_and_start_a_broker(cluster_dir):
     failed = client_cli(cluster_dir, "cluster", "start", "1", check=False)
     assert failed.returncode == 1 and "already running" in failed.stderr
     client_cli(cluster_dir, "cluster", "start", str(victim))
-    status = json.loads(client_cli(cluster_dir, "cluster", "status", "--json").stdout)
+    status = status_json(cluster_dir)
     assert all(b["alive"] for b in status["brokers"])
 
 

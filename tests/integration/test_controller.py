@@ -7,169 +7,20 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
-import time
-from collections.abc import Callable
-from contextlib import AsyncExitStack
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from broker.log.config import LogConfig
-from broker.registration import register_broker
 from controller.channel import BrokerRemovedError, ControllerChannelManager
 from controller.controller import KafkaController
-from protocol.apis.replica_control import (
-    LeaderAndIsrRequest,
-    LeaderAndIsrResponse,
-    StopReplicaRequest,
-    StopReplicaResponse,
-    UpdateMetadataRequest,
-    UpdateMetadataResponse,
-)
+from protocol.apis.replica_control import LeaderAndIsrRequest, UpdateMetadataRequest, UpdateMetadataResponse
 from protocol.apis.topics import CreatableReplicaAssignment, CreatableTopic, CreateTopicsRequest
-from protocol.endpoint import EndPoint
 from protocol.errors import ErrorCode
+from tests.integration.controllerutil import PORT_BASE, TIMEOUT, Cluster, FakeNetwork, until
 from zk import znodes
-from zk.client import ZkClient
 
 if TYPE_CHECKING:
     from tests.integration.conftest import ZkSessionFactory
-
-TIMEOUT = 10.0
-PORT_BASE = 9000  # broker N "listens" on PORT_BASE + N
-
-
-def endpoints(broker_id: int) -> list[EndPoint]:
-    """What broker N registers: its one PLAINTEXT listener."""
-    return [EndPoint("PLAINTEXT", "127.0.0.1", PORT_BASE + broker_id)]
-
-
-class FakeNetwork:
-    """Connections to stand-in brokers: every request is recorded and answered with success, except that
-    brokers in `unreachable` drop and refuse connections and requests to brokers in `stalled` get no answer."""
-
-    def __init__(self) -> None:
-        self.sent: list[tuple[int, Any]] = []  # (destination broker id, request)
-        self.unreachable: set[int] = set()
-        self.stalled: set[int] = set()
-
-    def connect(self, host: str, port: int) -> FakeConnection:
-        return FakeConnection(self, port - PORT_BASE)
-
-    def requests(self, kind: type, to: int | None = None) -> list[Any]:
-        return [r for dest, r in self.sent if isinstance(r, kind) and to in (None, dest)]
-
-    def destinations(self, kind: type) -> list[int]:
-        return sorted(dest for dest, r in self.sent if isinstance(r, kind))
-
-    def knows_live_brokers(self, broker_ids: list[int], epoch: int) -> bool:
-        """Whether the latest UpdateMetadata each of these brokers got lists exactly them as live, from the
-        controller of this epoch."""
-        for broker_id in broker_ids:
-            received = self.requests(UpdateMetadataRequest, to=broker_id)
-            if not received or received[-1].controller_epoch != epoch:
-                return False
-            live = [(b.id, [e.port for e in b.endpoints]) for b in received[-1].live_brokers]
-            if live != [(b, [PORT_BASE + b]) for b in broker_ids]:
-                return False
-        return True
-
-
-@dataclass
-class FakeConnection:
-    network: FakeNetwork
-    broker_id: int
-
-    async def connect(self) -> None:
-        if self.broker_id in self.network.unreachable:
-            raise OSError(f"connection to broker {self.broker_id} refused")
-
-    async def request(self, body: object) -> object:
-        if self.broker_id in self.network.unreachable:
-            raise OSError(f"connection to broker {self.broker_id} lost")
-        if self.broker_id in self.network.stalled:
-            await asyncio.Future()
-        self.network.sent.append((self.broker_id, body))
-        if isinstance(body, LeaderAndIsrRequest):
-            return LeaderAndIsrResponse(error_code=ErrorCode.NONE, partition_errors=[])
-        if isinstance(body, StopReplicaRequest):
-            return StopReplicaResponse(error_code=ErrorCode.NONE, partition_errors=[])
-        return UpdateMetadataResponse(error_code=ErrorCode.NONE)
-
-    async def close(self) -> None:
-        pass
-
-
-async def eventually(predicate: Callable[[], bool], what: str) -> None:
-    deadline = time.monotonic() + TIMEOUT
-    while not predicate():
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out waiting for {what}")
-        await asyncio.sleep(0.01)
-
-
-@dataclass
-class Broker:
-    id: int
-    zk: ZkClient
-    controller: KafkaController
-    epoch: int  # the broker epoch (czxid of its registration)
-
-
-@dataclass
-class Cluster:
-    """Stand-in brokers, each with its own ZooKeeper session, registration and KafkaController."""
-
-    zk_session: ZkSessionFactory
-    network: FakeNetwork = field(default_factory=FakeNetwork)
-    brokers: dict[int, Broker] = field(default_factory=dict)
-    observer: ZkClient | None = None
-    _stack: AsyncExitStack = field(default_factory=AsyncExitStack)
-
-    async def __aenter__(self) -> Cluster:
-        self.observer = await self._stack.enter_async_context(self.zk_session())
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        for broker_id in list(self.brokers):
-            await self.stop(broker_id)
-        await self._stack.aclose()
-
-    async def start(self, *broker_ids: int) -> None:
-        for broker_id in broker_ids:
-            zk = ZkClient(self.observer.connect, chroot=self.observer.chroot, session_timeout_ms=4000)
-            await zk.start()
-            epoch = await register_broker(zk, broker_id, endpoints(broker_id))
-            channel = ControllerChannelManager(broker_id, self.network.connect, backoff_ms=10, max_backoff_ms=50)
-            controller = KafkaController(broker_id, zk, channel, LogConfig().with_topic_overrides)
-            await controller.startup()
-            self.brokers[broker_id] = Broker(broker_id, zk, controller, epoch)
-
-    async def stop(self, broker_id: int) -> None:
-        """A broker's shutdown: its controller resigns, its session (and ephemeral znodes) ends."""
-        broker = self.brokers.pop(broker_id)
-        await broker.controller.shutdown()
-        await broker.zk.close()
-
-    async def active_controller(self) -> Broker:
-        """The one active controller, once it has told every running broker which brokers are alive."""
-
-        def settled() -> bool:
-            active = [b for b in self.brokers.values() if b.controller.is_active]
-            running = sorted(self.brokers)
-            return (
-                len(active) == 1
-                and sorted(active[0].controller.context.live_brokers) == running
-                and self.network.knows_live_brokers(running, active[0].controller.epoch)
-            )
-
-        await eventually(settled, "exactly one active controller, and every broker told of the live ones")
-        return next(b for b in self.brokers.values() if b.controller.is_active)
-
-    async def znode(self, path: str) -> bytes | None:
-        got = await self.observer.get_or_none(path)
-        return got[0] if got is not None else None
 
 
 def topic(name: str, partitions: int = 1, rf: int = 1, **kwargs: Any) -> CreatableTopic:
@@ -192,8 +43,8 @@ async def test_one_of_three_is_elected_and_a_successor_takes_over_with_the_next_
         assert first.controller.epoch == 1
         assert await cluster.znode("/controller_epoch") == b"1"
         assert znodes.decode_controller(await cluster.znode("/controller")) == first.id
-        await eventually(
-            lambda: all(b.controller.controller_id == first.id for b in cluster.brokers.values()),
+        await until(
+            lambda: all(b.controller.controller_id == first.id for b in cluster.nodes.values()),
             "every broker to know the controller",
         )
         assert {r.controller_id for r in cluster.network.requests(UpdateMetadataRequest)} == {first.id}
@@ -238,7 +89,7 @@ async def test_create_topics_writes_kafka_znodes_and_one_leader_and_isr_per_brok
 
         # Answered after the LeaderAndIsr requests were acknowledged: one per broker, with its partitions.
         assert cluster.network.destinations(LeaderAndIsrRequest) == [1, 2, 3]
-        for broker in cluster.brokers.values():
+        for broker in cluster.nodes.values():
             (request,) = cluster.network.requests(LeaderAndIsrRequest, to=broker.id)
             assert (request.controller_id, request.controller_epoch, request.broker_epoch) == (
                 active.id,
@@ -253,7 +104,7 @@ async def test_create_topics_writes_kafka_znodes_and_one_leader_and_isr_per_brok
             assert sorted(leader.broker_id for leader in request.live_leaders) == sorted(
                 {s.leader for s in states.values()}
             )
-        await eventually(lambda: cluster.network.destinations(UpdateMetadataRequest) == [1, 2, 3], "UpdateMetadata")
+        await until(lambda: cluster.network.destinations(UpdateMetadataRequest) == [1, 2, 3], "UpdateMetadata")
         for request in cluster.network.requests(UpdateMetadataRequest):
             assert sorted(s.partition for s in request.partition_states) == list(expected)
             assert all(s.offline_replicas == [] for s in request.partition_states)
@@ -269,7 +120,7 @@ async def test_create_topics_answers_request_timed_out_while_a_replica_is_unreac
         assert results[0][:2] == ("slow", ErrorCode.REQUEST_TIMED_OUT)
         assert await cluster.znode("/brokers/topics/slow") is not None
         cluster.network.unreachable.clear()  # the channel keeps retrying until the broker answers
-        await eventually(lambda: cluster.network.requests(LeaderAndIsrRequest, to=other), "the retried LeaderAndIsr")
+        await until(lambda: cluster.network.requests(LeaderAndIsrRequest, to=other), "the retried LeaderAndIsr")
         (request,) = cluster.network.requests(LeaderAndIsrRequest, to=other)
         assert sorted(s.partition for s in request.partition_states) == [0, 1]
 
@@ -316,7 +167,7 @@ async def test_create_topics_refusals_write_nothing(zk_session: ZkSessionFactory
 
         ok = topic("valid")
         assert await create(active.controller, ok, validate_only=True) == [("valid", ErrorCode.NONE, "")]
-        follower = next(b for b in cluster.brokers.values() if not b.controller.is_active)
+        follower = next(b for b in cluster.nodes.values() if not b.controller.is_active)
         not_controller = await create(follower.controller, ok)
         assert [code for _, code, _ in not_controller] == [ErrorCode.NOT_CONTROLLER]
 
@@ -384,7 +235,7 @@ async def test_topics_from_other_tools_and_brokers_coming_and_going(zk_session: 
         # A topic znode written by another tool: the controller creates its partition states (broker 3 is
         # not live yet, so partition 1 starts with the live replicas only).
         await cluster.observer.create("/brokers/topics/tool", znodes.encode_topic_assignment({0: [2, 1], 1: [3, 1]}))
-        await eventually(lambda: len(cluster.network.requests(LeaderAndIsrRequest)) == 2, "LeaderAndIsr for tool")
+        await until(lambda: len(cluster.network.requests(LeaderAndIsrRequest)) == 2, "LeaderAndIsr for tool")
         state0 = znodes.decode_partition_state(await cluster.znode("/brokers/topics/tool/partitions/0/state"), 0)
         state1 = znodes.decode_partition_state(await cluster.znode("/brokers/topics/tool/partitions/1/state"), 0)
         assert (state0.leader, state0.isr, state1.leader, state1.isr) == (2, (2, 1), 1, (1,))
@@ -394,19 +245,19 @@ async def test_topics_from_other_tools_and_brokers_coming_and_going(zk_session: 
         # Broker 3 starts: the others learn it is alive, it gets the full metadata and its replicas.
         cluster.network.sent.clear()
         await cluster.start(3)
-        await eventually(lambda: cluster.network.requests(LeaderAndIsrRequest, to=3), "LeaderAndIsr to broker 3")
+        await until(lambda: cluster.network.requests(LeaderAndIsrRequest, to=3), "LeaderAndIsr to broker 3")
         (to_3,) = cluster.network.requests(LeaderAndIsrRequest, to=3)
         assert [(s.topic, s.partition, s.leader, s.isr, s.replicas) for s in to_3.partition_states] == [
             ("tool", 1, 1, [1], [3, 1])
         ]
-        assert to_3.broker_epoch == cluster.brokers[3].epoch
+        assert to_3.broker_epoch == cluster.nodes[3].epoch
         full = [r for r in cluster.network.requests(UpdateMetadataRequest, to=3) if len(r.partition_states) == 2]
         assert full and [b.id for b in full[0].live_brokers] == [1, 2, 3]
 
         # Broker 2 goes: the others learn it is gone and which replicas are offline.
         cluster.network.sent.clear()
         await cluster.stop(2)
-        await eventually(lambda: cluster.network.destinations(UpdateMetadataRequest) == [1, 3], "UpdateMetadata")
+        await until(lambda: cluster.network.destinations(UpdateMetadataRequest) == [1, 3], "UpdateMetadata")
         for request in cluster.network.requests(UpdateMetadataRequest):
             assert [b.id for b in request.live_brokers] == [1, 3]
             assert [(s.partition, s.offline_replicas) for s in request.partition_states] == [(0, [2])]
@@ -466,9 +317,9 @@ async def test_a_removed_broker_is_let_go_even_when_its_connection_attempt_swall
     pending = channel.send(2, UpdateMetadataRequest(controller_id=1, controller_epoch=1, broker_epoch=0,
                                                     partition_states=[], live_brokers=[]))
     try:
-        await eventually(lambda: attempts >= 3, "a few connection attempts")
+        await until(lambda: attempts >= 3, "a few connection attempts")
         removing = asyncio.get_running_loop().create_task(channel.remove_broker(2))
-        await eventually(removing.done, "the broker's sender to end")
+        await until(removing.done, "the broker's sender to end")
         with pytest.raises(BrokerRemovedError):
             await pending
     finally:
@@ -501,7 +352,7 @@ async def test_removing_a_broker_can_itself_be_cancelled():
                                           live_brokers=[]))
     await asyncio.wait_for(answering.wait(), TIMEOUT)
     removing = asyncio.get_running_loop().create_task(channel.remove_broker(2))
-    await eventually(lambda: channel.broker_ids == [], "the removal to wait for the sender to end")
+    await until(lambda: channel.broker_ids == [], "the removal to wait for the sender to end")
     assert not removing.done()
     removing.cancel()
     await asyncio.gather(removing, return_exceptions=True)

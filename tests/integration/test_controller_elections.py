@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from protocol.apis.elections import ElectionType, ElectLeadersRequest, TopicPartitions
 from protocol.errors import ErrorCode
-from tests.integration.test_controller_failover import Cluster, assigned, create, until
+from tests.integration.controllerutil import Cluster, assigned, create, until
 from zk import znodes
 
 if TYPE_CHECKING:

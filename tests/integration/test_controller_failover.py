@@ -2,247 +2,32 @@
 unclean by topic config, and at run time through a config change notification), an offline partition coming
 back, ISR change notifications, bounced brokers, controller session suspension and expiry (a TCP proxy between a
 controller and ZooKeeper cuts its connection), epoch fencing of a zombie controller, and controlled shutdown.
-Brokers are stood in for by the recording fake network of test_controller."""
+Brokers are stood in for by the recording fake network of tests.integration.controllerutil."""
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
-import time
 from collections.abc import Awaitable, Callable
-from contextlib import AsyncExitStack
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from broker.log.config import LogConfig
-from broker.registration import register_broker
-from controller.channel import ControllerChannelManager
-from controller.controller import KafkaController
 from controller.partition_state_machine import STATE_UPDATE_ATTEMPTS
 from protocol.apis.replica_control import LeaderAndIsrRequest, StopReplicaRequest, UpdateMetadataRequest
-from protocol.apis.topics import CreatableReplicaAssignment, CreatableTopic, CreateTopicsRequest
+from protocol.apis.topics import CreateTopicsRequest
 from protocol.errors import ErrorCode
 from protocol.topic_partition import TopicPartition
-from tests.integration.test_controller import FakeNetwork, endpoints
+from tests.integration.controllerutil import Cluster, assigned, create, endpoints, no_children, until
 from zk import znodes
-from zk.client import CreateOp, DeleteOp, SetOp, ZkClient, ZkState
-from zk.ops import MAX_REQUEST_BYTES
+from zk.client import CreateOp, DeleteOp
 from zk.topic_config import alter_topic_config, decode_config_change
-from zk.znodes import LeaderIsrAndControllerEpoch
 
 if TYPE_CHECKING:
     from tests.integration.conftest import ZkSessionFactory
-
-TIMEOUT = 10.0
-
-
-async def until(predicate: Callable[[], Any] | Callable[[], Awaitable[Any]], what: str) -> Any:
-    """Poll a (sync or async) predicate until it returns something truthy; returns that."""
-    deadline = time.monotonic() + TIMEOUT
-    while True:
-        value = predicate()
-        if asyncio.iscoroutine(value):
-            value = await value
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out waiting for {what}")
-        await asyncio.sleep(0.01)
-
-
-class ZkProxy:
-    """A TCP proxy between one ZooKeeper client and the server; cut() drops its connections and refuses new
-    ones (the client sees SUSPENDED at once), restore() lets it reconnect."""
-
-    def __init__(self, target: str) -> None:
-        host, _, port = target.rpartition(":")
-        self.target = (host, int(port))
-        self.refusing = False
-        self.port = 0
-        self._server: asyncio.Server | None = None
-        self._writers: set[asyncio.StreamWriter] = set()
-        self._tasks: set[asyncio.Task[None]] = set()
-
-    async def start(self) -> str:
-        self._server = await asyncio.start_server(self._accept, "127.0.0.1", 0)
-        self.port = self._server.sockets[0].getsockname()[1]
-        return f"127.0.0.1:{self.port}"
-
-    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        if self.refusing:
-            writer.close()
-            return
-        try:
-            up_reader, up_writer = await asyncio.open_connection(*self.target)
-        except OSError:
-            writer.close()
-            return
-        self._writers.update((writer, up_writer))
-        for source, sink in ((reader, up_writer), (up_reader, writer)):
-            task = asyncio.get_running_loop().create_task(self._pipe(source, sink))
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
-
-    async def _pipe(self, source: asyncio.StreamReader, sink: asyncio.StreamWriter) -> None:
-        with contextlib.suppress(OSError, asyncio.CancelledError):
-            while data := await source.read(65536):
-                sink.write(data)
-                await sink.drain()
-        sink.close()
-
-    def cut(self) -> None:
-        self.refusing = True
-        for writer in list(self._writers):
-            writer.transport.abort()
-        self._writers.clear()
-
-    def restore(self) -> None:
-        self.refusing = False
-
-    async def close(self) -> None:
-        self.cut()
-        if self._server is not None:
-            self._server.close()
-        for task in list(self._tasks):
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
-
-
-@dataclass
-class Node:
-    id: int
-    zk: ZkClient
-    controller: KafkaController
-    epoch: int  # the broker epoch: czxid of its current registration
-    proxy: ZkProxy | None = None
-
-
-@dataclass
-class Cluster:
-    """Stand-in brokers, each with its own ZooKeeper session (optionally through a ZkProxy), registration and
-    KafkaController. Like a broker, a node registers again when its session was replaced by a new one."""
-
-    zk_session: ZkSessionFactory
-    network: FakeNetwork = field(default_factory=FakeNetwork)
-    nodes: dict[int, Node] = field(default_factory=dict)
-    observer: ZkClient = None  # type: ignore[assignment]
-    _stack: AsyncExitStack = field(default_factory=AsyncExitStack)
-    _tasks: list[asyncio.Task[Any]] = field(default_factory=list)
-
-    async def __aenter__(self) -> Cluster:
-        self.observer = await self._stack.enter_async_context(self.zk_session())
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        for broker_id in list(self.nodes):
-            await self.stop(broker_id)
-        for task in self._tasks:
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
-        await self._stack.aclose()
-
-    async def start(self, *broker_ids: int, proxied: bool = False, session_timeout_ms: int = 4000,
-                    max_request_bytes: int = MAX_REQUEST_BYTES) -> None:
-        for broker_id in broker_ids:
-            proxy = ZkProxy(self.observer.connect) if proxied else None
-            connect = await proxy.start() if proxy is not None else self.observer.connect
-            zk = ZkClient(connect, chroot=self.observer.chroot, session_timeout_ms=session_timeout_ms,
-                          max_request_bytes=max_request_bytes)
-            await zk.start()
-            epoch = await register_broker(zk, broker_id, endpoints(broker_id))
-            channel = ControllerChannelManager(broker_id, self.network.connect, backoff_ms=10, max_backoff_ms=50)
-            controller = KafkaController(broker_id, zk, channel, LogConfig().with_topic_overrides)
-            node = Node(broker_id, zk, controller, epoch, proxy)
-            zk.add_state_listener(lambda state, node=node: self._on_state(node, state))
-            await controller.startup()
-            self.nodes[broker_id] = node
-
-    def _on_state(self, node: Node, state: ZkState) -> None:
-        if state is ZkState.NEW_SESSION:
-            self._tasks.append(asyncio.get_running_loop().create_task(self._register_again(node)))
-
-    async def _register_again(self, node: Node) -> None:
-        node.epoch = await register_broker(node.zk, node.id, endpoints(node.id))
-
-    async def stop(self, broker_id: int) -> None:
-        """The broker goes: its controller resigns, its session (and its ephemeral znodes) ends at once."""
-        node = self.nodes.pop(broker_id)
-        await node.controller.shutdown()
-        await node.zk.close()
-        if node.proxy is not None:
-            await node.proxy.close()
-
-    async def active_controller(self, live: list[int] | None = None, epoch: int | None = None) -> Node:
-        """The one active controller, once it knows the live brokers (default: every node) and has told them."""
-        expected = sorted(self.nodes) if live is None else live
-
-        def settled() -> bool:
-            active = [n for n in self.nodes.values() if n.controller.is_active]
-            return (
-                len(active) == 1
-                and (epoch is None or active[0].controller.epoch == epoch)
-                and sorted(active[0].controller.context.live_brokers) == expected
-                and self.network.knows_live_brokers(expected, active[0].controller.epoch)
-            )
-
-        await until(settled, f"one active controller that knows the live brokers {expected}")
-        return next(n for n in self.nodes.values() if n.controller.is_active)
-
-    async def state(self, topic: str, partition: int) -> LeaderIsrAndControllerEpoch:
-        data, stat = await self.observer.get(znodes.partition_state_path(topic, partition))
-        return znodes.decode_partition_state(data, stat.version)
-
-    async def leader_changes_isr(self, topic: str, partition: int, isr: list[int], *, notify: bool = True) -> None:
-        """What a partition leader does when its ISR shrinks or expands (Kafka <= 2.6): a write of the state
-        znode conditional on its version, then an /isr_change_notification sequential znode."""
-        state = await self.state(topic, partition)
-        ops: list[Any] = [
-            SetOp(
-                znodes.partition_state_path(topic, partition),
-                znodes.encode_partition_state(replace(state, isr=tuple(isr))),
-                state.zk_version,
-            )
-        ]
-        if notify:
-            notification = znodes.encode_isr_change([(topic, partition)])
-            ops.append(CreateOp(znodes.isr_change_sequence_path(), notification, sequence=True))
-        await self.observer.multi(ops)
-
-    def leader_and_isr(self, to: int, topic: str, partition: int) -> list[tuple[int, int, list[int], int]]:
-        """(leader, leader_epoch, isr, controller_epoch) of each LeaderAndIsr the broker got for the partition."""
-        return [
-            (s.leader, s.leader_epoch, s.isr, s.controller_epoch)
-            for r in self.network.requests(LeaderAndIsrRequest, to=to)
-            for s in r.partition_states
-            if (s.topic, s.partition) == (topic, partition)
-        ]
-
-    def latest_metadata(self, to: int, topic: str, partition: int) -> Any:
-        """The broker's latest UpdateMetadata state for the partition, None if it got none."""
-        for request in reversed(self.network.requests(UpdateMetadataRequest, to=to)):
-            for s in request.partition_states:
-                if (s.topic, s.partition) == (topic, partition):
-                    return s
-        return None
-
-
-def assigned(name: str, assignment: dict[int, list[int]], **configs: str) -> CreatableTopic:
-    return CreatableTopic(
-        name=name,
-        num_partitions=-1,
-        replication_factor=-1,
-        assignments=[CreatableReplicaAssignment(partition=p, broker_ids=ids) for p, ids in assignment.items()],
-        configs={k.replace("_", "."): v for k, v in configs.items()},
-    )
-
-
-async def create(node: Node, *topics: CreatableTopic) -> None:
-    response = await node.controller.create_topics(CreateTopicsRequest(topics=list(topics), timeout_ms=5000))
-    assert [(r.name, r.error_code) for r in response.topics] == [(t.name, ErrorCode.NONE) for t in topics]
 
 
 def state_changes(caplog: pytest.LogCaptureFixture, topic: str) -> list[dict[str, Any]]:
@@ -424,7 +209,7 @@ async def test_isr_change_notifications_update_every_broker_and_are_deleted(zk_s
             (request,) = cluster.network.requests(UpdateMetadataRequest, to=broker)
             assert [(s.partition, s.leader, s.leader_epoch, s.isr, s.zk_version) for s in request.partition_states] \
                 == [(0, 1, 0, [1, 2], 1)]
-        assert await until(_no_children(cluster.observer, znodes.ISR_CHANGE_NOTIFICATION_PATH),
+        assert await until(no_children(cluster.observer, znodes.ISR_CHANGE_NOTIFICATION_PATH),
                            "the notification to be deleted")
         assert active.controller.context.states[("t", 0)].isr == (1, 2)
         assert cluster.network.requests(LeaderAndIsrRequest) == []  # the leader knows its ISR already
@@ -538,13 +323,6 @@ async def test_a_state_that_changes_between_the_failover_read_and_the_election_i
         assert (state.leader, state.leader_epoch, state.isr, state.zk_version) == (a, 1, (a,), 2)
         assert [s for s in cluster.leader_and_isr(a, "t", 0) if s[3] == new.controller.epoch] == [
             (a, 1, [a], new.controller.epoch)]
-
-
-def _no_children(zk: ZkClient, path: str) -> Callable[[], Awaitable[bool]]:
-    async def check() -> bool:
-        return await zk.get_children(path) == []
-
-    return check
 
 
 async def test_a_bounced_broker_is_handled_as_a_failure_and_a_start_up(zk_session: ZkSessionFactory):

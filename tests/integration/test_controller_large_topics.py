@@ -13,7 +13,7 @@ import pytest
 from protocol.apis.replica_control import LeaderAndIsrRequest, StopReplicaRequest
 from protocol.apis.topics import DeleteTopicsRequest
 from protocol.errors import ErrorCode
-from tests.integration.test_controller_failover import Cluster, _no_children, assigned, create, until
+from tests.integration.controllerutil import Cluster, assigned, create, no_children, until
 from zk import znodes
 from zk.client import CreateOp, ZkClient
 from zk.ops import Op, multi_bytes
@@ -114,7 +114,7 @@ async def test_many_isr_change_notifications_are_deleted_in_requests_under_the_b
         request_sizes.clear()
 
         await cluster.start(1, max_request_bytes=BUDGET)
-        assert await until(_no_children(cluster.observer, znodes.ISR_CHANGE_NOTIFICATION_PATH),
+        assert await until(no_children(cluster.observer, znodes.ISR_CHANGE_NOTIFICATION_PATH),
                            "every ISR change notification to be deleted")
         assert max(request_sizes) <= BUDGET
         assert len(request_sizes) >= 4  # 200 deletes take about 15 KB

@@ -15,7 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from client.cluster import ClusterState
-from client.consumer import Consumer, ConsumerRecord
+from client.consumer import Consumer
 from client.producer import Producer
 from protocol.apis.offsets import LATEST_TIMESTAMP
 from protocol.apis.replicas import DescribedReplica
@@ -26,12 +26,12 @@ from tests.integration.clusterutil import (
     controller_of,
     create_topic,
     describe,
-    eventually,
     fetch,
     list_offset,
     paused,
     records_of,
 )
+from tests.polling import eventually, poll_records
 
 cluster = cluster_fixture(brokers=3, configs={"replica.lag.time.max.ms": "60000"})
 
@@ -73,16 +73,6 @@ def segment_bytes(cluster: ClusterState, broker_id: int, topic: str, partition: 
     """Total size of a replica's .log segment files on disk."""
     directory = Path(cluster.broker(broker_id).log_dir) / f"{topic}-{partition}"
     return sum(path.stat().st_size for path in directory.glob("*.log"))
-
-
-async def poll_until(consumer: Consumer, count: int, what: str) -> list[ConsumerRecord]:
-    records: list[ConsumerRecord] = []
-
-    async def enough() -> list[ConsumerRecord] | None:
-        records.extend(await consumer.poll(timeout_ms=200))
-        return records if len(records) >= count else None
-
-    return await eventually(enough, lambda: f"{what} (got offsets {[r.offset for r in records]})")
 
 
 # ------------------------------------------------------------------------------------------------ seed tables
@@ -151,7 +141,7 @@ async def test_seed_table_walk_through_with_a_paused_follower(cluster):
     async with Consumer(leader_address, request_timeout_ms=10_000) as consumer:
         consumer.assign([(topic, 0)])
         await consumer.seek_to_beginning()
-        [record] = await poll_until(consumer, 1, "the record below the HW")
+        [record] = await poll_records(consumer, 1, "the record below the HW")
     assert (record.offset, record.key, record.value, record.leader_epoch) == (0, b"k", b"record-0", 0)
 
 
@@ -220,7 +210,7 @@ async def test_consumers_never_see_records_at_or_above_the_high_watermark(cluste
             async with Consumer(leader_address, request_timeout_ms=10_000) as consumer:
                 consumer.assign([(topic, 0)])
                 await consumer.seek_to_beginning()
-                records = await poll_until(consumer, committed, f"{committed} committed records")
+                records = await poll_records(consumer, committed, f"{committed} committed records")
                 assert [r.offset for r in records] == list(range(committed))
                 assert [r.value for r in records] == [f"v{i}".encode() for i in range(committed)]
                 assert await consumer.poll(timeout_ms=QUIET_MS) == []

@@ -16,7 +16,8 @@ from confluent_kafka import Producer as ConfluentProducer
 from client.cluster import ClusterState, kill_broker
 from client.consumer import Consumer
 from client.producer import Producer
-from tests.integration.clusterutil import cluster_fixture, connect, create_topic, eventually, metadata, paused
+from tests.integration.clusterutil import cluster_fixture, create_topic, metadata_leaders, paused
+from tests.polling import eventually, poll_records
 
 # Paused followers keep their sessions and stay in the ISR (10 s) far longer than a request times out (1.5 s), so
 # the producer retries before the ISR could shrink even on a loaded machine; a killed broker's session ends in 10 s.
@@ -33,33 +34,21 @@ async def new_topic(cluster: ClusterState, partitions: int = 1) -> str:
     return name
 
 
-async def leaders(cluster: ClusterState, topic: str) -> dict[int, int]:
-    async with connect(cluster.brokers[0]) as connection:
-        [described] = (await metadata(connection, [topic])).topics
-    return {p.partition: p.leader for p in described.partitions}
-
-
 async def read_all(cluster: ClusterState, topic: str, partitions: int, expected: int) -> list[tuple[int, bytes]]:
     """Every record of the topic as (partition, value), in offset order per partition."""
-    records: list[tuple[int, bytes]] = []
     async with Consumer(cluster.bootstrap_servers) as consumer:
         consumer.assign([(topic, p) for p in range(partitions)])
         await consumer.seek_to_beginning()
-
-        async def everything() -> bool | None:
-            records.extend((r.partition, r.value) for r in await consumer.poll(timeout_ms=200))
-            return True if len(records) >= expected else None
-
-        await eventually(everything, lambda: f"{expected} records (got {len(records)})", timeout_s=TIMEOUT_S)
-        records.extend((r.partition, r.value) for r in await consumer.poll(timeout_ms=500))
-    return records
+        records = await poll_records(consumer, expected, timeout_s=TIMEOUT_S)
+        records += await consumer.poll(timeout_ms=500)
+    return [(r.partition, r.value) for r in records]
 
 
 async def retried_while_followers_paused(cluster: ClusterState, topic: str, send, retried) -> None:
     """Pause both followers, send (the leader appends, the acknowledgement times out and the producer retries
     the same batch), wait until it retried, then let the followers catch up. The producer has already written
     WARM_UP, so its producer id and its connection to the leader are there before the pause begins."""
-    leader = (await leaders(cluster, topic))[0]
+    leader = (await metadata_leaders(cluster, topic))[0]
     followers = [b.id for b in cluster.brokers if b.id != leader]
     async with paused(cluster, followers[0]), paused(cluster, followers[1]):
         send()
@@ -122,7 +111,7 @@ async def test_minikafkas_producer_retrying_an_appended_batch_writes_it_once(
 async def test_an_idempotent_stream_through_a_killed_leader_loses_and_duplicates_nothing(
         cluster: ClusterState) -> None:
     topic = await new_topic(cluster, partitions=3)
-    victim = (await leaders(cluster, topic))[0]
+    victim = (await metadata_leaders(cluster, topic))[0]
     acknowledged: list[bytes] = []
     failed: list[str] = []
     producer = ConfluentProducer({"bootstrap.servers": cluster.bootstrap_servers, "enable.idempotence": True,

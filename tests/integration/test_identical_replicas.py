@@ -16,14 +16,8 @@ from client.producer import Producer
 from protocol.apis.replicas import DescribedReplica
 from protocol.records import decode_records
 from protocol.state_change import STATE_CHANGE_LOG
-from tests.integration.clusterutil import (
-    cluster_fixture,
-    connect,
-    controller_of,
-    create_topic,
-    describe,
-    eventually,
-)
+from tests.integration.clusterutil import cluster_fixture, connect, controller_of, create_topic, describe
+from tests.polling import eventually
 
 cluster = cluster_fixture(brokers=3)
 

@@ -9,10 +9,10 @@ from tests.integration.clusterutil import (
     controller_of,
     create_topic,
     describe_topic,
-    eventually,
     stop_broker,
     zookeeper_of,
 )
+from tests.polling import eventually
 from zk import znodes
 
 TOPIC = "wide"

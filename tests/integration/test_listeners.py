@@ -10,7 +10,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,8 +21,9 @@ from client.cluster import log_tail
 from client.consumer import Consumer
 from client.producer import Producer
 from protocol.apis.metadata import MetadataRequest, MetadataResponse
-from tests.integration.clusterutil import PROJECT_ROOT, established_ports, eventually
+from tests.integration.clusterutil import PROJECT_ROOT, established_ports
 from tests.integration.conftest import ZkSessionFactory
+from tests.polling import eventually
 from transport.connection import BrokerConnection, KafkaConnectionError
 from zk.server import ZooKeeperServer, free_port
 
@@ -145,9 +145,12 @@ async def test_clients_get_the_endpoints_of_their_listener_and_brokers_talk_over
         consumer.assign([("two-listeners", p) for p in range(3)])
         await consumer.seek_to_beginning()
         values: set[bytes] = set()
-        deadline = time.monotonic() + 30
-        while len(values) < RECORDS and time.monotonic() < deadline:
+
+        async def all_values() -> bool:
             values.update(r.value for r in await consumer.poll(timeout_ms=500))
+            return len(values) >= RECORDS
+
+        await eventually(all_values, lambda: f"{RECORDS} values (got {len(values)})", interval_s=0)
     assert values == {f"record-{i}".encode() for i in range(RECORDS)}
 
     # Brokers' connections to each other (fetchers, controller channel) go to internal ports only.

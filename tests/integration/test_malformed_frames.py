@@ -22,14 +22,8 @@ from client.producer import Producer
 from protocol.apis.api import ApiKey
 from protocol.errors import ErrorCode
 from protocol.framing import encode_frame
-from tests.integration.clusterutil import (
-    cli,
-    cluster_fixture,
-    connect,
-    eventually,
-    metadata,
-    server_log,
-)
+from tests.integration.clusterutil import cli, cluster_fixture, connect, metadata, server_log
+from tests.polling import eventually, poll_records
 
 cluster = cluster_fixture(brokers=1)
 
@@ -105,11 +99,7 @@ async def assert_healthy(cluster: ClusterState, broker: BrokerProcess, tag: str)
     async with Consumer(broker.address, request_timeout_ms=10_000) as consumer:
         consumer.assign([(TOPIC, 0)])
         consumer.seek((TOPIC, 0), ack.offset)
-
-        async def record() -> Any:
-            return (await consumer.poll(timeout_ms=200)) or None
-
-        [got] = await eventually(record, f"record {ack.offset} back after {tag}")
+        [got] = await poll_records(consumer, 1, f"record {ack.offset} back after {tag}")
     assert (got.offset, got.key, got.value) == (ack.offset, b"health", tag.encode())
 
 

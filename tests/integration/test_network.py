@@ -26,6 +26,7 @@ from protocol.endpoint import EndPoint
 from protocol.envelope import RequestHeader, decode_response, encode_request
 from protocol.errors import ErrorCode
 from protocol.framing import encode_frame
+from tests.polling import eventually
 
 TIMEOUT = 5.0
 Address = tuple[str, int]
@@ -96,10 +97,8 @@ async def serving(handler: RequestHandler, **config: Any) -> AsyncIterator[tuple
 
 
 async def wait_until(condition: Callable[[], bool], what: str) -> None:
-    deadline = time.monotonic() + TIMEOUT
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting until {what}"
-        await asyncio.sleep(0.005)
+    """Poll `condition` every 5 ms until it holds (tests.polling.eventually), for at most TIMEOUT."""
+    await eventually(condition, what, timeout_s=TIMEOUT, interval_s=0.005)
 
 
 def metadata(name: str) -> MetadataRequest:

@@ -20,11 +20,11 @@ from tests.integration.clusterutil import (
     controller_of,
     create_topic,
     describe_topic,
-    eventually,
     produce_values,
     stop_broker,
     wait_identical_replicas,
 )
+from tests.polling import eventually
 
 cluster = cluster_fixture(brokers=3, configs={"auto.leader.rebalance.enable": "false",
                                                "controlled.shutdown.retry.backoff.ms": "200"})

@@ -30,7 +30,6 @@ from tests.integration.clusterutil import (
     controller_of,
     create_topic,
     describe_topic,
-    eventually,
     pause,
     produce_values,
     resume,
@@ -40,6 +39,7 @@ from tests.integration.clusterutil import (
     wait_partition_dirs,
     zookeeper_of,
 )
+from tests.polling import eventually
 from zk import znodes
 
 cluster = cluster_fixture(brokers=4, configs={

@@ -14,14 +14,8 @@ import json
 from pathlib import Path
 
 from client.cluster import start_broker
-from tests.integration.clusterutil import (
-    cli,
-    cluster_fixture,
-    create_topic,
-    describe_topic,
-    eventually,
-    stop_broker,
-)
+from tests.integration.clusterutil import cli, cluster_fixture, create_topic, describe_topic, stop_broker
+from tests.polling import eventually
 
 cluster = cluster_fixture(brokers=4, configs={"auto.leader.rebalance.enable": "false",
                                                "controlled.shutdown.retry.backoff.ms": "200"})

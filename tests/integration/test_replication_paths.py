@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import signal
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -20,30 +19,28 @@ from pathlib import Path
 from broker.log.checkpoint import RECOVERY_POINT_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT, OffsetCheckpointFile
 from client.cluster import ClusterState, kill_broker, start_broker
 from protocol.apis.offsets import EARLIEST_TIMESTAMP
-from protocol.apis.produce import ProducePartition, ProduceRequest, ProduceResponse
-from protocol.apis.shapes import Topic
 from protocol.errors import ErrorCode
 from protocol.topic_partition import TopicPartition
 from tests.integration.clusterutil import (
     PROJECT_ROOT,
-    WAIT_S,
-    build_batch,
     cluster_fixture,
     connect,
     controller_of,
     create_topic,
     describe,
     established_ports,
-    eventually,
     fetch,
     list_offset,
     metadata,
     paused,
     produce,
+    produce_answer,
     records_of,
     wait_process_state,
 )
+from tests.polling import WAIT_S, eventually
 from transport.connection import BrokerConnection
+from zk.server import free_port
 
 FETCH_WAIT_MS = 9_000
 WOKEN_WITHIN_MS = FETCH_WAIT_MS // 3  # an answer within this was woken, not waited out
@@ -59,11 +56,8 @@ cluster = cluster_fixture(brokers=3, configs={
 
 async def produce_error(connection: BrokerConnection, topic: str, acks: int, timeout_ms: int) -> ErrorCode:
     """Produce one record to partition 0 with `acks`; the error code of the partition's answer."""
-    request = ProduceRequest(acks=acks, timeout_ms=timeout_ms, topics=[Topic(
-        name=topic, partitions=[ProducePartition(partition=0, records=build_batch([b"x"]))])])
-    response = await connection.request(request)
-    assert isinstance(response, ProduceResponse)
-    return ErrorCode.from_code(response.topics[0].partitions[0].error_code)
+    answer = await produce_answer(connection, topic, 0, [b"x"], acks=acks, timeout_ms=timeout_ms)
+    return ErrorCode.from_code(answer.error_code)
 
 
 async def offsets_everywhere(cluster: ClusterState, topic: str) -> dict[int, tuple[int, int]]:
@@ -86,7 +80,8 @@ async def wait_committed(cluster: ClusterState, topic: str, leader: int, end: in
         seen.update(await offsets_everywhere(cluster, topic))
         return True if seen[leader][1] == end and {leo for leo, _ in seen.values()} == {end} else None
 
-    await eventually(committed, lambda: f"LEO {end} everywhere and HW {end} on leader {leader}: {seen}", timeout_s)
+    await eventually(committed, lambda: f"LEO {end} everywhere and HW {end} on leader {leader}: {seen}",
+                     timeout_s=timeout_s)
 
 
 async def single_partition_topic(
@@ -192,12 +187,6 @@ async def test_one_fetcher_per_source_broker_and_an_idle_cluster_does_not_spin(c
     await asyncio.sleep(2)  # observing an idle window, not waiting for anything
     writes = {b.id: write_syscalls(b.pid) - before[b.id] for b in cluster.brokers}
     assert all(count < 100 for count in writes.values()), writes
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 async def test_a_foreground_broker_takes_overrides_and_joins_the_cluster(cluster, tmp_path):

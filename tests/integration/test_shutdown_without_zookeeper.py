@@ -12,14 +12,8 @@ from pathlib import Path
 
 from broker.log.checkpoint import CLEAN_SHUTDOWN_MARKER
 from client.cluster import BrokerProcess, ClusterState, broker_running, exit_status, kill_broker, load_cluster
-from tests.integration.clusterutil import (
-    cluster_fixture,
-    create_topic,
-    describe_topic,
-    eventually,
-    server_log,
-    wait_process_state,
-)
+from tests.integration.clusterutil import cluster_fixture, create_topic, describe_topic, server_log, wait_process_state
+from tests.polling import eventually
 
 TOPIC = "orphaned"
 cluster = cluster_fixture(brokers=3, configs={"zookeeper.session.timeout.ms": "4000",

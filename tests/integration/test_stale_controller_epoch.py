@@ -36,10 +36,10 @@ from tests.integration.clusterutil import (
     controller_of,
     create_topic,
     describe,
-    eventually,
     metadata,
     produce,
 )
+from tests.polling import eventually
 from transport.connection import BrokerConnection
 
 cluster = cluster_fixture(brokers=3)

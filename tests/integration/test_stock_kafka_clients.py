@@ -24,7 +24,8 @@ from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource, New
 
 from client.cluster import ClusterState
 from protocol.records import iter_batches
-from tests.integration.clusterutil import PROJECT_ROOT, cluster_fixture, create_topic, eventually
+from tests.integration.clusterutil import PROJECT_ROOT, cluster_fixture, create_topic
+from tests.polling import eventually
 from zk import znodes
 from zk.client import ZkClient
 

@@ -36,7 +36,6 @@ from tests.integration.clusterutil import (
     controller_of,
     create_topic,
     describe,
-    eventually,
     metadata,
     partition_dirs,
     paused,
@@ -47,6 +46,7 @@ from tests.integration.clusterutil import (
     wait_partition_dirs,
     zookeeper_of,
 )
+from tests.polling import eventually
 from zk import znodes
 from zk.znodes import PendingDeletion
 

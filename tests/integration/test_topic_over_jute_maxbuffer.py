@@ -9,16 +9,15 @@ from client.cluster import ClusterState
 from tests.integration.clusterutil import (
     cli,
     cluster_fixture,
-    connect,
     consume_all,
     create_topic,
-    eventually,
-    metadata,
+    metadata_leaders,
     produce_values,
     topic_znode,
     wait_partition_dirs,
     zookeeper_of,
 )
+from tests.polling import eventually
 from zk import znodes
 from zk.ops import CheckOp, CreateOp, multi_bytes
 from zk.znodes import LeaderIsrAndControllerEpoch
@@ -43,13 +42,6 @@ def one_transaction_bytes(partitions: int) -> int:
     return multi_bytes(ops, "/minikafka")
 
 
-async def led_partitions(cluster: ClusterState, topic: str) -> dict[int, int]:
-    """Partition -> leader, as the first broker's metadata has them."""
-    async with connect(cluster.brokers[0]) as connection:
-        (found,) = (await metadata(connection, [topic])).topics
-    return {p.partition: p.leader for p in found.partitions}
-
-
 async def test_a_topic_over_zookeepers_request_limit_is_created_deleted_and_created_again(cluster: ClusterState):
     # Over twice the limit: ZooKeeper also reads requests up to jute.maxbuffer + zookeeper.jute.maxbuffer.extrasize.
     assert one_transaction_bytes(PARTITIONS) > 2 * JUTE_MAXBUFFER
@@ -58,7 +50,7 @@ async def test_a_topic_over_zookeepers_request_limit_is_created_deleted_and_crea
     live = {b.id for b in cluster.brokers}
 
     async def all_led() -> dict[int, int] | None:
-        leaders = await led_partitions(cluster, TOPIC)
+        leaders = await metadata_leaders(cluster, TOPIC)
         return leaders if len(leaders) == PARTITIONS and set(leaders.values()) <= live else None
 
     await eventually(all_led, f"every partition of {TOPIC} to have a live leader")

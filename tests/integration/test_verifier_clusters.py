@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import json
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -21,16 +20,20 @@ from client.producer import Producer
 from protocol.history import OK, HistoryWriter, read_history
 from protocol.records import read_header
 from protocol.topic_partition import TopicPartition
-from tests.chaos.test_failover import (
+from tests.integration.clusterutil import (
+    PROJECT_ROOT,
     SMALL_TIMEOUTS,
     agreed_controller,
+    cli,
+    cluster_fixture,
     create_topic,
+    paused,
     restore,
     wait_converged,
     wait_gone,
     wait_metadata,
 )
-from tests.integration.clusterutil import PROJECT_ROOT, cluster_fixture, eventually, paused
+from tests.polling import eventually
 from tests.verifierutil import flip_byte
 from verifier import verify
 
@@ -56,18 +59,13 @@ async def wait_checkpointed(state: ClusterState, topic: str, ends: dict[int, int
     await eventually(written, f"the HW checkpoints of {topic} to reach {ends}")
 
 
-def produce_cli(state: ClusterState, topic: str, lines: str, *options: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "client.cli", "produce", topic, "--dir", str(state.directory),
-                           *options], input=lines, capture_output=True, text=True, timeout=120, cwd=PROJECT_ROOT)
-
-
 async def test_a_cluster_after_load_verifies_clean_with_exact_counts(cluster: ClusterState, spark: Any, tmp_path):
     topic = "verified"
-    await create_topic(cluster, topic, {0: [1, 2, 3], 1: [2, 3, 1], 2: [3, 1, 2]})
+    await create_topic(cluster, topic, assignments={0: [1, 2, 3], 1: [2, 3, 1], 2: [3, 1, 2]}, in_sync=True)
     history = tmp_path / "history.jsonl"
     lines = "".join(f"key-{i}:value-{i}\n" for i in range(RECORDS))
-    result = produce_cli(cluster, topic, lines, "--key-separator", ":", "--history", str(history),
-                         "--producer-property", "linger.ms=20")
+    result = cli("produce", topic, "--dir", str(cluster.directory), "--key-separator", ":", "--history",
+                 str(history), "--producer-property", "linger.ms=20", input=lines, check=False)
     assert result.returncode == 0, result.stderr
     outcomes = read_history(history).outcomes
     assert len(outcomes) == RECORDS and {o.status for o in outcomes} == {OK}
@@ -112,8 +110,8 @@ async def test_a_leader_killed_under_acks_all_load_loses_no_acknowledged_record(
     topic = "failover-verified"
     controller = await agreed_controller(state)
     victim, other = [b.id for b in state.brokers if b.id != controller]
-    await create_topic(state, topic, {0: [victim, other, controller], 1: [other, victim, controller]},
-                       {"min.insync.replicas": "2"})
+    await create_topic(state, topic, assignments={0: [victim, other, controller], 1: [other, victim, controller]},
+                       configs={"min.insync.replicas": "2"}, in_sync=True)
     history = tmp_path / "history.jsonl"
     sent = 0
     with HistoryWriter(history) as writer:
@@ -154,7 +152,8 @@ async def test_produce_reports_each_failure_on_stderr_as_it_happens_and_exits_1(
     topic = "below-min-isr"
     controller = await agreed_controller(state)
     leader, follower = [b.id for b in state.brokers if b.id != controller]
-    await create_topic(state, topic, {0: [leader, follower, controller]}, {"min.insync.replicas": "3"})
+    await create_topic(state, topic, assignments={0: [leader, follower, controller]},
+                       configs={"min.insync.replicas": "3"}, in_sync=True)
     history = tmp_path / "history.jsonl"
     async with paused(state, follower):
         await wait_metadata([state.broker(leader)], topic, 0, lambda s: follower not in s.isr,

@@ -8,7 +8,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -17,6 +16,7 @@ from typing import Any
 import pyspark
 import pytest
 
+from tests.polling import wait_for
 from tests.verifierutil import flip_byte, log_dir, write_replica
 from verifier import verify
 from verifier.session import CONF_DIR
@@ -43,11 +43,15 @@ def _daemon(name: str, arguments: list[str], env: dict[str, str], log: Path, rea
         process = subprocess.Popen([str(SPARK_HOME / "bin" / "spark-class"), name, *arguments], env=env,
                                    stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     try:
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while ready not in log.read_text(errors="replace"):
-            if process.poll() is not None or time.monotonic() > deadline:
+        def started() -> bool:
+            if ready in log.read_text(errors="replace"):
+                return True
+            if process.poll() is not None:
                 pytest.fail(f"{name} did not start ({process.poll()}):\n{log.read_text(errors='replace')[-3000:]}")
-            time.sleep(0.2)  # polling the daemon's log, with a deadline
+            return False
+
+        wait_for(started, lambda: f"{name} to start:\n{log.read_text(errors='replace')[-3000:]}",
+                 timeout_s=START_TIMEOUT_S, interval_s=0.2)
         yield
     finally:
         process.terminate()

@@ -11,6 +11,7 @@ import pytest
 
 from broker.registration import BrokerIdInUseError, register_broker
 from protocol.endpoint import EndPoint
+from tests.integration.zkproxy import ZkProxy
 from zk import znodes
 from zk.client import (
     BadVersionError,
@@ -197,58 +198,11 @@ async def test_register_broker_returns_the_czxid_and_refuses_a_live_duplicate(zk
         assert await observer.exists(znodes.broker_path(1)) is None
 
 
-class CuttableProxy:
-    """A TCP proxy to ZooKeeper that the test can cut (dropping and refusing connections) and heal."""
-
-    def __init__(self, target_port: int) -> None:
-        self.target_port = target_port
-        self.cut = False
-        self.port = 0
-        self._writers: list[asyncio.StreamWriter] = []
-        self._server: asyncio.Server | None = None
-
-    async def __aenter__(self) -> CuttableProxy:
-        self._server = await asyncio.start_server(self._accept, "127.0.0.1", 0)
-        self.port = self._server.sockets[0].getsockname()[1]
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        self.partition()
-        assert self._server is not None
-        self._server.close()
-        await self._server.wait_closed()
-
-    def partition(self) -> None:
-        self.cut = True
-        for writer in self._writers:
-            writer.close()
-        self._writers.clear()
-
-    async def _accept(self, client_reader: asyncio.StreamReader, client_writer: asyncio.StreamWriter) -> None:
-        if self.cut:
-            client_writer.close()
-            return
-        server_reader, server_writer = await asyncio.open_connection("127.0.0.1", self.target_port)
-        self._writers += [client_writer, server_writer]
-        await asyncio.gather(
-            self._pipe(client_reader, server_writer), self._pipe(server_reader, client_writer), return_exceptions=True
-        )
-
-    @staticmethod
-    async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            while data := await reader.read(65536):
-                writer.write(data)
-                await writer.drain()
-        finally:
-            writer.close()
-
-
 async def test_session_events_through_an_expired_session(zookeeper: ZooKeeperServer, zk_session: ZkSessionFactory):
     """Cut off from ZooKeeper past its session timeout, a client sees SUSPENDED; once it reaches ZooKeeper
     again, LOST (the session expired, its ephemeral znodes are gone) and NEW_SESSION, and works again."""
     events: asyncio.Queue[ZkState] = asyncio.Queue()
-    async with CuttableProxy(zookeeper.port) as proxy, zk_session() as observer:
+    async with ZkProxy(zookeeper.connect_string) as proxy, zk_session() as observer:
         zk = ZkClient(f"127.0.0.1:{proxy.port}", chroot=observer.chroot, session_timeout_ms=2000)
         await zk.start()
         try:
@@ -258,10 +212,10 @@ async def test_session_events_through_an_expired_session(zookeeper: ZooKeeperSer
             gone: asyncio.Queue[ZnodeStat | None] = asyncio.Queue()
             await observer.watch_exists("/mine", gone.put_nowait)
             assert await next_item(gone) is not None
-            proxy.partition()
+            proxy.cut()
             assert await next_item(events) is ZkState.SUSPENDED
             assert await next_item(gone) is None  # ZooKeeper expired the session
-            proxy.cut = False
+            proxy.restore()
             assert await next_item(events) is ZkState.LOST
             assert await next_item(events) is ZkState.NEW_SESSION
             assert zk.session_id != old_session
@@ -277,13 +231,13 @@ async def test_a_request_made_long_after_the_connection_was_lost_still_fails_aft
     (a broker's ISR write made then would otherwise wait for a ZooKeeper that may never come back); and once the
     client stops waiting for connections (shutting down), a request fails at once."""
     events: asyncio.Queue[ZkState] = asyncio.Queue()
-    async with CuttableProxy(zookeeper.port) as proxy, zk_session() as observer:
+    async with ZkProxy(zookeeper.connect_string) as proxy, zk_session() as observer:
         zk = ZkClient(f"127.0.0.1:{proxy.port}", chroot=observer.chroot, session_timeout_ms=4000,
                       connection_timeout_ms=500)
         await zk.start()
         try:
             zk.add_state_listener(events.put_nowait)
-            proxy.partition()
+            proxy.cut()
             assert await next_item(events) is ZkState.SUSPENDED
             with pytest.raises(ZkSessionError, match="no connection to ZooKeeper for 500 ms"):
                 await asyncio.wait_for(zk.exists("/first"), TIMEOUT)

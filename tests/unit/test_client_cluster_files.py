@@ -8,7 +8,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -31,6 +30,8 @@ from client.cluster import (
     server_properties,
 )
 from protocol.endpoint import EndPoint
+from tests.polling import wait_for
+from tests.processes import process_state
 
 DEAD_PID = 2**22 + 11  # above the default pid_max: never a running process
 
@@ -117,10 +118,8 @@ def test_process_running_checks_the_command_line():
 
 def test_an_exited_child_is_not_running():
     child = subprocess.Popen([sys.executable, "-c", "pass"])
-    deadline = time.monotonic() + 10
-    while process_running(child.pid) and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert not process_running(child.pid)
+    wait_for(lambda: not process_running(child.pid), f"the exited child {child.pid} not to count as running",
+             timeout_s=10, interval_s=0.01)
 
 
 # A process whose command line looks like the broker's for a given config file: `python -c CODE client.cli CONFIG`.
@@ -154,10 +153,8 @@ def test_kill_sends_the_signal_to_the_recorded_pid(tmp_path):
     save_cluster(_state(tmp_path, broker))
     try:
         kill_broker(tmp_path, 1, "stop")
-        deadline = time.monotonic() + 10
-        while Path(f"/proc/{process.pid}/stat").read_text().rpartition(")")[2].split()[0] != "T":
-            assert time.monotonic() < deadline
-            time.sleep(0.01)
+        wait_for(lambda: process_state(process.pid) == "T", f"process {process.pid} to be stopped", timeout_s=10,
+                 interval_s=0.01)
         kill_broker(tmp_path, 1, "CONT")
         kill_broker(tmp_path, 1, "KILL")
         assert process.wait(10) == -signal.SIGKILL

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from client.accumulator import estimate_record_size
-from client.consumer import Consumer, ConsumerRecord
+from client.consumer import Consumer
 from client.metadata import ClusterMetadata
 from client.partitioner import Partitioner
 from client.producer import Producer, ProducerError
@@ -41,6 +41,7 @@ from protocol.records import (
     set_partition_leader_epoch,
 )
 from protocol.topic_partition import TopicPartition
+from tests.polling import poll_records
 from transport.connection import KafkaConnectionError
 
 TIMEOUT = 10.0
@@ -368,23 +369,15 @@ async def test_an_out_of_range_partition_is_refused():
             await p.send(TOPIC, b"x", partition=5)
 
 
-async def poll_until(consumer: Consumer, count: int) -> list[ConsumerRecord]:
-    records: list[ConsumerRecord] = []
-    async with asyncio.timeout(TIMEOUT):
-        while len(records) < count:
-            records += await consumer.poll(timeout_ms=200)
-    return records
-
-
 async def test_the_consumer_follows_a_leader_change():
     async with fake_cluster() as cluster, Consumer(cluster.bootstrap, retry_backoff_ms=10) as consumer:
         cluster.append(TP0, one_batch(values(3)))
         consumer.assign([TP0])
         await consumer.seek_to_beginning()
-        first = await poll_until(consumer, 3)
+        first = await poll_records(consumer, 3, timeout_s=TIMEOUT)
         cluster.move_leader(TP0, 2)
         cluster.append(TP0, one_batch([b"after"]))
-        second = await poll_until(consumer, 1)
+        second = await poll_records(consumer, 1, timeout_s=TIMEOUT)
         assert [(r.offset, r.value, r.leader_epoch) for r in first + second] == [
             (0, b"v0", 0), (1, b"v1", 0), (2, b"v2", 0), (3, b"after", 1)
         ]
@@ -406,7 +399,7 @@ async def test_the_consumer_skips_records_below_its_position_in_the_first_batch(
         cluster.append(TP0, one_batch(values(5)))
         consumer.assign([TP0])
         consumer.seek(TP0, 2)
-        records = await poll_until(consumer, 3)
+        records = await poll_records(consumer, 3, timeout_s=TIMEOUT)
         assert [r.offset for r in records] == [2, 3, 4]
 
 
@@ -418,7 +411,7 @@ async def test_poll_hands_out_at_most_max_records_and_keeps_the_rest():
         first = await consumer.poll(timeout_ms=int(TIMEOUT * 1000), max_records=2)
         assert [r.offset for r in first] == [0, 1]
         assert await consumer.position(TP0) == 2
-        rest = await poll_until(consumer, 3)
+        rest = await poll_records(consumer, 3, timeout_s=TIMEOUT)
         assert [r.offset for r in rest] == [2, 3, 4]
 
 

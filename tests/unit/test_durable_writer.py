@@ -5,7 +5,6 @@ from __future__ import annotations
 import errno
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -20,6 +19,8 @@ from broker.log.durable_writer import (
     write_files,
 )
 from broker.log.log import flush_epoch_caches
+from tests.polling import wait_for
+from tests.processes import process_state
 from tests.unit.logutil import open_log
 
 
@@ -111,14 +112,5 @@ def test_the_child_ends_when_the_broker_process_dies(tmp_path: Path) -> None:
     parent = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, check=False,
                             cwd=Path(__file__).parents[2])
     child = int(parent.stdout)
-    deadline = time.monotonic() + 10
-    while Path(f"/proc/{child}").exists() and b"Z" not in _state(child) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not Path(f"/proc/{child}").exists() or b"Z" in _state(child)
-
-
-def _state(pid: int) -> bytes:
-    try:
-        return Path(f"/proc/{pid}/stat").read_bytes().rsplit(b")", 1)[1].split()[0]
-    except OSError:
-        return b"Z"
+    wait_for(lambda: process_state(child) in ("", "Z"), f"the writer's child {child} to end (gone or a zombie)",
+             timeout_s=10)

@@ -10,11 +10,13 @@ from protocol.codec import Int32
 
 class TopicPartition(NamedTuple):
     """A partition of a topic: hashable, ordered by topic then partition, equal to the plain ``(topic, partition)``
-    tuple; ``str()`` gives ``topic-partition``, the name of its log directory. On the wire (a message field) it is
-    the map {"topic", "partition"}."""
+    tuple. It reads ``topic-partition`` (the name of its log directory) in text and logs, as Kafka's does. On the
+    wire (a message field) it is the map {"topic", "partition"}."""
 
     topic: str
     partition: Int32
 
     def __str__(self) -> str:
         return f"{self.topic}-{self.partition}"
+
+    __repr__ = __str__

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-PURE_PACKAGES = ["protocol", "broker/log"]
+PURE_PACKAGES = ["protocol", "broker/log", "broker/coordinator/group"]
 PURE_MODULES = [
     "broker/listeners.py",
     "broker/isr_changes.py",

@@ -12,7 +12,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 PROJECT_PACKAGES = ("protocol", "zk", "transport", "broker", "controller", "client", "verifier", "bench")
-PURE_PACKAGES = ["protocol"]
+PURE_PACKAGES = ["protocol", "broker/coordinator/group"]
 PURE_MODULES = [
     "broker/listeners.py",
     "broker/isr_changes.py",

@@ -4,7 +4,8 @@ Each module of this package is one api family (Kafka's grouping): its messages (
 protocol.codec reads), one `Api` registration per api, each api's error response, and its Kafka-wire codec where
 the Kafka listener serves it. Both codecs read the tables here: minikafka's own (protocol.envelope) reads APIS,
 the Kafka listener reads KAFKA_APIS, and each lists what it serves in ApiVersions; so an api is listed here once the
-broker has its handler (broker/apis/kafka_apis.py), never before.
+broker has its handler (broker/apis/kafka_apis.py), never before. The group families (groups, group_admin,
+group_offsets) are declared and wait for theirs.
 """
 
 from protocol.apis import (

@@ -75,6 +75,11 @@ class KafkaApis:
             DescribeReplicasRequest: partial(replicas.handle_describe_replicas, broker_id, replica_manager),
         }
 
+    @property
+    def request_types(self) -> frozenset[type]:
+        """The request types a handler is registered for."""
+        return frozenset(self._handlers)
+
     async def handle(self, request: Request) -> Handled:
         """The answer of the handler registered for the request's type (each gets the request too: Metadata
         answers with the endpoints of the listener it came in on)."""

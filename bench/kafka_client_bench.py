@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import os
 import random
 import statistics
@@ -38,6 +39,7 @@ from bench.produce_bench import (
     REPLICATION_FACTOR,
     VALUE_SIZE,
     create_topics,
+    cycled_bytes,
     local_cluster,
 )
 from bench.produce_bench import consume as minikafka_consume
@@ -106,10 +108,13 @@ class CpuMeter:
 # ------------------------------------------------------------------------------------------------ librdkafka
 
 
-def librdkafka_produce(bootstrap: str, topic: str, acks: str, value: bytes, seconds: float) -> tuple[int, int, list]:
-    """Produce `value` as fast as librdkafka takes it for `seconds`, then flush; (records, bytes, latencies)."""
-    producer = Producer({"bootstrap.servers": bootstrap, "acks": acks, **LIBRDKAFKA})
-    producer.produce(topic, value)  # metadata and connections before the clock starts
+def librdkafka_produce(bootstrap: str, topic: str, acks: str, values: list[bytes], seconds: float,
+                       settings: dict[str, Any] = LIBRDKAFKA) -> tuple[int, int, list]:
+    """Produce `values` in turn as fast as librdkafka takes them for `seconds`, then flush; (records, bytes,
+    latencies). `settings` are librdkafka's."""
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": acks, **settings})
+    next_value = itertools.cycle(values).__next__
+    producer.produce(topic, values[0])  # metadata and connections before the clock starts
     producer.flush(30)
     latencies: list[float] = []
     errors: list[Any] = []
@@ -122,8 +127,9 @@ def librdkafka_produce(bootstrap: str, topic: str, acks: str, value: bytes, seco
     deadline = clock() + seconds
     sent = 0
     while clock() < deadline:
-        produce(topic, value, on_delivery=sampled(clock()))
+        produce(topic, next_value(), on_delivery=sampled(clock()))
         for _ in range(LATENCY_SAMPLE_EVERY - 1):
+            value = next_value()
             while True:
                 try:
                     produce(topic, value)
@@ -135,7 +141,7 @@ def librdkafka_produce(bootstrap: str, topic: str, acks: str, value: bytes, seco
     remaining = producer.flush(60)
     if remaining or errors:
         raise RuntimeError(f"librdkafka: {remaining} records not delivered, errors {errors[:3]}")
-    return sent, sent * len(value), latencies
+    return sent, cycled_bytes(values, sent), latencies
 
 
 def librdkafka_consume(bootstrap: str, topics: list[str], expected: int) -> tuple[int, int, list]:
@@ -176,7 +182,7 @@ async def one_run(bootstrap: str, meter: CpuMeter, value: bytes, seconds: float)
         produced = 0
         for acks, topic in topics.items():
             if client == "librdkafka":
-                phase = meter.measure(lambda t=topic, a=acks: librdkafka_produce(bootstrap, t, a, value, seconds))
+                phase = meter.measure(lambda t=topic, a=acks: librdkafka_produce(bootstrap, t, a, [value], seconds))
             else:
                 phase = await measure_async(meter, minikafka_produce(bootstrap, topic, acks, [value], seconds,
                                                                      2**62, MINIKAFKA))

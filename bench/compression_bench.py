@@ -17,17 +17,26 @@ from __future__ import annotations
 
 import argparse
 import random
-import statistics
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import uvloop
 
-from bench.kafka_client_bench import CLIENTS, LIBRDKAFKA, MINIKAFKA, CpuMeter, librdkafka_produce, measure_async
-from bench.produce_bench import PARTITIONS, REPLICATION_FACTOR, VALUE_CYCLE, create_topics, local_cluster
+from bench.kafka_client_bench import (
+    CLIENTS,
+    LIBRDKAFKA,
+    MINIKAFKA,
+    CpuMeter,
+    bench_arguments,
+    librdkafka_produce,
+    measure_async,
+    on_cluster,
+    repeated_runs,
+)
+from bench.produce_bench import PARTITIONS, REPLICATION_FACTOR, VALUE_CYCLE, create_topics
 from bench.produce_bench import produce as minikafka_produce
-from client.cluster import ClusterState, load_cluster
+from client.cluster import ClusterState
 
 CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
 _WORDS = ("login", "logout", "purchase", "view", "search", "click", "checkout", "refund", "signup", "share")
@@ -90,34 +99,15 @@ async def run(args: argparse.Namespace) -> None:
 
     async def runs(state: ClusterState) -> None:
         meter = CpuMeter({f"broker-{b.id}": b.pid for b in state.brokers})
-        await one_run(state, meter, values, min(args.seconds, 0.5))  # warm-up
-        results = []
-        for number in range(1, args.runs + 1):
-            results.append(await one_run(state, meter, values, args.seconds))
-            print(f"run {number}:", *describe(results[-1]), sep="\n", flush=True)
-        median = {name: statistics.median(r[name] for r in results) for name in results[0]}
-        print(f"median of {len(results)} runs ({PARTITIONS} partitions, RF {REPLICATION_FACTOR}, acks=all; MB of "
-              "values before compression; broker CPU of all three brokers):", *describe(median), sep="\n")
+        await repeated_runs(args, lambda seconds: one_run(state, meter, values, seconds), describe, 0.5,
+                            f"({PARTITIONS} partitions, RF {REPLICATION_FACTOR}, acks=all; MB of values before "
+                            "compression; broker CPU of all three brokers)")
 
-    if args.cluster_dir:
-        await runs(load_cluster(args.cluster_dir))
-    else:
-        async with local_cluster(args.dir) as state:
-            print(f"started a local cluster of {len(state.brokers)} brokers at {state.bootstrap_servers}",
-                  flush=True)
-            await runs(state)
+    await on_cluster(args, runs)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--seconds", type=float, default=5.0, help="duration of each produce (default 5)")
-    parser.add_argument("--cluster-dir", type=Path, help="a running `cluster up` directory (default: start one)")
-    parser.add_argument("--dir", type=Path, default=None, help="parent of the local cluster's temporary directory")
-    args = parser.parse_args()
-    if args.runs < 1 or args.seconds <= 0:
-        parser.error("--runs and --seconds must be positive")
-    uvloop.run(run(args))
+    uvloop.run(run(bench_arguments(__doc__, 5.0)))
 
 
 if __name__ == "__main__":

@@ -23,7 +23,7 @@ import random
 import statistics
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -225,15 +225,34 @@ async def run(args: argparse.Namespace) -> None:
     async def runs(state: ClusterState) -> None:
         brokers = {f"broker-{b.id}": b.pid for b in state.brokers}
         meter = CpuMeter(brokers)
-        await one_run(state.bootstrap_servers, meter, value, min(args.seconds, 1.0))  # warm-up
-        results = []
-        for number in range(1, args.runs + 1):
-            results.append(await one_run(state.bootstrap_servers, meter, value, args.seconds))
-            print(f"run {number}:", *describe(results[-1], list(brokers)), sep="\n", flush=True)
-        median = {name: statistics.median(r[name] for r in results) for name in results[0]}
-        print(f"median of {len(results)} runs ({PARTITIONS} partitions, RF {REPLICATION_FACTOR}, {VALUE_SIZE}-byte "
-              "values; CPU as a share of one core):", *describe(median, list(brokers)), sep="\n")
+        await repeated_runs(args, lambda seconds: one_run(state.bootstrap_servers, meter, value, seconds),
+                            lambda figures: describe(figures, list(brokers)), 1.0,
+                            f"({PARTITIONS} partitions, RF {REPLICATION_FACTOR}, {VALUE_SIZE}-byte values; CPU as a "
+                            "share of one core)")
 
+    await on_cluster(args, runs)
+
+
+# ------------------------------------------------------------------------------------------------ shared by the client
+# benchmarks (this one and bench.compression_bench)
+
+
+async def repeated_runs(args: argparse.Namespace, one_run: Callable[[float], Awaitable[dict[str, float]]],
+                        describe_figures: Callable[[dict[str, float]], Iterator[str]], warm_up_seconds: float,
+                        heading: str) -> None:
+    """A warm-up run (at most ``warm_up_seconds`` a phase), then --runs runs of --seconds, each printed, then the
+    median of every figure, under "median of N runs ``heading``:"."""
+    await one_run(min(args.seconds, warm_up_seconds))
+    results = []
+    for number in range(1, args.runs + 1):
+        results.append(await one_run(args.seconds))
+        print(f"run {number}:", *describe_figures(results[-1]), sep="\n", flush=True)
+    median = {name: statistics.median(r[name] for r in results) for name in results[0]}
+    print(f"median of {len(results)} runs {heading}:", *describe_figures(median), sep="\n")
+
+
+async def on_cluster(args: argparse.Namespace, runs: Callable[[ClusterState], Awaitable[None]]) -> None:
+    """``runs`` on the running cluster of --cluster-dir, or on a local cluster started for it (removed after)."""
     if args.cluster_dir:
         await runs(load_cluster(args.cluster_dir))
     else:
@@ -243,16 +262,22 @@ async def run(args: argparse.Namespace) -> None:
             await runs(state)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def bench_arguments(doc: str | None, default_seconds: float) -> argparse.Namespace:
+    """The command line of a client benchmark: --runs, --seconds (of each produce), --cluster-dir, --dir."""
+    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--seconds", type=float, default=10.0, help="duration of each produce (default 10)")
+    parser.add_argument("--seconds", type=float, default=default_seconds,
+                        help=f"duration of each produce (default {default_seconds:g})")
     parser.add_argument("--cluster-dir", type=Path, help="a running `cluster up` directory (default: start one)")
     parser.add_argument("--dir", type=Path, default=None, help="parent of the local cluster's temporary directory")
     args = parser.parse_args()
     if args.runs < 1 or args.seconds <= 0:
         parser.error("--runs and --seconds must be positive")
-    uvloop.run(run(args))
+    return args
+
+
+def main() -> None:
+    uvloop.run(run(bench_arguments(__doc__, 10.0)))
 
 
 if __name__ == "__main__":

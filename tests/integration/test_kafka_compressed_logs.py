@@ -11,12 +11,12 @@ import json
 from pathlib import Path
 from typing import Any
 
-from kafka import KafkaAdminClient, KafkaProducer
+from kafka import KafkaAdminClient
 from kafka.admin import NewTopic
 
-from protocol.history import OK, HistoryWriter, Outcome
+from protocol.history import HistoryWriter
 from tests.integration.clusterutil import cli
-from tests.kafka_broker import kafka_broker
+from tests.kafka_broker import kafka_broker, send_recorded
 from verifier import verify
 from zk.server import ZooKeeperServer
 
@@ -47,18 +47,8 @@ def _produce(bootstrap: str, history: Path) -> None:
     targets += [(broker_topic(codec), 0, None) for codec in CODEC_NAMES]
     with HistoryWriter(history) as writer:
         for topic, partition, codec in targets:
-            producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=5, compression_type=codec,
-                                     request_timeout_ms=30_000)
-            try:
-                sent = [(i, producer.send(topic, key=b"k%d" % i, value=_value(topic, partition, i),
-                                          partition=partition)) for i in range(RECORDS)]
-                producer.flush(timeout=60)
-                for i, future in sent:
-                    metadata = future.get(timeout=60)
-                    writer.write(Outcome(topic, partition, metadata.offset, b"k%d" % i, _value(topic, partition, i),
-                                         OK))
-            finally:
-                producer.close()
+            send_recorded(bootstrap, writer, topic, ((partition, b"k%d" % i, _value(topic, partition, i))
+                                                     for i in range(RECORDS)), compression_type=codec)
 
 
 async def test_dump_log_and_the_verifier_read_kafkas_compressed_directories(zookeeper: ZooKeeperServer, spark: Any,

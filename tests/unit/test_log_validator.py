@@ -167,6 +167,18 @@ def test_followers_append_compressed_batches_as_bytes(tmp_path):
     assert stored(follower) == stored(leader)
 
 
+def test_compressed_batches_survive_recovery_and_timestamp_lookups(tmp_path):
+    log = open_log(tmp_path)
+    for codec in CODECS:
+        log.append_as_leader(compressed_batch(codec), leader_epoch=0)
+    before = stored(log)
+    log.close()
+    recovered = Log(log.dir, TP, log.config, needs_recovery=True, clock=ManualClock())
+    assert recovered.bytes_truncated_by_recovery == 0
+    assert stored(recovered) == before
+    assert recovered.offset_for_timestamp(TS + 5) == (TS + 5, 5)  # inside the first (gzip) batch
+
+
 def test_compression_type_is_a_topic_and_a_broker_config():
     assert LogConfig().compression_type == "producer"
     assert LogConfig.from_broker_properties({"compression.type": "ZSTD"}).compression_type == "zstd"

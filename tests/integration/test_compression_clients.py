@@ -21,6 +21,7 @@ import pytest
 from confluent_kafka import Consumer as ConfluentConsumer
 from confluent_kafka import Producer as ConfluentProducer
 from confluent_kafka import TopicPartition as ConfluentTopicPartition
+from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource
 from crc32c import crc32c
 
 from client.cluster import ClusterState
@@ -272,6 +273,10 @@ async def _minikafka_consume_values(bootstrap: str, topic: str, count: int) -> l
 def test_a_topics_compression_type_recompresses_what_clients_send(cluster: ClusterState, topic_codec: str,
                                                                   producer_codec: str) -> None:
     topic = new_topic(cluster, "recompressed", {"compression.type": topic_codec})
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+    entries = next(iter(admin.describe_configs([ConfigResource("topic", topic)]).values())).result(TIMEOUT_S)
+    assert (entries["compression.type"].value, entries["compression.type"].source) == (
+        topic_codec, ConfigSource.DYNAMIC_TOPIC_CONFIG.value)
     records = expected_records(producer_codec, "kafka-console-producer")
     produce_with("kafka-console-producer", cluster, topic, producer_codec, records)
     stored = {h.compression for h in stored_batches(cluster, topic)}

@@ -21,6 +21,7 @@ TOPIC_CONFIG_TYPES: dict[str, ConfigType] = {
     "max.message.bytes": ConfigType.INT,
     "min.insync.replicas": ConfigType.INT,
     "unclean.leader.election.enable": ConfigType.BOOLEAN,
+    "compression.type": ConfigType.STRING,
 }
 _BROKER_NAME_OF = {field: name for name, field in BROKER_NAMES.items()}
 _BUILT_IN = LogConfig()

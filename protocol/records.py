@@ -18,8 +18,11 @@ Record layout (varints are zigzag encoded, a varint is at most 5 bytes, a varlon
     valueLength varint (-1 = null), value
 
 baseOffset and partitionLeaderEpoch lie outside the CRC, so the broker rewrites them in place
-(set_base_offset, set_partition_leader_epoch) without recomputing it. Only uncompressed batches
-are supported.
+(set_base_offset, set_partition_leader_epoch) without recomputing it.
+
+A compressed batch (codec 1 gzip, 2 snappy, 3 lz4, 4 zstd: protocol.compression) holds the records compressed
+together after the header; its header is never compressed. Decoding decompresses them first; building compresses
+them when the batch is built.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from typing import NamedTuple
 
 from crc32c import crc32c
 
+from protocol.compression import NONE, CompressionError, compress, decompress
 from protocol.uniform_records import Shape, decode_uniform
 from protocol.varint import SHORT_VARINTS, SMALL_VARINTS, SMALL_VARINTS_LIMIT, encode_varint
 
@@ -58,7 +62,8 @@ _CODEC_MASK = 0x07
 _TIMESTAMP_TYPE_MASK = 0x08
 _TRANSACTIONAL_MASK = 0x10
 _CONTROL_MASK = 0x20
-_CODEC_NAMES = {1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
+_MAX_CODEC = 4  # zstd
+_MAX_TIMESTAMP_OFFSET = 35
 
 #: ``new_named_tuple(cls, (field, ...))`` builds a NamedTuple without its Python-level ``__new__`` wrapper: half
 #: the cost, for the paths that build one per record.
@@ -97,7 +102,7 @@ class InvalidRecordError(RecordBatchError):
 
 
 class UnsupportedCompressionError(RecordBatchError):
-    """The batch is compressed; minikafka handles uncompressed batches only."""
+    """The batch's codec id is none Kafka knows (5 to 7)."""
 
 
 class BatchHeader(NamedTuple):
@@ -205,7 +210,8 @@ def read_header(buf: _Buffer, pos: int = 0, *, require_body: bool = True) -> Bat
 
 
 def validate_batch(buf: _Buffer, pos: int = 0) -> BatchHeader:
-    """read_header, then check the CRC32C and refuse compressed batches. Records are not decoded."""
+    """read_header, then check the CRC32C and refuse a codec Kafka does not know. Records are not decoded (nor
+    decompressed)."""
     fields = _unpack_header(buf, pos, True)
     stored = fields[4]
     computed = crc32c(memoryview(buf)[pos + _ATTRIBUTES_OFFSET : pos + LOG_OVERHEAD + fields[1]])
@@ -214,9 +220,8 @@ def validate_batch(buf: _Buffer, pos: int = 0) -> BatchHeader:
             f"batch at position {pos} is corrupt (stored crc {stored:#010x}, computed {computed:#010x})"
         )
     codec = fields[5] & _CODEC_MASK
-    if codec:
-        name = _CODEC_NAMES.get(codec, "unknown")
-        raise UnsupportedCompressionError(f"compressed batches are not supported (codec {name})")
+    if codec > _MAX_CODEC:
+        raise UnsupportedCompressionError(f"batch at position {pos} has compression codec {codec}, which is unknown")
     return BatchHeader(*fields)
 
 
@@ -238,6 +243,18 @@ def set_base_offset(buf: bytearray | memoryview, pos: int, base_offset: int) -> 
 def set_partition_leader_epoch(buf: bytearray | memoryview, pos: int, epoch: int) -> None:
     """Overwrite partitionLeaderEpoch of the batch at ``pos`` in place (outside the CRC)."""
     _INT32.pack_into(buf, pos + _PARTITION_LEADER_EPOCH_OFFSET, epoch)
+
+
+def set_max_timestamp(buf: bytearray | memoryview, pos: int, max_timestamp: int) -> None:
+    """Make the batch at ``pos`` a CREATE_TIME batch whose maxTimestamp is ``max_timestamp``, in place, and
+    recompute its CRC (as Kafka's DefaultRecordBatch.setMaxTimestamp); nothing changes if it is one already."""
+    header = read_header(buf, pos)
+    if header.max_timestamp == max_timestamp and header.timestamp_type == CREATE_TIME:
+        return
+    struct.pack_into(">h", buf, pos + _ATTRIBUTES_OFFSET, header.attributes & ~_TIMESTAMP_TYPE_MASK)
+    _INT64.pack_into(buf, pos + _MAX_TIMESTAMP_OFFSET, _check_int64("max timestamp", max_timestamp))
+    end = pos + LOG_OVERHEAD + header.batch_length
+    struct.pack_into(">I", buf, pos + _CRC_OFFSET, crc32c(memoryview(buf)[pos + _ATTRIBUTES_OFFSET:end]))
 
 
 # --------------------------------------------------------------------------- varints
@@ -391,10 +408,22 @@ _MIN_UNIFORM_RECORDS = 8
 
 
 def _decode_columns(data: bytes, start: int, header: BatchHeader) -> RecordColumns:
-    """Decode the records of the validated batch at data[start:]: all at once if they are all of one shape, else one
-    by one."""
-    columns = _decode_uniform_columns(data, start, header)
-    return columns if columns is not None else _decode_general_columns(data, start, header)
+    """Decode the records of the validated batch at data[start:] (decompressed first if it is compressed): all at
+    once if they are all of one shape, else one by one."""
+    pos, end = start + HEADER_SIZE, start + LOG_OVERHEAD + header.batch_length
+    if header.attributes & _CODEC_MASK:
+        data = _decompressed_records(data, pos, end, header)
+        pos, end = 0, len(data)
+    columns = _decode_uniform_columns(data, pos, end, header)
+    return columns if columns is not None else _decode_general_columns(data, pos, end, header)
+
+
+def _decompressed_records(data: bytes, pos: int, end: int, header: BatchHeader) -> bytes:
+    """The records of a compressed batch, whose compressed payload is data[pos:end]."""
+    try:
+        return decompress(header.attributes & _CODEC_MASK, memoryview(data)[pos:end])
+    except CompressionError as e:
+        raise InvalidRecordError(f"batch at offset {header.base_offset}: {e}") from None
 
 
 def _timestamp_base(header: BatchHeader) -> tuple[int, bool]:
@@ -409,15 +438,13 @@ def _record_shape(record: _RecordFields) -> Shape:
     return Shape(None if key is None else len(key), None if value is None else len(value))
 
 
-def _decode_uniform_columns(data: bytes, start: int, header: BatchHeader) -> RecordColumns | None:
-    """The records of the validated batch at data[start:] decoded in one regex pass (protocol.uniform_records) if
+def _decode_uniform_columns(data: bytes, pos: int, end: int, header: BatchHeader) -> RecordColumns | None:
+    """The records of ``header``'s batch, data[pos:end], decoded in one regex pass (protocol.uniform_records) if
     they all have the shape of the first, else None. The second record is checked first, so that a batch of
     records of varying sizes costs no regex."""
     count = header.record_count
     if count < _MIN_UNIFORM_RECORDS:
         return None
-    pos = start + HEADER_SIZE
-    end = start + LOG_OVERHEAD + header.batch_length
     first = _read_plain_record(data, pos, end)
     second = None if first is None else _read_plain_record(data, first[-1], end)
     if second is None or (shape := _record_shape(first)) != _record_shape(second):
@@ -427,17 +454,15 @@ def _decode_uniform_columns(data: bytes, start: int, header: BatchHeader) -> Rec
     return None if columns is None else RecordColumns._make(columns)
 
 
-def _decode_general_columns(data: bytes, start: int, header: BatchHeader) -> RecordColumns:
-    """Decode the records of the validated batch at data[start:] one by one, validating every field."""
+def _decode_general_columns(data: bytes, pos: int, end: int, header: BatchHeader) -> RecordColumns:
+    """Decode the records of ``header``'s batch, data[pos:end], one by one, validating every field."""
     count = header.record_count
-    end = start + LOG_OVERHEAD + header.batch_length
     if count < 0:
         raise InvalidRecordError(f"negative record count {count}")
     base_offset = header.base_offset
     base_timestamp, log_append = _timestamp_base(header)
     columns = RecordColumns([], [], [], [], [])
     add_offset, add_timestamp, add_key, add_value, add_headers = (column.append for column in columns)
-    pos = start + HEADER_SIZE
     for index in range(count):
         if pos >= end:
             raise InvalidRecordError(f"batch holds {index} records, its header says {count}")
@@ -518,7 +543,8 @@ def _encode_headers(headers: Sequence[Header | tuple[str, bytes | None]]) -> byt
 
 
 class BatchBuilder:
-    """Builds one uncompressed v2 batch (the client side).
+    """Builds one v2 batch (the client side), its records compressed with ``compression`` (a codec id of
+    protocol.compression; 0, none, by default).
 
     Records get consecutive offset deltas from 0. The batch's base timestamp is ``base_timestamp``
     if given, else the first record's timestamp; maxTimestamp is the largest record timestamp.
@@ -529,6 +555,7 @@ class BatchBuilder:
         "_base_sequence",
         "_base_timestamp",
         "_body",
+        "_compression",
         "_count",
         "_max_timestamp",
         "_partition_leader_epoch",
@@ -544,9 +571,13 @@ class BatchBuilder:
         producer_epoch: int = -1,
         base_sequence: int = NO_SEQUENCE,
         base_timestamp: int | None = None,
+        compression: int = NONE,
     ) -> None:
         if base_timestamp is not None:
             _check_int64("base_timestamp", base_timestamp)
+        if not NONE <= compression <= _MAX_CODEC:
+            raise ValueError(f"no compression codec {compression}")
+        self._compression = compression
         self._base_offset = base_offset
         self._partition_leader_epoch = partition_leader_epoch
         self._producer_id = producer_id
@@ -618,7 +649,7 @@ class BatchBuilder:
         self._base_sequence = base_sequence
 
     def size_in_bytes(self) -> int:
-        """Exact size in bytes of the batch build() would return now."""
+        """Exact size in bytes of the batch build() would return now, before compression."""
         return HEADER_SIZE + len(self._body)
 
     def __len__(self) -> int:
@@ -629,7 +660,7 @@ class BatchBuilder:
         if not self._count:
             raise ValueError("cannot build an empty record batch")
         out = bytearray(HEADER_SIZE)
-        out += self._body
+        out += compress(self._compression, self._body) if self._compression else self._body
         _HEADER.pack_into(
             out,
             0,
@@ -638,7 +669,7 @@ class BatchBuilder:
             self._partition_leader_epoch,
             MAGIC,
             0,
-            0,  # attributes: no compression, create time, not transactional, not control
+            self._compression,  # attributes: the codec, create time, not transactional, not control
             self._count - 1,
             self._base_timestamp,
             self._max_timestamp,

@@ -7,13 +7,16 @@ import signal
 import socket
 import subprocess
 import uuid
-from collections.abc import Iterator
+from collections import Counter
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from kafka import KafkaProducer
 
+from protocol.history import OK, HistoryWriter, Outcome
 from tests.polling import wait_for
 from zk.server import free_port
 
@@ -100,3 +103,23 @@ def _wait_listening(broker: KafkaBroker) -> None:
     wait_for(listening, lambda: f"Kafka to listen on port {broker.port}:\n{broker.output.read_text()[-3000:]}",
              timeout_s=START_TIMEOUT_S, interval_s=0.2)
 
+
+
+def send_recorded(bootstrap: str, history: HistoryWriter, topic: str, records: Iterable[tuple[int, bytes, bytes]],
+                  **producer_options: object) -> Counter[int]:
+    """Send (partition, key, value) records with Kafka's Python client (acks=all, linger.ms 5, ``producer_options``),
+    wait for every acknowledgement and write each to the history; the records acknowledged per partition."""
+    producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=5, request_timeout_ms=30_000,
+                             **producer_options)
+    try:
+        sent = [(key, value, producer.send(topic, key=key, value=value, partition=partition))
+                for partition, key, value in records]
+        producer.flush(timeout=60)
+        counts: Counter[int] = Counter()
+        for key, value, future in sent:
+            metadata = future.get(timeout=60)
+            history.write(Outcome(topic, metadata.partition, metadata.offset, key, value, OK))
+            counts[metadata.partition] += 1
+        return counts
+    finally:
+        producer.close()

@@ -8,6 +8,9 @@ from dataclasses import dataclass
 
 NEVER = 2**63 - 1  # Kafka's Long.MAX_VALUE: "no limit"
 
+#: compression.type's values: keep the producer's codec, store uncompressed, or recompress with a codec.
+COMPRESSION_TYPES = ("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd")
+
 
 class LogConfigError(ValueError):
     """A log property with a bad name or value."""
@@ -32,6 +35,7 @@ class LogConfig:
     max_message_bytes: int = 1024 * 1024 + 12
     min_insync_replicas: int = 1
     unclean_leader_election_enable: bool = False
+    compression_type: str = "producer"
 
     @classmethod
     def from_broker_properties(cls, props: Mapping[str, str]) -> LogConfig:
@@ -80,6 +84,12 @@ class LogConfig:
 
 
 def _parse(name: str, text: str, source: str) -> object:
+    if name == "compression_type":
+        lowered = text.strip().lower()
+        if lowered not in COMPRESSION_TYPES:
+            raise LogConfigError(f"{_display(name, source)} must be one of {', '.join(COMPRESSION_TYPES)}, "
+                                 f"got {text!r}")
+        return lowered
     if name == "unclean_leader_election_enable":
         lowered = text.strip().lower()
         if lowered not in ("true", "false"):
@@ -109,6 +119,7 @@ TOPIC_NAMES: dict[str, str] = {
     "max.message.bytes": "max_message_bytes",
     "min.insync.replicas": "min_insync_replicas",
     "unclean.leader.election.enable": "unclean_leader_election_enable",
+    "compression.type": "compression_type",
 }
 
 # Broker-level property -> field (the server.properties names that give the defaults).
@@ -124,4 +135,5 @@ BROKER_NAMES: dict[str, str] = {
     "message.max.bytes": "max_message_bytes",
     "min.insync.replicas": "min_insync_replicas",
     "unclean.leader.election.enable": "unclean_leader_election_enable",
+    "compression.type": "compression_type",
 }

@@ -9,11 +9,11 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-from kafka import KafkaAdminClient, KafkaProducer
+from kafka import KafkaAdminClient
 from kafka.admin import NewTopic
 
-from protocol.history import OK, HistoryWriter, Outcome
-from tests.kafka_broker import kafka_broker
+from protocol.history import HistoryWriter
+from tests.kafka_broker import kafka_broker, send_recorded
 from verifier import verify
 from zk.server import ZooKeeperServer
 
@@ -29,21 +29,9 @@ def _produce(bootstrap: str, history: Path) -> dict[int, int]:
         admin.create_topics([NewTopic(TOPIC, 2, 1, topic_configs={"segment.bytes": "16384"})])
     finally:
         admin.close()
-    producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=5, request_timeout_ms=30_000)
-    try:
-        sent = [(i, producer.send(TOPIC, key=f"k{i}".encode(), value=f"value-{i}".encode() * 3, partition=i % 2))
-                for i in range(RECORDS)]
-        producer.flush(timeout=60)
-        counts = {0: 0, 1: 0}
-        with HistoryWriter(history) as writer:
-            for i, future in sent:
-                metadata = future.get(timeout=60)
-                writer.write(Outcome(TOPIC, metadata.partition, metadata.offset, f"k{i}".encode(),
-                                     f"value-{i}".encode() * 3, OK))
-                counts[metadata.partition] += 1
-        return counts
-    finally:
-        producer.close()
+    with HistoryWriter(history) as writer:
+        return send_recorded(bootstrap, writer, TOPIC, ((i % 2, f"k{i}".encode(), f"value-{i}".encode() * 3)
+                                                        for i in range(RECORDS)))
 
 
 async def test_a_real_kafka_brokers_log_directory_verifies_clean(zookeeper: ZooKeeperServer, spark: Any,

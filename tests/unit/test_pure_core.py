@@ -19,6 +19,7 @@ PURE_MODULES = [
     "broker/log/config.py",
     "broker/log/producer_state.py",
     "broker/log/results.py",
+    "broker/log/validator.py",
     "broker/replication/fetch_session.py",
     "broker/replication/partition.py",
     "broker/replication/partition_log.py",

@@ -19,6 +19,7 @@ import aiokafka
 import kafka
 import pytest
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource
 
 from client.cluster import ClusterState
 from protocol.consumer_offsets import OFFSETS_TOPIC, partition_for
@@ -59,6 +60,20 @@ ALL_COMMITTED = {p: RECORDS // PARTITIONS for p in range(PARTITIONS)}
 
 
 # ------------------------------------------------------------------------------------------------ confluent-kafka
+
+
+def test_a_brokers_group_settings_show_in_describe_configs(cluster: ClusterState) -> None:
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+    [described] = admin.describe_configs([ConfigResource("broker", "2")]).values()
+    entries = described.result(TIMEOUT_S)
+    shown = {name: (entries[name].value, entries[name].source) for name in (
+        "offsets.topic.num.partitions", "offsets.topic.replication.factor", "group.initial.rebalance.delay.ms",
+        "group.min.session.timeout.ms", "offsets.retention.minutes")}
+    given, default = ConfigSource.STATIC_BROKER_CONFIG.value, ConfigSource.DEFAULT_CONFIG.value
+    assert shown == {"offsets.topic.num.partitions": (str(OFFSETS_PARTITIONS), given),
+                     "offsets.topic.replication.factor": ("3", given), "group.initial.rebalance.delay.ms": ("0", given),
+                     "group.min.session.timeout.ms": ("6000", default), "offsets.retention.minutes": ("10080", default)}
+    del admin  # librdkafka's client threads end with the last reference
 
 
 def _poll_values(consumer: Consumer, count: int) -> list[bytes]:

@@ -23,6 +23,7 @@ PURE_MODULES = [
     "broker/replication/partition.py",
     "broker/replication/partition_log.py",
     "broker/replication/truncation.py",
+    "client/group/descriptions.py",
     "client/group/heartbeat.py",
     "client/group/offsets.py",
     "controller/assignment.py",

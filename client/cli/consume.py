@@ -1,4 +1,4 @@
-"""`minikafka consume`: print a topic's records."""
+"""`minikafka consume`: print a topic's records, from the partitions or as a member of a group."""
 
 from __future__ import annotations
 
@@ -46,10 +46,14 @@ async def _consume(
     as_json: bool,
     config: dict[str, Any],
 ) -> int:
-    """Print records until max_messages or timeout_ms without a record; return how many were printed."""
+    """Print records until max_messages or timeout_ms without a record; return how many were printed. With a
+    group_id in `config`, as a member of that group: from its committed offsets (else from the end, or the
+    beginning with from_beginning), committing what was printed."""
     count = 0
     async with Consumer(bootstrap, **({"client_id": "minikafka-cli"} | config)) as consumer:
-        if partition is None:
+        if "group_id" in config:
+            consumer.subscribe([topic])
+        elif partition is None:
             await consumer.metadata.refresh([topic])
             partitions = consumer.metadata.partitions(topic)
             if not partitions:
@@ -59,7 +63,9 @@ async def _consume(
             consumer.assign([(topic, p.partition) for p in partitions])
         else:
             consumer.assign([(topic, partition)])
-        if from_beginning:
+        if "group_id" in config:
+            pass  # positions come from the group's committed offsets, or auto_offset_reset
+        elif from_beginning:
             await consumer.seek_to_beginning()
         elif offset is not None and partition is not None:
             consumer.seek((topic, partition), offset)
@@ -90,6 +96,9 @@ async def _consume(
 @click.option("--max-messages", type=click.IntRange(min=1), help="Stop after this many records.")
 @click.option("--timeout-ms", type=click.IntRange(min=0), help="Stop when no record arrived for this long.")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per record.")
+@click.option("--group", metavar="GROUP",
+              help="Consume as a member of GROUP (subscribe): start at its committed offsets (else at the end, or "
+                   "the beginning with --from-beginning) and commit what was read.")
 @client_config_options("consumer")
 @client_options
 def consume_command(
@@ -100,19 +109,26 @@ def consume_command(
     max_messages: int | None,
     timeout_ms: int | None,
     as_json: bool,
+    group: str | None,
     consumer_config_file: Path | None,
     consumer_properties: dict[str, str],
     bootstrap_server: str | None,
     directory: Path,
 ) -> None:
-    """Print the records of TOPIC, one per line (the value, or JSON with --json).
+    """Print the records of TOPIC, one per line (the value, or JSON with --json). With --group (or group.id in
+    the consumer configs), as a member of that consumer group.
 
     An error is reported on stderr with Kafka's error name, and the exit status is then 1."""
     if from_beginning and offset is not None:
         raise click.UsageError("--from-beginning and --offset exclude each other")
     if offset is not None and partition is None:
         raise click.UsageError("--offset needs --partition")
-    config = client_config("consumer", consumer_config_file, consumer_properties, {})
+    config = client_config("consumer", consumer_config_file, consumer_properties, {"group_id": group})
+    if "group_id" in config:
+        if partition is not None:
+            raise click.UsageError("--partition and --group exclude each other: the group assigns the partitions")
+        if from_beginning:
+            config["auto_offset_reset"] = "earliest"
     bootstrap = resolve_bootstrap(bootstrap_server, directory)
     with show_client_warnings():
         count = run(_consume(bootstrap, topic, partition, from_beginning, offset, max_messages, timeout_ms, as_json,

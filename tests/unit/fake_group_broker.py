@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import msgpack
+import pytest
 
 from client.metadata import ClusterMetadata
 from protocol.apis.fetch import FetchPartitionResponse, FetchRequest, FetchResponse
@@ -229,20 +230,17 @@ class FakeGroupBroker:
         return OffsetFetchResponse(groups=groups)
 
     async def _fetch(self, request: FetchRequest) -> FetchResponse:
-        topics = []
-        found = False
-        for topic in request.topics:
-            results = []
-            for p in topic.partitions:
-                tp = TopicPartition(topic.name, p.partition)
-                records = b"".join(b for b in self.batches[tp] if read_header(b).next_offset > p.fetch_offset)
-                found = found or bool(records)
-                results.append(FetchPartitionResponse(partition=p.partition, error_code=ErrorCode.NONE,
-                                                      high_watermark=self.end_offset(tp), records=records))
-            topics.append(Topic(name=topic.name, partitions=results))
-        if not found:
+        """Every batch at or after the fetch offset; a fetch that finds nothing waits a little, as a long poll."""
+        topics = [Topic(name=t.name, partitions=[self._fetched(TopicPartition(t.name, p.partition), p.fetch_offset)
+                                                 for p in t.partitions]) for t in request.topics]
+        if not any(p.records for t in topics for p in t.partitions):
             await asyncio.sleep(min(request.max_wait_ms, 20) / 1000)
         return FetchResponse(error_code=0, topics=topics)
+
+    def _fetched(self, tp: TopicPartition, offset: int) -> FetchPartitionResponse:
+        records = b"".join(b for b in self.batches[tp] if read_header(b).next_offset > offset)
+        return FetchPartitionResponse(partition=tp.partition, error_code=ErrorCode.NONE,
+                                      high_watermark=self.end_offset(tp), records=records)
 
     def _list_offsets(self, request: ListOffsetsRequest) -> ListOffsetsResponse:
         return ListOffsetsResponse(topics=[Topic(name=t.name, partitions=[ListOffsetsPartitionResponse(
@@ -293,6 +291,12 @@ class FakeConnection:
 
     async def close(self) -> None:
         self.closed = True
+
+
+def use_fake_broker(monkeypatch: pytest.MonkeyPatch, module: str, broker: FakeGroupBroker) -> None:
+    """Every ClusterMetadata `module` makes (client.consumer, client.admin) talks to `broker`."""
+    monkeypatch.setattr(f"{module}.ClusterMetadata",
+                        lambda bootstrap, **options: FakeClusterMetadata(broker, bootstrap, **options))
 
 
 class FakeClusterMetadata(ClusterMetadata):

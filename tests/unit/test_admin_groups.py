@@ -9,7 +9,6 @@ from collections.abc import Iterator
 
 import pytest
 
-import client.admin
 from client.admin import Admin, AdminError
 from client.group.offsets import OffsetAndMetadata
 from protocol.apis.group_admin import (
@@ -31,14 +30,13 @@ from protocol.apis.shapes import Topic
 from protocol.consumer_protocol import Assignment, encode_assignment
 from protocol.errors import ErrorCode
 from protocol.topic_partition import TopicPartition as TP
-from tests.unit.fake_group_broker import BOOTSTRAP, Committed, FakeClusterMetadata, FakeGroupBroker
+from tests.unit.fake_group_broker import BOOTSTRAP, Committed, FakeGroupBroker, use_fake_broker
 
 
 @pytest.fixture
 def broker(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeGroupBroker]:
     fake = FakeGroupBroker(topics={"t": 2})
-    monkeypatch.setattr(client.admin, "ClusterMetadata",
-                        lambda bootstrap, **options: FakeClusterMetadata(fake, bootstrap, **options))
+    use_fake_broker(monkeypatch, "client.admin", fake)
     yield fake
 
 

@@ -9,14 +9,13 @@ from collections.abc import Iterator
 
 import pytest
 
-import client.consumer
 from client.consumer import Consumer
 from client.group.offsets import OffsetAndMetadata
 from protocol.apis.group_offsets import OffsetCommitRequest
 from protocol.apis.groups import LeaveGroupRequest
 from protocol.topic_partition import TopicPartition as TP
 from tests.polling import poll_records
-from tests.unit.fake_group_broker import BOOTSTRAP, Committed, FakeClusterMetadata, FakeGroupBroker
+from tests.unit.fake_group_broker import BOOTSTRAP, Committed, FakeGroupBroker, use_fake_broker
 
 FAST = {"heartbeat_interval_ms": 20, "session_timeout_ms": 400, "retry_backoff_ms": 10, "fetch_max_wait_ms": 20}
 
@@ -25,8 +24,7 @@ FAST = {"heartbeat_interval_ms": 20, "session_timeout_ms": 400, "retry_backoff_m
 def broker(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeGroupBroker]:
     """The broker every Consumer made in the test talks to."""
     fake = FakeGroupBroker(topics={"t": 2})
-    monkeypatch.setattr(client.consumer, "ClusterMetadata",
-                        lambda bootstrap, **options: FakeClusterMetadata(fake, bootstrap, **options))
+    use_fake_broker(monkeypatch, "client.consumer", fake)
     yield fake
 
 

@@ -89,6 +89,14 @@ async def poll(group: ConsumerCoordinator, ms: float = 2000) -> bool:
     return await group.poll(group._clock() + ms)
 
 
+async def joined(broker: FakeGroupBroker, **options: Any) -> tuple[ConsumerCoordinator, Partitions, Recorder]:
+    """A member that has joined, with a listener recording its callbacks."""
+    listener = Recorder()
+    group, partitions = member(broker, listener=listener, **options)
+    assert await poll(group)
+    return group, partitions, listener
+
+
 async def test_a_first_join_is_asked_for_a_member_id_and_joins_with_it():
     broker = FakeGroupBroker(topics={"t": 3})
     group, partitions = member(broker, strategy=("range", "roundrobin"), max_poll_interval_ms=60000)
@@ -120,8 +128,7 @@ async def test_the_leader_assigns_every_member_with_the_chosen_assignor():
 async def test_a_follower_sends_no_assignment_and_takes_its_own():
     broker = FakeGroupBroker(topics={"t": 2}, leader="the-leader")
     broker.assignments = {"member-0": encode_assignment(Assignment((TP("t", 1),)))}
-    group, partitions = member(broker)
-    assert await poll(group)
+    group, partitions, _ = await joined(broker)
     [sync] = broker.sent(SyncGroupRequest)
     assert sync.assignments == [] and sync.protocol_name == "range"
     assert partitions.held == [TP("t", 1)] and not group.is_leader
@@ -130,8 +137,7 @@ async def test_a_follower_sends_no_assignment_and_takes_its_own():
 
 async def test_heartbeats_keep_going_between_polls():
     broker = FakeGroupBroker(topics={"t": 1})
-    group, _ = member(broker)
-    assert await poll(group)
+    group, _, _ = await joined(broker)
     await eventually(lambda: len(broker.sent(HeartbeatRequest)) >= 5, "five heartbeats")
     assert {(h.generation_id, h.member_id) for h in broker.sent(HeartbeatRequest)} == {(1, "member-0")}
     await group.close()
@@ -139,9 +145,7 @@ async def test_heartbeats_keep_going_between_polls():
 
 async def test_a_rebalance_seen_in_a_heartbeat_revokes_everything_and_rejoins_with_the_member_id():
     broker = FakeGroupBroker(topics={"t": 2})
-    listener = Recorder()
-    group, partitions = member(broker, listener=listener)
-    assert await poll(group)
+    group, partitions, listener = await joined(broker)
     broker.script(HeartbeatRequest, ErrorCode.REBALANCE_IN_PROGRESS)
     await eventually(lambda: group.rejoin_needed_or_pending(), "the rebalance noticed")
     assert await poll(group)
@@ -154,9 +158,7 @@ async def test_a_rebalance_seen_in_a_heartbeat_revokes_everything_and_rejoins_wi
 
 async def test_an_unknown_member_loses_its_partitions_and_joins_again_without_an_id():
     broker = FakeGroupBroker(topics={"t": 1})
-    listener = Recorder()
-    group, _ = member(broker, listener=listener)
-    assert await poll(group)
+    group, _, listener = await joined(broker)
     broker.script(HeartbeatRequest, ErrorCode.UNKNOWN_MEMBER_ID)
     await eventually(lambda: group.state is MemberState.UNJOINED, "the generation reset")
     assert await poll(group)
@@ -168,8 +170,7 @@ async def test_an_unknown_member_loses_its_partitions_and_joins_again_without_an
 async def test_an_illegal_generation_from_sync_group_rejoins_keeping_the_member_id():
     broker = FakeGroupBroker(topics={"t": 1})
     broker.script(SyncGroupRequest, ErrorCode.ILLEGAL_GENERATION)
-    group, partitions = member(broker)
-    assert await poll(group)
+    group, partitions, _ = await joined(broker)
     assert [j.member_id for j in broker.sent(JoinGroupRequest)] == ["", "member-0", "member-0"]
     assert partitions.held == [TP("t", 0)] and group.generation.generation_id == 2
     await group.close()
@@ -179,8 +180,7 @@ async def test_a_moved_coordinator_is_looked_for_again():
     broker = FakeGroupBroker(topics={"t": 1})
     broker.script(JoinGroupRequest, ErrorCode.NOT_COORDINATOR)
     broker.script(FindCoordinatorRequest, None, ErrorCode.COORDINATOR_NOT_AVAILABLE)
-    group, _ = member(broker)
-    assert await poll(group)
+    group, _, _ = await joined(broker)
     assert len(broker.sent(FindCoordinatorRequest)) == 3
     assert group.state is MemberState.STABLE
     await group.close()
@@ -219,8 +219,7 @@ async def test_a_poll_gives_up_waiting_for_the_join_at_its_deadline_and_the_next
 
 async def test_commits_carry_the_generation_and_the_offsets_as_given():
     broker = FakeGroupBroker(topics={"t": 2})
-    group, _ = member(broker, enable_auto_commit=False)
-    assert await poll(group)
+    group, _, _ = await joined(broker, enable_auto_commit=False)
     await group.commit_sync({TP("t", 0): OffsetAndMetadata(5, 3, "meta"), TP("t", 1): OffsetAndMetadata(7)},
                             group._clock() + 1000)
     [commit] = broker.sent(OffsetCommitRequest)
@@ -234,8 +233,7 @@ async def test_commits_carry_the_generation_and_the_offsets_as_given():
 
 async def test_retriable_commit_errors_are_retried_and_the_others_raised():
     broker = FakeGroupBroker(topics={"t": 1})
-    group, _ = member(broker, enable_auto_commit=False)
-    assert await poll(group)
+    group, _, _ = await joined(broker, enable_auto_commit=False)
     broker.script(OffsetCommitRequest, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.NOT_COORDINATOR)
     await group.commit_sync({TP("t", 0): OffsetAndMetadata(1)}, group._clock() + 2000)
     assert len(broker.sent(OffsetCommitRequest)) == 3
@@ -247,8 +245,7 @@ async def test_retriable_commit_errors_are_retried_and_the_others_raised():
 
 async def test_a_commit_of_a_member_dropped_from_its_generation_fails_and_rejoins():
     broker = FakeGroupBroker(topics={"t": 1})
-    group, _ = member(broker, enable_auto_commit=False)
-    assert await poll(group)
+    group, _, _ = await joined(broker, enable_auto_commit=False)
     broker.script(OffsetCommitRequest, ErrorCode.ILLEGAL_GENERATION)
     with pytest.raises(CommitFailedError):
         await group.commit_sync({TP("t", 0): OffsetAndMetadata(1)}, group._clock() + 1000)
@@ -260,8 +257,7 @@ async def test_a_commit_of_a_member_dropped_from_its_generation_fails_and_rejoin
 
 async def test_an_asynchronous_commit_calls_back_with_its_outcome():
     broker = FakeGroupBroker(topics={"t": 1})
-    group, _ = member(broker, enable_auto_commit=False)
-    assert await poll(group)
+    group, _, _ = await joined(broker, enable_auto_commit=False)
     outcomes: list[tuple[dict, Exception | None]] = []
     broker.script(OffsetCommitRequest, ErrorCode.NONE, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
     first = group.commit_async({TP("t", 0): OffsetAndMetadata(3)}, lambda o, e: outcomes.append((dict(o), e)))
@@ -274,8 +270,7 @@ async def test_an_asynchronous_commit_calls_back_with_its_outcome():
 
 async def test_consumed_offsets_are_committed_every_interval_and_before_a_rebalance():
     broker = FakeGroupBroker(topics={"t": 1})
-    group, partitions = member(broker, auto_commit_interval_ms=50)
-    assert await poll(group)
+    group, partitions, _ = await joined(broker, auto_commit_interval_ms=50)
     partitions.consumed = {TP("t", 0): OffsetAndMetadata(10, 0)}
     await asyncio.sleep(0.06)
     assert await poll(group)
@@ -292,9 +287,7 @@ async def test_consumed_offsets_are_committed_every_interval_and_before_a_rebala
 
 async def test_close_commits_gives_up_the_partitions_and_leaves():
     broker = FakeGroupBroker(topics={"t": 1})
-    listener = Recorder()
-    group, partitions = member(broker, listener=listener)
-    assert await poll(group)
+    group, partitions, listener = await joined(broker)
     partitions.consumed = {TP("t", 0): OffsetAndMetadata(4)}
     await group.close()
     kinds = [type(r).__name__ for r in broker.requests if not isinstance(r, HeartbeatRequest)]
@@ -305,8 +298,7 @@ async def test_close_commits_gives_up_the_partitions_and_leaves():
 
 async def test_a_static_member_joins_with_its_instance_id_and_does_not_leave_on_close():
     broker = FakeGroupBroker(topics={"t": 1})
-    group, _ = member(broker, group_instance_id="instance-1")
-    assert await poll(group)
+    group, _, _ = await joined(broker, group_instance_id="instance-1")
     assert [(j.member_id, j.group_instance_id) for j in broker.sent(JoinGroupRequest)] == [("", "instance-1")]
     await group.close()
     assert broker.sent(LeaveGroupRequest) == []
@@ -314,9 +306,7 @@ async def test_a_static_member_joins_with_its_instance_id_and_does_not_leave_on_
 
 async def test_a_member_that_stops_polling_leaves_the_group_and_rejoins_at_its_next_poll():
     broker = FakeGroupBroker(topics={"t": 1})
-    listener = Recorder()
-    group, _ = member(broker, listener=listener, max_poll_interval_ms=150)
-    assert await poll(group)
+    group, _, listener = await joined(broker, max_poll_interval_ms=150)
     await eventually(lambda: broker.sent(LeaveGroupRequest), "the member leaving")
     assert group.state is MemberState.UNJOINED
     assert await poll(group)
@@ -326,8 +316,7 @@ async def test_a_member_that_stops_polling_leaves_the_group_and_rejoins_at_its_n
 
 async def test_a_silent_coordinator_ends_the_session_and_is_looked_for_again():
     broker = FakeGroupBroker(topics={"t": 1})
-    group, _ = member(broker)
-    assert await poll(group)
+    group, _, _ = await joined(broker)
     broker.down = True
     await eventually(lambda: group.coordinator is None, "the coordinator given up")
     broker.down = False
@@ -352,8 +341,7 @@ async def test_a_failing_callback_is_raised_once_the_assignment_is_applied():
 
 async def test_the_leader_rejoins_when_its_topics_gain_partitions_and_everyone_when_the_subscription_changes():
     broker = FakeGroupBroker(topics={"t": 2, "u": 1})
-    group, partitions = member(broker, metadata_max_age_ms=0)
-    assert await poll(group)
+    group, partitions, _ = await joined(broker, metadata_max_age_ms=0)
     broker.topics["t"] = 3
     assert await poll(group)
     assert partitions.held == [TP("t", 0), TP("t", 1), TP("t", 2)] and group.generation.generation_id == 2

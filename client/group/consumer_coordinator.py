@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Protocol
 
 from client.assignors.base import Assignor, Member, RebalanceProtocol
+from client.assignors.sticky import COOPERATIVE_STICKY
 from client.group.cluster_view import ClusterView
 from client.group.config import GroupConfig
 from client.group.member import Generation, GroupMember, MemberState, is_retriable, monotonic_ms
@@ -43,9 +44,6 @@ from transport.connection import KafkaConnectionError
 
 log = logging.getLogger(__name__)
 
-#: An assignor that may move a partition between members in one rebalance even under the COOPERATIVE protocol (it
-#: holds the moved partition back itself until its owner has given it up).
-COOPERATIVE_STICKY = "cooperative-sticky"
 #: How often the leader looks again for a subscribed topic it found no partitions of.
 _MISSING_TOPIC_REFRESH_MS = 1000
 
@@ -261,7 +259,7 @@ class ConsumerCoordinator(GroupMember):
         partitions_per_topic = self._metadata_snapshot()
         assignments = assignor.assign(partitions_per_topic, group)
         if self.protocol is RebalanceProtocol.COOPERATIVE and assignor.name != COOPERATIVE_STICKY:
-            _check_cooperative(group, assignments)
+            _check_cooperative(group, assignments)  # cooperative-sticky holds moved partitions back itself
         unassigned = sorted(self._group_topics - {tp.topic for tps in assignments.values() for tp in tps})
         if unassigned:
             log.warning("group %s: no member was assigned a partition of %s", self.config.group_id,

@@ -1,13 +1,14 @@
 """A consumer's group membership (client/group/) against a stand-in coordinator (tests/unit/fake_group_broker.py):
 joining (a member id asked for first), the leader's assignment, following; heartbeats; rejoining on
 REBALANCE_IN_PROGRESS, ILLEGAL_GENERATION and UNKNOWN_MEMBER_ID, finding a moved coordinator; the rebalance
-callbacks; commits (synchronous, asynchronous, automatic, before a rebalance) and their errors; leaving on close
-(not as a static member), when the application stops polling, and the session given up when the coordinator goes
-silent."""
+callbacks, under the EAGER protocol and the COOPERATIVE one; commits (synchronous, asynchronous, automatic, before a
+rebalance) and their errors; leaving on close (not as a static member), when the application stops polling, and the
+session given up when the coordinator goes silent."""
 
 from __future__ import annotations
 
 import asyncio
+import struct
 from typing import Any
 
 import pytest
@@ -349,4 +350,25 @@ async def test_the_leader_rejoins_when_its_topics_gain_partitions_and_everyone_w
     assert await poll(group)
     assert decode_subscription(broker.sent(JoinGroupRequest)[-1].protocols[0].metadata).topics == ("t", "u")
     assert partitions.held == [TP("t", 0), TP("t", 1), TP("t", 2), TP("u", 0)]
+    await group.close()
+
+
+async def test_a_cooperative_member_gives_up_only_the_partitions_moving_away_then_rejoins():
+    broker = FakeGroupBroker(topics={"t": 4})
+    group, partitions, listener = await joined(broker, strategy=("cooperative-sticky",))
+    newcomer = Subscription(("t",), struct.pack(">i", -1))
+    broker.other_members = [JoinGroupMember(member_id="newcomer", metadata=encode_subscription(newcomer))]
+    broker.script(HeartbeatRequest, ErrorCode.REBALANCE_IN_PROGRESS)
+    await eventually(lambda: group.rejoin_needed_or_pending(), "the rebalance noticed")
+    assert await poll(group)
+    first, second = broker.sent(SyncGroupRequest)[1:]
+    owned = decode_subscription(broker.sent(JoinGroupRequest)[2].protocols[0].metadata).owned_partitions
+    assert owned == (TP("t", 0), TP("t", 1), TP("t", 2), TP("t", 3))
+    assert {a.member_id: decode_assignment(a.assignment).partitions for a in first.assignments} == {
+        "member-0": (TP("t", 0), TP("t", 1)), "newcomer": ()}
+    assert {a.member_id: decode_assignment(a.assignment).partitions for a in second.assignments} == {
+        "member-0": (TP("t", 0), TP("t", 1)), "newcomer": (TP("t", 2), TP("t", 3))}
+    assert listener.calls == [("assigned", ["t-0", "t-1", "t-2", "t-3"]), ("revoked", ["t-2", "t-3"]),
+                              ("assigned", []), ("assigned", [])]
+    assert partitions.held == [TP("t", 0), TP("t", 1)] and group.generation.generation_id == 3
     await group.close()

@@ -14,6 +14,7 @@ ROOT = Path(__file__).resolve().parents[2]
 PROJECT_PACKAGES = ("protocol", "zk", "transport", "broker", "controller", "client", "verifier", "bench")
 PURE_PACKAGES = ["protocol", "broker/coordinator/group", "client/assignors"]
 PURE_MODULES = [
+    "broker/coordinator/config.py",
     "broker/listeners.py",
     "broker/isr_changes.py",
     "broker/log/config.py",

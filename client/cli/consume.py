@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import signal
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -46,46 +50,65 @@ async def _consume(
     as_json: bool,
     config: dict[str, Any],
 ) -> int:
-    """Print records until max_messages or timeout_ms without a record; return how many were printed. With a
-    group_id in `config`, as a member of that group: from its committed offsets (else from the end, or the
-    beginning with from_beginning), committing what was printed."""
+    """Print records until max_messages, timeout_ms without a record, or SIGTERM; return how many were printed.
+    With a group_id in `config`, as a member of that group: from its committed offsets (else from the end, or the
+    beginning with from_beginning), committing what was printed, and leaving the group at the end."""
     count = 0
     async with Consumer(bootstrap, **({"client_id": "minikafka-cli"} | config)) as consumer:
         if "group_id" in config:
             consumer.subscribe([topic])
-        elif partition is None:
-            await consumer.metadata.refresh([topic])
-            partitions = consumer.metadata.partitions(topic)
-            if not partitions:
-                error = consumer.metadata.topic_errors.get(topic)
-                reason = error.name if error else "no partitions"
-                raise click.ClickException(f"cannot consume topic {topic!r}: {reason}")
-            consumer.assign([(topic, p.partition) for p in partitions])
         else:
-            consumer.assign([(topic, partition)])
-        if "group_id" in config:
-            pass  # positions come from the group's committed offsets, or auto_offset_reset
-        elif from_beginning:
-            await consumer.seek_to_beginning()
-        elif offset is not None and partition is not None:
-            consumer.seek((topic, partition), offset)
-        else:
-            await consumer.seek_to_end()
+            await _assign(consumer, topic, partition, from_beginning, offset)
         last_record = time.monotonic()
-        while max_messages is None or count < max_messages:
-            wait_ms = 1000
-            if timeout_ms is not None:
-                wait_ms = int(timeout_ms - (time.monotonic() - last_record) * 1000)
-                if wait_ms <= 0:
-                    break
-            limit = 500 if max_messages is None else max_messages - count
-            records = await consumer.poll(timeout_ms=wait_ms, max_records=limit)
-            for record in records:
-                click.echo(record_json(record) if as_json else text(record.value) or "")
-            if records:
-                count += len(records)
-                last_record = time.monotonic()
+        with _stop_on_sigterm() as stopping:
+            while (max_messages is None or count < max_messages) and not stopping.is_set():
+                wait_ms = 1000
+                if timeout_ms is not None:
+                    wait_ms = int(timeout_ms - (time.monotonic() - last_record) * 1000)
+                    if wait_ms <= 0:
+                        break
+                limit = 500 if max_messages is None else max_messages - count
+                records = await consumer.poll(timeout_ms=wait_ms, max_records=limit)
+                for record in records:
+                    click.echo(record_json(record) if as_json else text(record.value) or "")
+                if records:
+                    count += len(records)
+                    last_record = time.monotonic()
     return count
+
+
+async def _assign(consumer: Consumer, topic: str, partition: int | None, from_beginning: bool,
+                  offset: int | None) -> None:
+    """Read the partition, or every partition of the topic, from the beginning, an offset, or the end."""
+    if partition is None:
+        await consumer.metadata.refresh([topic])
+        partitions = consumer.metadata.partitions(topic)
+        if not partitions:
+            error = consumer.metadata.topic_errors.get(topic)
+            reason = error.name if error else "no partitions"
+            raise click.ClickException(f"cannot consume topic {topic!r}: {reason}")
+        consumer.assign([(topic, p.partition) for p in partitions])
+    else:
+        consumer.assign([(topic, partition)])
+    if from_beginning:
+        await consumer.seek_to_beginning()
+    elif offset is not None and partition is not None:
+        consumer.seek((topic, partition), offset)
+    else:
+        await consumer.seek_to_end()
+
+
+@contextmanager
+def _stop_on_sigterm() -> Iterator[asyncio.Event]:
+    """An event SIGTERM sets while the block runs (the consumer then stops and closes, as Kafka's console consumer
+    does on SIGTERM: it commits and leaves its group)."""
+    stopping = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    loop.add_signal_handler(signal.SIGTERM, stopping.set)
+    try:
+        yield stopping
+    finally:
+        loop.remove_signal_handler(signal.SIGTERM)
 
 
 @click.command("consume")

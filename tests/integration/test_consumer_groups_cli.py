@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import subprocess
-import sys
 import time
 import uuid
 from datetime import UTC, datetime
@@ -17,7 +15,7 @@ from datetime import UTC, datetime
 from client.admin import Admin
 from client.cluster import ClusterState
 from protocol.apis.offsets import LATEST_TIMESTAMP
-from tests.integration.clusterutil import PROJECT_ROOT, cli, cluster_fixture, create_topic, produce_values
+from tests.integration.clusterutil import cli, cluster_fixture, consume_in_group, create_topic, produce_values
 from tests.kafka_broker import GROUP_TOOL, kafka_tool
 from tests.polling import wait_for
 
@@ -52,22 +50,13 @@ def cells(text: str, header: list[str]) -> list[tuple[str, ...]]:
     return sorted(tuple(rest[i:i + len(header)]) for i in range(0, len(rest), len(header)))
 
 
-def member_process(cluster: ClusterState, group: str, topic: str, client_id: str) -> subprocess.Popen[str]:
-    """`minikafka consume TOPIC --group GROUP` in a process of its own, committing every half second."""
-    properties = {"client.id": client_id, "session.timeout.ms": 6000, "heartbeat.interval.ms": 500,
-                  "auto.commit.interval.ms": 500}
-    return subprocess.Popen(
-        [sys.executable, "-m", "client.cli", "consume", topic, "--group", group, "--from-beginning",
-         "--bootstrap-server", cluster.bootstrap_servers,
-         *(item for key, value in properties.items() for item in ("--consumer-property", f"{key}={value}"))],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=PROJECT_ROOT)
-
-
 def test_list_and_describe_print_kafkas_tables_for_a_group_with_members(cluster):
     topic, group = unique("described"), unique("described")
     asyncio.run(create_topic(cluster, topic, partitions=3, replication_factor=3))
     asyncio.run(produce_values(cluster, topic, [b"d%02d" % i for i in range(30)]))
-    members = [member_process(cluster, group, topic, f"app-{i}") for i in (1, 2)]
+    members = [consume_in_group(cluster, topic, group, {
+        "client.id": f"app-{i}", "session.timeout.ms": 6000, "heartbeat.interval.ms": 500,
+        "auto.commit.interval.ms": 500}) for i in (1, 2)]
     try:
         def settled() -> bool:
             code, text, _ = ours(cluster, "--describe", "--group", group, "--json", check=False)

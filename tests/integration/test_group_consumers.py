@@ -12,10 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import signal
-import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -30,7 +27,7 @@ from client.consumer import Consumer
 from client.group.offsets import OffsetAndMetadata
 from protocol.apis.offsets import LATEST_TIMESTAMP
 from protocol.topic_partition import TopicPartition as TP
-from tests.integration.clusterutil import PROJECT_ROOT, cli, cluster_fixture, create_topic, produce_values
+from tests.integration.clusterutil import cli, cluster_fixture, consume_in_group, create_topic, produce_values
 from tests.polling import eventually, poll_records
 
 cluster = cluster_fixture(brokers=3)
@@ -62,17 +59,6 @@ class Reader:
         self._stopping = True
         await self._task
         await self.consumer.close()
-
-
-def consume_process(cluster: ClusterState, group: str, topic: str, name: str) -> subprocess.Popen[str]:
-    """`minikafka consume TOPIC --group GROUP --json` in a process of its own."""
-    properties = {"session.timeout.ms": SESSION_MS, "heartbeat.interval.ms": 500, "client.id": name,
-                  "auto.commit.interval.ms": 500}
-    return subprocess.Popen(
-        [sys.executable, "-m", "client.cli", "consume", topic, "--group", group, "--from-beginning", "--json",
-         "--bootstrap-server", cluster.bootstrap_servers,
-         *(item for key, value in properties.items() for item in ("--consumer-property", f"{key}={value}"))],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=PROJECT_ROOT, env=dict(os.environ))
 
 
 async def assignment(cluster: ClusterState, group: str) -> dict[str, list[TP]]:
@@ -108,7 +94,9 @@ async def test_three_consumers_rebalance_when_one_joins_leaves_and_is_killed(clu
     produced = await produce_values(cluster, topic, [b"v%04d" % i for i in range(300)])
     group = unique("rebalance")
     a, b = Reader(cluster, group, topic, "reader-a"), Reader(cluster, group, topic, "reader-b")
-    doomed = consume_process(cluster, group, topic, "doomed")
+    doomed = consume_in_group(cluster, topic, group, {
+        "session.timeout.ms": SESSION_MS, "heartbeat.interval.ms": 500, "client.id": "doomed",
+        "auto.commit.interval.ms": 500})
     try:
         await shared_by(cluster, group, {"reader-a", "reader-b", "doomed"}, 6)
         d = Reader(cluster, group, topic, "reader-d")

@@ -117,17 +117,25 @@ class GroupConsumers(Workers):
         consumer.seek(error.tp, max(error.high_watermark, error.log_start_offset, 0))
 
     async def caught_up(self, acked: Iterable[Acked], timeout_s: float) -> bool:
-        """Wait until the group has committed past the last acknowledged record of every partition; False at
-        the deadline."""
+        """Wait until the group has committed past the last acknowledged record of every partition (or its log
+        end, below which an acknowledged record lost by the log cannot be read); False at the deadline."""
+        ends = await self._log_ends()
         targets: dict[int, int] = {}
         for a in acked:
-            targets[a.partition] = max(targets.get(a.partition, 0), a.offset + 1)
+            targets[a.partition] = min(max(targets.get(a.partition, 0), a.offset + 1), ends[a.partition])
         deadline = time.monotonic() + timeout_s
         while any(self.commits.highest.get(p, -1) < end for p, end in targets.items()):
             if time.monotonic() > deadline:
                 return False
             await asyncio.sleep(_POLL_MS / 1000)
         return True
+
+    async def _log_ends(self) -> dict[int, int]:
+        async with Consumer(self.bootstrap, client_id="chaos-group-ends", request_timeout_ms=10_000) as reader:
+            tps = [(self.topic, p) for p in range(self.partitions)]
+            reader.assign(tps)
+            await reader.seek_to_end()
+            return {p: await reader.position(tp) for p, tp in enumerate(tps)}
 
     async def read_committed(self) -> dict[int, int | None]:
         """The group's committed offset of every partition, read back from its coordinator."""

@@ -68,9 +68,9 @@ class Nemesis:
     def __init__(self, directory: Path, topic: str, partitions: int, zk: ZkClient, timeouts: Timeouts,
                  progress: Callable[[str], None], *, group: str | None = None) -> None:
         self.directory = directory
-        self.group = group
         self.topic = topic
         self.partitions = partitions
+        self.group = group
         self.zk = zk
         self.timeouts = timeouts
         self.progress = progress
@@ -107,11 +107,13 @@ class Nemesis:
 
     async def _kill_coordinator(self, plan: FaultPlan) -> None:
         coordinator = await self._coordinator()
-        what = (f"kill -9 broker {{id}} (coordinator of group {self.group}), restart after {{hold:.1f}} s"
-                if coordinator is not None else "no group coordinator yet: kill -9 broker {id}, restart after "
-                                                "{hold:.1f} s")
-        await self._signal_and_hold(plan, self._broker(plan.target) if coordinator is None else coordinator,
-                                    "KILL", what)
+        if coordinator is None:
+            await self._signal_and_hold(plan, self._broker(plan.target), "KILL",
+                                        "no coordinator of the group yet: kill -9 broker {id}, restart after "
+                                        "{hold:.1f} s")
+        else:
+            await self._signal_and_hold(plan, coordinator, "KILL", f"kill -9 broker {{id}} (coordinator of group "
+                                                                   f"{self.group}), restart after {{hold:.1f}} s")
 
     async def _signal_and_hold(self, plan: FaultPlan, broker_id: int, signal_name: str, what: str) -> None:
         """Signal the broker and hold; healing continues or restarts it."""

@@ -47,6 +47,7 @@ def test_a_soak_with_every_kind_of_fault_loses_no_acknowledged_record(tmp_path: 
     assert sum(json.loads(line)["status"] == "ok" for line in history) == summary["acked"]
     for kind in FAULT_KINDS:  # a line of progress per fault
         assert f" {kind}: " in result.stderr, result.stderr
+    assert "(coordinator of group chaos-group)" in result.stderr, result.stderr  # found, not picked at random
 
 
 def test_the_checker_fails_a_soak_with_unclean_election_and_min_insync_replicas_1(tmp_path: Path):

@@ -3,7 +3,7 @@
 PYTHON ?= python3
 BIN := .venv/bin
 
-.PHONY: setup venv lock test lint bench-log bench-produce bench-failover bench-kafka bench-compression bench-verify bench-scale sim-long chaos clean
+.PHONY: setup venv lock test lint bench-log bench-produce bench-failover bench-kafka bench-compression bench-verify bench-scale bench-groups sim-long chaos clean
 
 setup:
 	@PYTHON=$(PYTHON) tools/setup.sh
@@ -48,6 +48,11 @@ bench-verify: venv
 # restart, memory and descriptors
 bench-scale: venv
 	$(BIN)/python -m bench.scale_bench --runs 3
+
+# 10 consumers forming a group on 30 partitions, commits per second (acks=all), and librdkafka consuming through a
+# group against assigned partitions
+bench-groups: venv
+	$(BIN)/python -m bench.groups_bench --runs 3
 
 # Ten minutes of faults on a 3-broker cluster, ending in the verifier's verdict (root: partitions are nftables
 # rules). CHAOS_SEED=N replays a run; the summary is in minikafka-chaos/chaos-summary.json.

@@ -149,25 +149,44 @@ def librdkafka_consume(bootstrap: str, topics: list[str], expected: int) -> tupl
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-{uuid.uuid4().hex[:8]}",
                          "enable.auto.commit": False})
     consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for topic in topics for p in range(PARTITIONS)])
-    records = value_bytes = 0
+    read = librdkafka_read_all(consumer, expected)
+    if read.records != expected:
+        raise RuntimeError(f"librdkafka read {read.records} records, {expected} were produced")
+    return read.records, read.value_bytes, []
+
+
+@dataclass(slots=True)
+class Read:
+    """What a consumer read: records, value bytes, and the clock (perf_counter) at the first and the last."""
+
+    records: int = 0
+    value_bytes: int = 0
+    first: float = 0.0
+    last: float = 0.0
+
+
+def librdkafka_read_all(consumer: Consumer, expected: int) -> Read:
+    """Consume until `expected` records arrived (an error if none came for CONSUME_STALL_S), then close."""
+    read = Read()
     deadline = time.perf_counter() + CONSUME_STALL_S
     try:
-        while records < expected:
+        while read.records < expected:
             if time.perf_counter() > deadline:
-                raise RuntimeError(f"librdkafka read {records} of {expected} records, then none for "
+                raise RuntimeError(f"librdkafka read {read.records} of {expected} records, then none for "
                                    f"{CONSUME_STALL_S:.0f} s")
-            messages = consumer.consume(10_000, 1.0)
+            messages = consumer.consume(10_000, 0.5)
             if messages:
                 deadline = time.perf_counter() + CONSUME_STALL_S
+                read.first = read.first or time.perf_counter()
             for message in messages:
                 if message.error() is None:
-                    records += 1
-                    value_bytes += len(message.value())
+                    read.records += 1
+                    read.value_bytes += len(message.value())
+        read.last = time.perf_counter()
     finally:
         consumer.close()
-    if records != expected:
-        raise RuntimeError(f"librdkafka read {records} records, {expected} were produced")
-    return records, value_bytes, []
+    return read
+
 
 
 # ------------------------------------------------------------------------------------------------ runs

@@ -9,6 +9,9 @@ ZOOKEEPER_PACKAGE=libzookeeper-java
 TEST_TOOL_PACKAGES=(kcat maven)  # kcat: a stock Kafka client the tests drive; maven: fetches Kafka's jars
 KAFKA_POM=tools/kafka/pom.xml
 KAFKA_LIBS=build/kafka/libs
+FRANZ_GO_SOURCE=tools/franz-go  # a Go module on franz-go, built by make setup (its modules pinned by go.sum)
+FRANZ_GO_BIN=build/franz-go/franz-go-client
+GO_DEFAULT=/usr/local/go/bin/go  # where Go's own installer puts the toolchain
 NFTABLES_PACKAGE=nftables  # nft, for network partitions between a cluster's members
 CONTAINER_PACKAGES=(podman runc netavark aardvark-dns catatonit iptables mmdebstrap)  # netavark 1.4 drives iptables
 

@@ -13,6 +13,9 @@
 #   containers  podman, runc, netavark, aardvark-dns, catatonit, mmdebstrap; then tools/containers.sh prepares the
 #               base image, the images' dependency layers and the fresh-machine caches (as root on Debian/Ubuntu;
 #               elsewhere it says what is missing, and the container tests skip: with CI=true it fails instead)
+#   franz-go    tools/franz-go (a program on franz-go, a stock Go client) built into build/franz-go with the Go
+#               toolchain on PATH or in /usr/local/go, its modules fetched as go.sum pins them; without Go it says so
+#               and the franz-go test skips (with CI=true it fails instead)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -183,11 +186,39 @@ step_containers() {
   tools/containers.sh prepare
 }
 
+go_tool() { if has go; then command -v go; elif [ -x "$GO_DEFAULT" ]; then echo "$GO_DEFAULT"; fi; }
+franz_go_digest() {
+  cat "$FRANZ_GO_SOURCE"/go.mod "$FRANZ_GO_SOURCE"/go.sum "$FRANZ_GO_SOURCE"/*.go | sha256sum | cut -d' ' -f1
+}
+franz_go_works() {
+  [ "$(cat "$FRANZ_GO_BIN.digest" 2>/dev/null)" = "$(franz_go_digest)" ] &&
+    { "$FRANZ_GO_BIN" 2>&1 || true; } | grep -q "usage: franz-go-client"
+}
+
+step_franz_go() {
+  if franz_go_works; then say "franz-go: ok ($FRANZ_GO_BIN)"; return; fi
+  local go
+  go=$(go_tool)
+  if [ -z "$go" ]; then
+    if [ "${CI:-}" = true ]; then fail "franz-go: no Go toolchain (CI=true: the franz-go test must run)"; fi
+    say "franz-go: no Go toolchain (go on PATH or $GO_DEFAULT); the franz-go test will be skipped"
+    return
+  fi
+  say "franz-go: building $FRANZ_GO_BIN from $FRANZ_GO_SOURCE ($("$go" version | cut -d' ' -f3))"
+  rm -f "$FRANZ_GO_BIN.digest"
+  logged franz-go-build "$go" -C "$FRANZ_GO_SOURCE" build -mod=readonly -trimpath -o "$PWD/$FRANZ_GO_BIN" . ||
+    fail "franz-go: the build failed"
+  franz_go_digest >"$FRANZ_GO_BIN.digest"
+  franz_go_works || fail "franz-go: $FRANZ_GO_BIN was built but does not run"
+}
+
 steps=("$@")
-[ ${#steps[@]} -gt 0 ] || steps=(python java spark-classes zookeeper test-tools kafka nftables containers)
+[ ${#steps[@]} -gt 0 ] || steps=(python java spark-classes zookeeper test-tools kafka nftables containers franz-go)
 for step in "${steps[@]}"; do
   case $step in
-    python | java | spark-classes | zookeeper | test-tools | kafka | nftables | containers) "step_${step//-/_}" ;;
-    *) fail "unknown step $step (python, java, spark-classes, zookeeper, test-tools, kafka, nftables, containers)" ;;
+    python | java | spark-classes | zookeeper | test-tools | kafka | nftables | containers | franz-go)
+      "step_${step//-/_}" ;;
+    *) fail "unknown step $step (python, java, spark-classes, zookeeper, test-tools, kafka, nftables, containers," \
+         "franz-go)" ;;
   esac
 done

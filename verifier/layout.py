@@ -186,7 +186,8 @@ def _read_partition_dir(log_dir: LogDir, path: Path, layout: Layout, ignored: Co
                 f"{entry.path.removesuffix('.log')}.index" if base in indexes else None)
         for base, entry in sorted(logs.items()))
     tp = TopicPartition(topic, partition)
-    epochs = _read_epochs(log_dir, tp, path / LEADER_EPOCH_CHECKPOINT, has_epoch_file, bool(segments), layout)
+    holds_batches = any(s.size > 0 for s in segments)
+    epochs = _read_epochs(log_dir, tp, path / LEADER_EPOCH_CHECKPOINT, has_epoch_file, holds_batches, layout)
     checkpoints = log_dir.checkpoints
     layout.replicas.append(Replica(
         replica_id=len(layout.replicas), dir_index=log_dir.index, broker=log_dir.broker, topic=topic,
@@ -197,11 +198,12 @@ def _read_partition_dir(log_dir: LogDir, path: Path, layout: Layout, ignored: Co
         epochs=epochs))
 
 
-def _read_epochs(log_dir: LogDir, tp: TopicPartition, file: Path, present: bool, has_segments: bool,
+def _read_epochs(log_dir: LogDir, tp: TopicPartition, file: Path, present: bool, holds_batches: bool,
                  layout: Layout) -> tuple[tuple[int, int], ...] | None:
-    """The entries of ``file`` (``present``: its directory's listing has it)."""
+    """The entries of ``file`` (``present``: its directory's listing has it). Missing, it is a finding only for a
+    replica holding batches: a follower of a partition nothing was written to has no epoch to record yet."""
     if not present:
-        if has_segments:
+        if holds_batches:
             layout.findings.append(Violation("epoch-cache", tp.topic, tp.partition, log_dir.broker, None,
                                            f"{file} is missing"))
         return None

@@ -27,6 +27,7 @@ from client.cluster import (
     start_broker,
     wait_until_ready,
 )
+from protocol.consumer_offsets import OFFSETS_TOPIC, partition_for
 from zk import znodes
 from zk.client import ZkClient
 from zk.znodes import LeaderIsrAndControllerEpoch
@@ -61,13 +62,15 @@ class Timeouts:
 
 
 class Nemesis:
-    """Injects faults into the cluster described in `directory`; counts them per kind."""
+    """Injects faults into the cluster described in `directory`; counts them per kind. `group` is the consumer
+    group whose coordinator kill-coordinator kills."""
 
     def __init__(self, directory: Path, topic: str, partitions: int, zk: ZkClient, timeouts: Timeouts,
-                 progress: Callable[[str], None]) -> None:
+                 progress: Callable[[str], None], *, group: str | None = None) -> None:
         self.directory = directory
         self.topic = topic
         self.partitions = partitions
+        self.group = group
         self.zk = zk
         self.timeouts = timeouts
         self.progress = progress
@@ -85,6 +88,7 @@ class Nemesis:
             kinds.ISOLATE_FOLLOWER: self._isolate_follower,
             kinds.ISOLATE_CONTROLLER: self._isolate_controller,
             kinds.CUT_ZOOKEEPER: self._cut_zookeeper,
+            kinds.KILL_COORDINATOR: self._kill_coordinator,
         }
         self.faults[plan.kind] += 1
         try:
@@ -95,14 +99,24 @@ class Nemesis:
         await asyncio.sleep(self.timeouts.gap_s(plan.gap))  # the schedule's quiet time
 
     async def _kill(self, plan: FaultPlan) -> None:
-        await self._signal_and_hold(plan, "KILL", "kill -9 broker {id}, restart after {hold:.1f} s")
+        await self._signal_and_hold(plan, self._broker(plan.target), "KILL",
+                                    "kill -9 broker {id}, restart after {hold:.1f} s")
 
     async def _pause(self, plan: FaultPlan) -> None:
-        await self._signal_and_hold(plan, "STOP", "SIGSTOP broker {id} for {hold:.1f} s")
+        await self._signal_and_hold(plan, self._broker(plan.target), "STOP", "SIGSTOP broker {id} for {hold:.1f} s")
 
-    async def _signal_and_hold(self, plan: FaultPlan, signal_name: str, what: str) -> None:
-        """Signal the plan's broker and hold; healing continues or restarts it."""
-        broker_id = self._broker(plan.target)
+    async def _kill_coordinator(self, plan: FaultPlan) -> None:
+        coordinator = await self._coordinator()
+        if coordinator is None:
+            await self._signal_and_hold(plan, self._broker(plan.target), "KILL",
+                                        "no coordinator of the group yet: kill -9 broker {id}, restart after "
+                                        "{hold:.1f} s")
+        else:
+            await self._signal_and_hold(plan, coordinator, "KILL", f"kill -9 broker {{id}} (coordinator of group "
+                                                                   f"{self.group}), restart after {{hold:.1f}} s")
+
+    async def _signal_and_hold(self, plan: FaultPlan, broker_id: int, signal_name: str, what: str) -> None:
+        """Signal the broker and hold; healing continues or restarts it."""
         hold = self.timeouts.hold_s(plan.hold)
         self._say(plan, what.format(id=broker_id, hold=hold))
         kill_broker(self.directory, broker_id, signal_name)
@@ -231,6 +245,17 @@ class Nemesis:
     async def _replicas(self, partition: int) -> list[int]:
         data, _ = await self.zk.get(znodes.topic_path(self.topic))
         return znodes.decode_topic_assignment(data)[partition]
+
+    async def _coordinator(self) -> int | None:
+        """The broker leading the group's partition of __consumer_offsets (None without a group, that topic or
+        a leader)."""
+        found = None if self.group is None else await self.zk.get_or_none(znodes.topic_path(OFFSETS_TOPIC))
+        if self.group is None or found is None:
+            return None
+        partition = partition_for(self.group, len(znodes.decode_topic_assignment(found[0])))
+        state = await self.zk.get_or_none(znodes.partition_state_path(OFFSETS_TOPIC, partition))
+        leader = -1 if state is None else znodes.decode_partition_state(state[0], state[1].version).leader
+        return leader if leader >= 0 else None
 
     async def _controller(self) -> int | None:
         found = await self.zk.get_or_none(znodes.CONTROLLER_PATH)

@@ -2,16 +2,19 @@
 
 1. A cluster in DIR with timeouts suited to chaos (CHAOS_CONFIG), a topic with one partition per broker, RF 3,
    min.insync.replicas 2 and unclean election off (broker settings that --config may change).
-2. acks=all producers writing DIR/history.jsonl, and a consumer checking what it reads.
+2. acks=all producers writing DIR/history.jsonl, a consumer checking what it reads, and consumers sharing a group
+   that consume and commit (client.chaos.group_workload).
 3. The nemesis: faults one at a time on the seed's schedule, until the duration has passed and every chosen kind
    was injected at least once (the first round always completes).
-4. Heal everything, wait for every partition's full ISR, stop the producers, read every partition to its end,
-   stop the cluster, run the verifier over the brokers' directories with the history.
+4. Heal everything, wait for every partition's full ISR, stop the producers, let the group commit past every
+   acknowledged record, read every partition and the group's committed offsets, stop the cluster, run the verifier
+   over the brokers' directories with the history.
 
 The summary counts records attempted, acknowledged, failed and unknown; acknowledged records missing from the
 final read (lost); what the consumer saw change or go backwards (divergences); faults per kind; each partition's
-longest time without an acknowledgement; and the verifier's JSON. A run passes only when nothing was lost or
-divergent and the verifier found nothing.
+longest time without an acknowledgement; acknowledged records the group never delivered (group_missed) and
+committed offsets that went backwards (commit_regressions); and the verifier's JSON. A run passes only when
+nothing was lost, divergent, missed by the group or committed backwards, and the verifier found nothing.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from typing import Any
 
 from client import netsplit
 from client.admin import Admin, NewTopic
+from client.chaos.group_workload import GROUP, GroupConsumers
 from client.chaos.nemesis import Nemesis, Timeouts
 from client.chaos.schedule import FAULT_KINDS, schedule
 from client.chaos.workload import CheckingConsumer, HistoryProducers, ReadRecord
@@ -144,7 +148,8 @@ async def run_chaos(options: ChaosOptions, verify: Verifier) -> dict[str, Any]:
     report = dict(await asyncio.to_thread(verify, log_dirs, directory / HISTORY_FILE,
                                           lambda message: progress(f"verifier: {message}")))
     summary["verify"] = report
-    summary["passed"] = summary["lost"] == 0 and summary["divergences"] == 0 and bool(report.get("consistent"))
+    summary["passed"] = (summary["lost"] == 0 and summary["divergences"] == 0 and summary["group_missed"] == 0
+                         and summary["commit_regressions"] == 0 and bool(report.get("consistent")))
     summary["replay"] = options.replay_command()
     progress(f"verifier: {'consistent' if report.get('consistent') else 'VIOLATIONS'}; soak "
              f"{'passed' if summary['passed'] else 'FAILED'}")
@@ -161,13 +166,15 @@ async def _soak(options: ChaosOptions, state: ClusterState, progress: _Progress)
     await zk.start()
     history = HistoryWriter(directory / HISTORY_FILE)
     try:
-        nemesis = Nemesis(directory, TOPIC, partitions, zk, options.timeouts, progress)
+        nemesis = Nemesis(directory, TOPIC, partitions, zk, options.timeouts, progress, group=GROUP)
         if not await nemesis.wait_full_isr():
             raise ChaosError(f"topic {TOPIC} did not get its full ISR")
         producers = HistoryProducers(state.bootstrap_servers, TOPIC, partitions, history, label=f"s{options.seed}",
                                      count=options.producers, rate=options.rate)
         consumer = CheckingConsumer(state.bootstrap_servers, TOPIC, partitions)
-        workload = [asyncio.create_task(producers.run()), asyncio.create_task(consumer.run())]
+        group = GroupConsumers(state.bootstrap_servers, TOPIC, partitions)
+        workload = [asyncio.create_task(producers.run()), asyncio.create_task(consumer.run()),
+                    asyncio.create_task(group.run())]
         started = time.monotonic()
         try:
             await _unleash(nemesis, options, started)
@@ -180,12 +187,16 @@ async def _soak(options: ChaosOptions, state: ClusterState, progress: _Progress)
             stopped = time.monotonic()
             await asyncio.gather(workload[0], return_exceptions=True)
             consumer.stop()
-            await asyncio.gather(workload[1], return_exceptions=True)
+            progress("waiting for the group to commit past every acknowledged record")
+            group_caught_up = await group.caught_up(producers.stats.acked, _READ_TIMEOUT_S)
+            group.stop()
+            await asyncio.gather(*workload[1:], return_exceptions=True)
         for task in workload:
             if task.exception() is not None:
                 raise ChaosError(f"the workload failed: {task.exception()!r}")
         progress(f"producers stopped ({producers.stats.attempted} records attempted); reading every partition")
         final = await read_to_end(load_cluster(directory).bootstrap_servers, TOPIC, partitions)
+        group.commits.read_back(await group.read_committed())
     finally:
         history.close()
         await zk.close()
@@ -211,6 +222,7 @@ async def _soak(options: ChaosOptions, state: ClusterState, progress: _Progress)
         "full_isr_at_end": full_isr,
         "consumer": {"read": consumer.read, "violations": violations[:20]},
         "lost_examples": [f"{TOPIC}-{a.partition} offset {a.offset}: {a.value!r}" for a in lost[:20]],
+        **group.verdict(stats.acked, group_caught_up),
     }
 
 

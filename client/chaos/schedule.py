@@ -19,6 +19,7 @@ ISOLATE_LEADER = "isolate-leader"
 ISOLATE_FOLLOWER = "isolate-follower"
 ISOLATE_CONTROLLER = "isolate-controller"
 CUT_ZOOKEEPER = "cut-zk"
+KILL_COORDINATOR = "kill-coordinator"
 
 #: Every kind of fault, and what it does.
 FAULT_KINDS: dict[str, str] = {
@@ -29,6 +30,7 @@ FAULT_KINDS: dict[str, str] = {
     ISOLATE_FOLLOWER: "cut a partition's follower from the other brokers (it keeps ZooKeeper)",
     ISOLATE_CONTROLLER: "cut the controller from the other brokers and ZooKeeper",
     CUT_ZOOKEEPER: "cut one broker from ZooKeeper only",
+    KILL_COORDINATOR: "kill -9 the broker coordinating the soak's consumer group, restart it after the hold",
 }
 
 

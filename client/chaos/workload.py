@@ -50,9 +50,28 @@ class ProducerStats:
         return longest
 
 
-class HistoryProducers:
+class Workers:
+    """`count` tasks of the same work (`_run_one(number)`), all until stop()."""
+
+    def __init__(self, count: int) -> None:
+        self.count = count
+        self._stop = asyncio.Event()
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    async def run(self) -> None:
+        """Run every worker until stop() (each finishes what it started)."""
+        await asyncio.gather(*(self._run_one(n) for n in range(self.count)))
+
+    async def _run_one(self, number: int) -> None:
+        raise NotImplementedError
+
+
+class HistoryProducers(Workers):
     """`count` acks=all producers, each sending records round-robin to every partition at `rate` per second (at
-    most `window` unsettled per partition), every outcome written to the history as it arrives."""
+    most `window` unsettled per partition), every outcome written to the history as it arrives. After stop(), run
+    ends once every record has its outcome (at most the delivery timeout)."""
 
     def __init__(self, bootstrap: str, topic: str, partitions: int, history: HistoryWriter, *, label: str,
                  count: int = 2, rate: float = 100.0, window: int = 50, request_timeout_ms: int = 3000,
@@ -61,21 +80,13 @@ class HistoryProducers:
         self.topic = topic
         self.partitions = partitions
         self.history = history
+        super().__init__(count)
         self.label = label
-        self.count = count
         self.rate = rate
         self.window = window
         self.request_timeout_ms = request_timeout_ms
         self.delivery_timeout_ms = delivery_timeout_ms
         self.stats = ProducerStats()
-        self._stop = asyncio.Event()
-
-    def stop(self) -> None:
-        self._stop.set()
-
-    async def run(self) -> None:
-        """Produce until stop(), then wait for every record's outcome (at most the delivery timeout)."""
-        await asyncio.gather(*(self._run_one(n) for n in range(self.count)))
 
     async def _run_one(self, number: int) -> None:
         pending: dict[int, set[FutureRecordMetadata]] = {p: set() for p in range(self.partitions)}
@@ -180,7 +191,7 @@ class CheckingConsumer:
                     await asyncio.sleep(0.2)  # a retry interval, not a wait for a condition
                     continue
                 for record in records:
-                    self.check(record.partition, record.offset, _text(record.key), _text(record.value))
+                    self.check(record.partition, record.offset, text(record.key), text(record.value))
 
     def check(self, partition: int, offset: int, key: str | None, value: str | None) -> None:
         """Take one record read from `partition` at `offset`."""
@@ -207,5 +218,6 @@ class CheckingConsumer:
         consumer.seek(error.tp, restart)
 
 
-def _text(data: bytes | None) -> str | None:
+def text(data: bytes | None) -> str | None:
+    """A record's key or value as text (bytes that are not UTF-8 escaped)."""
     return None if data is None else data.decode("utf-8", errors="backslashreplace")

@@ -78,11 +78,16 @@ def describe_summary(summary: dict[str, Any]) -> str:
         f"records: attempted {summary['attempted']}, acked {summary['acked']}, failed {summary['failed']}, "
         f"unknown {summary['unknown']}",
         f"lost: {summary['lost']}, divergences: {summary['divergences']}",
+        f"group {summary['group']['group']}: delivered {summary['group']['delivered']}, commits "
+        f"{summary['group']['commits']}, missed {summary['group_missed']}, commit regressions "
+        f"{summary['commit_regressions']}",
         f"longest time without an acks=all write: {unavailable}",
         f"verifier: {'consistent' if verify.get('consistent') else 'INCONSISTENT'} (acked {verify.get('acked')}, "
         f"lost {verify.get('lost')}, violations {len(verify.get('violations', []))})",
         *[f"  lost {example}" for example in summary["lost_examples"]],
         *[f"  divergence: {violation}" for violation in summary["consumer"]["violations"]],
+        *[f"  group missed {example}" for example in summary["group"]["missed_examples"]],
+        *[f"  commit regression: {regression}" for regression in summary["group"]["regressions"]],
         *[f"  verifier: {v}" for v in verify.get("violations", [])[:20]],
         "PASSED" if summary["passed"] else "FAILED",
     ]

@@ -1,5 +1,7 @@
 """`minikafka chaos run` as a user runs it: a real cluster under acks=all load, every kind of fault on a seeded
-schedule, and the replica verifier's verdict over the brokers' directories and the producers' history.
+schedule (the consumer group's coordinator among the brokers killed), and the replica verifier's verdict over the
+brokers' directories and the producers' history, with the group's: every acknowledged record delivered to the
+group, no committed offset going backwards.
 
 A safe configuration (RF 3, min.insync.replicas 2, unclean election off) loses nothing; an unsafe one
 (min.insync.replicas 1 and unclean election, with the leader cut from its followers and then from ZooKeeper,
@@ -32,6 +34,10 @@ def test_a_soak_with_every_kind_of_fault_loses_no_acknowledged_record(tmp_path: 
     summary = json.loads(result.stdout)
     assert set(summary["faults"]) == set(FAULT_KINDS) and min(summary["faults"].values()) >= 1, summary["faults"]
     assert (summary["lost"], summary["divergences"]) == (0, 0), summary
+    # the consumer group, its coordinator killed too: every acknowledged record delivered, no commit backwards
+    assert (summary["group_missed"], summary["commit_regressions"]) == (0, 0), summary["group"]
+    group = summary["group"]
+    assert group["caught_up"] and group["delivered"] >= summary["acked"] and group["commits"] > 0, group
     assert summary["acked"] > 0 and summary["attempted"] == summary["acked"] + summary["failed"] + summary["unknown"]
     verify = summary["verify"]
     assert verify["consistent"] and verify["lost"] == 0 and verify["acked"] == summary["acked"], verify
@@ -41,6 +47,7 @@ def test_a_soak_with_every_kind_of_fault_loses_no_acknowledged_record(tmp_path: 
     assert sum(json.loads(line)["status"] == "ok" for line in history) == summary["acked"]
     for kind in FAULT_KINDS:  # a line of progress per fault
         assert f" {kind}: " in result.stderr, result.stderr
+    assert "(coordinator of group chaos-group)" in result.stderr, result.stderr  # found, not picked at random
 
 
 def test_the_checker_fails_a_soak_with_unclean_election_and_min_insync_replicas_1(tmp_path: Path):

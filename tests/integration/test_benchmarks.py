@@ -1,8 +1,8 @@
 """Short runs of the benchmarks behind `make bench-log`, `make bench-produce`, `make bench-failover`,
-`make bench-kafka`, `make bench-compression`, `make bench-verify` and `make bench-scale`, as a user runs them
-(`python -m bench.NAME`), so that they keep working. What they measure is not asserted: only that each run completes
-and reports every figure (the scale benchmark also fails a run in which an acknowledged record is lost, a broker
-exits or a periodic task fails)."""
+`make bench-kafka`, `make bench-compression`, `make bench-verify`, `make bench-scale` and `make bench-groups`, as a
+user runs them (`python -m bench.NAME`), so that they keep working. What they measure is not asserted: only that each
+run completes and reports every figure (the scale benchmark also fails a run in which an acknowledged record is
+lost, a broker exits or a periodic task fails)."""
 
 from __future__ import annotations
 
@@ -99,6 +99,23 @@ def test_the_compression_benchmark_reports_every_codec_of_both_clients(tmp_path:
         match = re.fullmatch(pattern, line)
         assert match, line
         assert all(float(value.replace(",", "")) > 0 for value in match.groups()), line
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_groups_benchmark_reports_the_join_commits_and_both_ways_of_consuming(tmp_path: Path,
+                                                                                   zookeeper_installed: None):
+    out = run_bench("groups_bench", "--runs", "1", "--seconds", "0.3", "--dir", str(tmp_path))
+    lines = out.splitlines()
+    heading = next(i for i, line in enumerate(lines) if line.startswith("median of 1 runs (10 members on 30 "))
+    median = [line.strip() for line in lines[heading + 1:]]
+    patterns = [rf"join\s+({NUMBER}) ms from the first JoinGroup to a Stable group of 10",
+                rf"commits\s+({NUMBER}) commits/s \(acks=all, 10 members committing at once\)",
+                rf"consume\s+group\s+({NUMBER}) MB/s\s+assign\s+({NUMBER}) MB/s\s+ratio ({NUMBER})"]
+    assert len(median) == len(patterns), out
+    for line, pattern in zip(median, patterns, strict=True):
+        match = re.fullmatch(pattern, line)
+        assert match, line
+        assert all(float(value.replace(",", "")) > 0 for value in match.groups()), line  # it joined, committed, read
     assert list(tmp_path.iterdir()) == []
 
 

@@ -40,6 +40,14 @@ def test_a_partition_with_segments_but_no_epoch_file_is_a_finding(tmp_path: Path
     assert finding.detail == f"{partition / LEADER_EPOCH_CHECKPOINT} is missing"
 
 
+def test_a_follower_of_an_empty_partition_needs_no_epoch_file(tmp_path: Path):
+    directory = log_dir(tmp_path, 1)
+    partition = write_replica(directory, "t", 0, [])
+    (partition / LEADER_EPOCH_CHECKPOINT).unlink(missing_ok=True)
+    assert all(s.size == 0 for s in read_layout([directory]).replicas[0].segments)
+    assert read_layout([directory]).findings == []
+
+
 def test_files_and_directories_it_does_not_know_are_noted_not_read(tmp_path: Path):
     directory = log_dir(tmp_path, 1)
     partition = write_replica(directory, "t", 0, [(0, [b"x"])])

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from broker.listeners import ListenerConfig
+from broker.log.cleaner.config import CleanerConfig
 from broker.log.config import LogConfig, LogConfigError
 from broker.network import NetworkConfig
 from protocol.endpoint import ListenerConfigError
@@ -107,6 +108,7 @@ class BrokerConfig:
     source_address: str | None = None
     network: NetworkConfig = field(default_factory=NetworkConfig)
     log: LogConfig = field(default_factory=LogConfig)
+    cleaner: CleanerConfig = field(default_factory=CleanerConfig)
     #: Every property as given (server.properties and overrides), for DescribeConfigs.
     properties: Mapping[str, str] = field(default_factory=dict)
 
@@ -139,8 +141,18 @@ class BrokerConfig:
         mode = reader.text("replication.truncation.mode", "leader-epoch")
         if mode not in TRUNCATION_MODES:
             raise ConfigError(f"replication.truncation.mode must be one of {', '.join(TRUNCATION_MODES)}, got {mode!r}")
+        kafka_cleaner = CleanerConfig()
+        cleaner = CleanerConfig(
+            enable=reader.boolean("log.cleaner.enable", kafka_cleaner.enable),
+            threads=reader.integer("log.cleaner.threads", kafka_cleaner.threads),
+            backoff_ms=reader.integer("log.cleaner.backoff.ms", kafka_cleaner.backoff_ms),
+            dedupe_buffer_size=reader.integer("log.cleaner.dedupe.buffer.size", kafka_cleaner.dedupe_buffer_size),
+            dedupe_buffer_load_factor=reader.number("log.cleaner.io.buffer.load.factor",
+                                                    kafka_cleaner.dedupe_buffer_load_factor),
+        )
         try:
             log_config = LogConfig.from_broker_properties(props)
+            cleaner.check()
         except LogConfigError as e:
             raise ConfigError(str(e)) from None
         session_timeout_ms = reader.integer("zookeeper.session.timeout.ms", 18000)
@@ -194,6 +206,7 @@ class BrokerConfig:
             source_address=reader.text("source.address", "").strip() or None,
             network=network,
             log=log_config,
+            cleaner=cleaner,
             properties=dict(props),
         )
         if config.leader_imbalance_check_interval_seconds < 1:
@@ -231,6 +244,15 @@ class _Reader:
             return int(raw)
         except ValueError:
             raise ConfigError(f"{key} must be an integer, got {raw!r}") from None
+
+    def number(self, key: str, default: float) -> float:
+        raw = self._props.get(key)
+        if raw is None:
+            return default
+        try:
+            return float(raw)
+        except ValueError:
+            raise ConfigError(f"{key} must be a number, got {raw!r}") from None
 
     def boolean(self, key: str, default: bool) -> bool:
         raw = self._props.get(key)

@@ -42,6 +42,7 @@ LOG_OVERHEAD: int = 12  # baseOffset + batchLength
 NO_PRODUCER_ID = -1
 NO_PARTITION_LEADER_EPOCH = -1
 NO_SEQUENCE = -1
+NO_TIMESTAMP = -1
 
 CREATE_TIME = 0
 LOG_APPEND_TIME = 1
@@ -58,6 +59,7 @@ _CODEC_MASK = 0x07
 _TIMESTAMP_TYPE_MASK = 0x08
 _TRANSACTIONAL_MASK = 0x10
 _CONTROL_MASK = 0x20
+_DELETE_HORIZON_MASK = 0x40  # KIP-534: the base timestamp is the delete horizon of the batch's tombstones
 _CODEC_NAMES = {1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
 
 #: ``new_named_tuple(cls, (field, ...))`` builds a NamedTuple without its Python-level ``__new__`` wrapper: half
@@ -146,6 +148,12 @@ class BatchHeader(NamedTuple):
     def timestamp_type(self) -> int:
         """CREATE_TIME (0) or LOG_APPEND_TIME (1)."""
         return LOG_APPEND_TIME if self.attributes & _TIMESTAMP_TYPE_MASK else CREATE_TIME
+
+    @property
+    def delete_horizon_ms(self) -> int | None:
+        """When the log cleaner may drop this batch's tombstones (the base timestamp, once the cleaner set attributes
+        bit 6 on its first pass over them, KIP-534); None while it has not."""
+        return self.base_timestamp if self.attributes & _DELETE_HORIZON_MASK else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -630,14 +638,10 @@ class BatchBuilder:
             raise ValueError("cannot build an empty record batch")
         out = bytearray(HEADER_SIZE)
         out += self._body
-        _HEADER.pack_into(
+        _write_header(
             out,
-            0,
             self._base_offset,
-            len(out) - LOG_OVERHEAD,
             self._partition_leader_epoch,
-            MAGIC,
-            0,
             0,  # attributes: no compression, create time, not transactional, not control
             self._count - 1,
             self._base_timestamp,
@@ -647,5 +651,74 @@ class BatchBuilder:
             self._base_sequence,
             self._count,
         )
-        struct.pack_into(">I", out, _CRC_OFFSET, crc32c(memoryview(out)[_ATTRIBUTES_OFFSET:]))
         return bytes(out)
+
+
+def _write_header(out: bytearray, base_offset: int, partition_leader_epoch: int, attributes: int,
+                  last_offset_delta: int, base_timestamp: int, max_timestamp: int, producer_id: int,
+                  producer_epoch: int, base_sequence: int, record_count: int) -> None:
+    """Fill in the header of the batch in ``out`` (HEADER_SIZE bytes, then its records), CRC included."""
+    _HEADER.pack_into(out, 0, base_offset, len(out) - LOG_OVERHEAD, partition_leader_epoch, MAGIC, 0, attributes,
+                      last_offset_delta, base_timestamp, max_timestamp, producer_id, producer_epoch, base_sequence,
+                      record_count)
+    struct.pack_into(">I", out, _CRC_OFFSET, crc32c(memoryview(out)[_ATTRIBUTES_OFFSET:]))
+
+
+# --------------------------------------------------------------------------- rewriting (the log cleaner)
+
+
+def _encode_record(offset_delta: int, timestamp_delta: int, key: bytes | None, value: bytes | None,
+                   headers: Sequence[Header]) -> bytes:
+    """One record: its length, then attributes 0, its deltas, key, value and headers."""
+    record = b"".join((
+        _RECORD_ATTRIBUTES,
+        encode_varint(timestamp_delta),
+        encode_varint(offset_delta),
+        _NULL if key is None else encode_varint(len(key)) + key,
+        _NULL if value is None else encode_varint(len(value)) + value,
+        _encode_headers(headers) if headers else _NO_HEADERS,
+    ))
+    return encode_varint(len(record)) + record
+
+
+def build_retained_batch(header: BatchHeader, records: RecordColumns, retained: Sequence[int],
+                         delete_horizon_ms: int | None) -> bytes:
+    """The batch ``header`` heads, with only the records at the indexes ``retained`` (in order, at least one) of its
+    records ``records``: what Kafka's log cleaner writes for a batch it keeps part of (MemoryRecords.filterTo).
+
+    The batch keeps its base offset and last offset delta (so that the producer's last sequence number survives),
+    its leader epoch, producer id, epoch and base sequence, and its attributes. Its base timestamp is the first
+    retained record's (under LOG_APPEND_TIME the batch's maxTimestamp), or ``delete_horizon_ms`` when given, which
+    sets attributes bit 6 (KIP-534); each record's timestamp delta is from that base, so record timestamps never
+    change. Its maxTimestamp is the largest retained record's (the original under LOG_APPEND_TIME). The records are
+    written as they were read: uncompressed (a compressed batch would be recompressed in its codec here)."""
+    if header.compression:
+        raise UnsupportedCompressionError(f"cannot rewrite a batch compressed with codec {header.compression}")
+    offsets, timestamps, keys, values, headers = records
+    log_append = bool(header.attributes & _TIMESTAMP_TYPE_MASK)
+    if delete_horizon_ms is not None:
+        base_timestamp, attributes = delete_horizon_ms, header.attributes | _DELETE_HORIZON_MASK
+    else:
+        base_timestamp = header.max_timestamp if log_append else timestamps[retained[0]]
+        attributes = header.attributes
+    base_offset = header.base_offset
+    out = bytearray(HEADER_SIZE)
+    for i in retained:
+        out += _encode_record(offsets[i] - base_offset, timestamps[i] - base_timestamp, keys[i], values[i],
+                              headers[i])
+    max_timestamp = header.max_timestamp if log_append else max(timestamps[i] for i in retained)
+    _write_header(out, base_offset, header.partition_leader_epoch, attributes, header.last_offset_delta,
+                  base_timestamp, max_timestamp, header.producer_id, header.producer_epoch, header.base_sequence,
+                  len(retained))
+    return bytes(out)
+
+
+def build_empty_batch(header: BatchHeader) -> bytes:
+    """The batch ``header`` heads with no records left: kept by the log cleaner for its offsets and producer state
+    (Kafka's DefaultRecordBatch.writeEmptyHeader: no base timestamp, uncompressed, no delete horizon)."""
+    out = bytearray(HEADER_SIZE)
+    attributes = header.attributes & (_TIMESTAMP_TYPE_MASK | _TRANSACTIONAL_MASK | _CONTROL_MASK)
+    _write_header(out, header.base_offset, header.partition_leader_epoch, attributes, header.last_offset_delta,
+                  NO_TIMESTAMP, header.max_timestamp, header.producer_id, header.producer_epoch,
+                  header.base_sequence, 0)
+    return bytes(out)

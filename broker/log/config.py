@@ -96,13 +96,15 @@ class LogConfig:
             raise LogConfigError("segment.ms and flush.messages must be >= 1, flush.ms >= 0")
         if self.min_insync_replicas < 1:
             raise LogConfigError(f"min.insync.replicas must be >= 1, got {self.min_insync_replicas}")
-        if not 0 <= self.min_cleanable_dirty_ratio <= 1:
-            raise LogConfigError(f"min.cleanable.dirty.ratio must be between 0 and 1, got {self.min_cleanable_dirty_ratio}")
-        if self.min_compaction_lag_ms < 0 or self.max_compaction_lag_ms < 1 or self.delete_retention_ms < 0:
-            raise LogConfigError("min.compaction.lag.ms and delete.retention.ms must be >= 0, max.compaction.lag.ms >= 1")
-        if self.min_compaction_lag_ms > self.max_compaction_lag_ms:
-            raise LogConfigError(f"conflict topic config setting min.compaction.lag.ms ({self.min_compaction_lag_ms}) > "
-                                 f"max.compaction.lag.ms ({self.max_compaction_lag_ms})")
+        ratio, min_lag, max_lag = self.min_cleanable_dirty_ratio, self.min_compaction_lag_ms, self.max_compaction_lag_ms
+        if not 0 <= ratio <= 1:
+            raise LogConfigError(f"min.cleanable.dirty.ratio must be between 0 and 1, got {ratio}")
+        if min_lag < 0 or max_lag < 1 or self.delete_retention_ms < 0:
+            raise LogConfigError("min.compaction.lag.ms and delete.retention.ms must be >= 0, "
+                                 "max.compaction.lag.ms >= 1")
+        if min_lag > max_lag:
+            raise LogConfigError(f"conflict topic config setting min.compaction.lag.ms ({min_lag}) > "
+                                 f"max.compaction.lag.ms ({max_lag})")
 
 
 def _parse(name: str, text: str, source: str) -> object:

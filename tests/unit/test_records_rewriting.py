@@ -1,0 +1,91 @@
+"""Batches as the log cleaner rewrites them: some records kept, the delete horizon set, or none kept."""
+
+from __future__ import annotations
+
+import struct
+
+import pytest
+from crc32c import crc32c
+
+from protocol.records import (
+    LOG_APPEND_TIME,
+    NO_TIMESTAMP,
+    BatchBuilder,
+    Header,
+    UnsupportedCompressionError,
+    build_empty_batch,
+    build_retained_batch,
+    decode_batch,
+    decode_batch_columns,
+    validate_batch,
+)
+
+BASE_TS = 1_700_000_000_000
+
+
+def idempotent_batch() -> bytes:
+    builder = BatchBuilder(base_offset=100, partition_leader_epoch=7, producer_id=42, producer_epoch=3,
+                           base_sequence=10)
+    for i in range(6):
+        builder.append(None if i == 4 else f"v{i}".encode(), key=f"k{i % 3}".encode(), timestamp=BASE_TS + 10 * i,
+                       headers=[Header("h", b"x")] if i == 2 else ())
+    return builder.build()
+
+
+def log_append_time(data: bytes, max_timestamp: int) -> bytes:
+    """The batch with LOG_APPEND_TIME and maxTimestamp set (as a broker stamps it), its CRC made right."""
+    out = bytearray(data)
+    struct.pack_into(">h", out, 21, struct.unpack_from(">h", out, 21)[0] | 0x08)
+    struct.pack_into(">q", out, 35, max_timestamp)
+    struct.pack_into(">I", out, 17, crc32c(memoryview(out)[21:]))
+    return bytes(out)
+
+
+def test_a_batch_keeps_its_offsets_epoch_and_producer_with_only_the_retained_records():
+    header, columns = decode_batch_columns(idempotent_batch())
+    rebuilt = build_retained_batch(header, columns, [1, 2, 5], None)
+    new, records = decode_batch(rebuilt)
+    assert [(r.offset, r.key, r.value, r.timestamp, r.headers) for r in records] == [
+        (101, b"k1", b"v1", BASE_TS + 10, ()), (102, b"k2", b"v2", BASE_TS + 20, (Header("h", b"x"),)),
+        (105, b"k2", b"v5", BASE_TS + 50, ())]
+    assert (new.base_offset, new.last_offset, new.partition_leader_epoch) == (100, 105, 7)
+    assert (new.producer_id, new.producer_epoch, new.base_sequence) == (42, 3, 10)
+    assert (new.record_count, new.base_timestamp, new.max_timestamp) == (3, BASE_TS + 10, BASE_TS + 50)
+    assert new.delete_horizon_ms is None and header.delete_horizon_ms is None
+    assert validate_batch(rebuilt) == new  # the CRC covers the new bytes
+
+
+def test_the_delete_horizon_is_the_base_timestamp_and_record_timestamps_do_not_change():
+    header, columns = decode_batch_columns(idempotent_batch())
+    horizon = BASE_TS + 86_400_000
+    rebuilt = build_retained_batch(header, columns, [3, 4], horizon)
+    new, records = decode_batch(rebuilt)
+    assert new.delete_horizon_ms == new.base_timestamp == horizon
+    assert [(r.offset, r.value, r.timestamp) for r in records] == [(103, b"v3", BASE_TS + 30),
+                                                                  (104, None, BASE_TS + 40)]
+    assert new.max_timestamp == BASE_TS + 40 and new.attributes & 0x40
+
+
+def test_under_log_append_time_every_record_keeps_the_batchs_max_timestamp():
+    stamped = BASE_TS + 999
+    header, columns = decode_batch_columns(log_append_time(idempotent_batch(), stamped))
+    assert header.timestamp_type == LOG_APPEND_TIME
+    new, records = decode_batch(build_retained_batch(header, columns, [0, 5], None))
+    assert new.max_timestamp == stamped and new.timestamp_type == LOG_APPEND_TIME
+    assert [r.timestamp for r in records] == [stamped, stamped]
+
+
+def test_an_empty_batch_keeps_the_offsets_and_producer_state_of_the_batch_it_replaces():
+    header = validate_batch(idempotent_batch())
+    empty = build_empty_batch(header)
+    new, records = decode_batch(empty)
+    assert records == [] and new.record_count == 0 and len(empty) == 61
+    assert (new.base_offset, new.last_offset, new.partition_leader_epoch) == (100, 105, 7)
+    assert (new.producer_id, new.producer_epoch, new.base_sequence) == (42, 3, 10)
+    assert (new.base_timestamp, new.max_timestamp) == (NO_TIMESTAMP, header.max_timestamp)
+
+
+def test_a_compressed_batch_is_not_rewritten_as_if_it_were_not():
+    header, columns = decode_batch_columns(idempotent_batch())
+    with pytest.raises(UnsupportedCompressionError):
+        build_retained_batch(header._replace(attributes=header.attributes | 1), columns, [0], None)

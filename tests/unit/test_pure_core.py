@@ -16,6 +16,9 @@ PURE_PACKAGES = ["protocol", "broker/coordinator/group"]
 PURE_MODULES = [
     "broker/listeners.py",
     "broker/isr_changes.py",
+    "broker/log/cleaner/config.py",
+    "broker/log/cleaner/offset_map.py",
+    "broker/log/cleaner/rules.py",
     "broker/log/config.py",
     "broker/log/producer_state.py",
     "broker/log/results.py",

@@ -59,16 +59,16 @@ def test_broker_properties_give_the_topic_defaults_under_kafkas_broker_names():
     assert log.with_topic_overrides({"cleanup.policy": "delete"}).cleanup_policy == ("delete",)
 
 
-def test_the_cleaners_broker_settings_and_the_offset_map_they_allow():
+def test_the_cleaners_broker_settings_and_the_memory_of_its_offset_maps():
     cleaner = BrokerConfig.from_properties(parse_properties(MINIMAL)).cleaner
     assert (cleaner.enable, cleaner.threads, cleaner.backoff_ms) == (True, 1, 15_000)
     assert cleaner.dedupe_buffer_size == 128 * 1024 * 1024
-    assert cleaner.offset_map_entries == int(128 * 1024 * 1024 // 24 * 0.9)  # Kafka's maxDesiredMapSize
+    assert cleaner.offset_map_bytes == int(128 * 1024 * 1024 * 0.9)  # Kafka's maxDesiredMapSize, in bytes
     props = parse_properties(MINIMAL + "log.cleaner.enable=false\nlog.cleaner.threads=2\n"
                              "log.cleaner.backoff.ms=100\nlog.cleaner.dedupe.buffer.size=4194304\n")
     cleaner = BrokerConfig.from_properties(props).cleaner
     assert (cleaner.enable, cleaner.threads, cleaner.backoff_ms) == (False, 2, 100)
-    assert cleaner.offset_map_entries == int(2 * 1024 * 1024 // 24 * 0.9)  # a half of the buffer per thread
+    assert cleaner.offset_map_bytes == int(2 * 1024 * 1024 * 0.9)  # a half of the buffer per thread
 
 
 @pytest.mark.parametrize(("line", "message"), [

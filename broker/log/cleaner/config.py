@@ -6,9 +6,6 @@ from dataclasses import dataclass
 
 from broker.log.config import LogConfigError
 
-#: Bytes of the dedupe buffer each offset map entry stands for in Kafka's SkimpyOffsetMap: a 16-byte MD5 of the key
-#: and an 8-byte offset.
-BYTES_PER_ENTRY = 24
 _MIN_BUFFER_PER_THREAD = 1024 * 1024
 
 
@@ -33,9 +30,7 @@ class CleanerConfig:
             raise LogConfigError("log.cleaner.io.buffer.load.factor must be in (0, 1]")
 
     @property
-    def offset_map_entries(self) -> int:
-        """How many keys one thread's offset map takes before it is full: its share of the dedupe buffer in Kafka's
-        24-byte slots, times the load factor (Kafka's maxDesiredMapSize)."""
-        slots = self.dedupe_buffer_size // max(1, self.threads) // BYTES_PER_ENTRY
-        return int(slots * self.dedupe_buffer_load_factor)
-
+    def offset_map_bytes(self) -> int:
+        """The memory of one thread's offset map: its share of the dedupe buffer, filled up to the load factor
+        (Kafka's maxDesiredMapSize, in bytes)."""
+        return int(self.dedupe_buffer_size // max(1, self.threads) * self.dedupe_buffer_load_factor)

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from broker.log.cleaner.cleaner import Cleaner, StepHook, no_step
+from broker.log.cleaner.manager import LogCleanerManager
+from broker.log.cleaner.offset_map import OffsetMap
 from broker.log.config import LogConfig
 from broker.log.log import Log
 from protocol.records import BatchBuilder, decode_records
@@ -43,3 +46,20 @@ def offsets_of(data: bytes) -> list[int]:
 
 def open_log(directory: Path, clock: ManualClock | None = None, **config: int) -> Log:
     return Log(directory / f"{TP.topic}-{TP.partition}", TP, LogConfig(**config), clock=clock or ManualClock())
+
+
+def clean_log(log: Log, clock: ManualClock, manager: LogCleanerManager | None = None, step: StepHook = no_step,
+              capacity: int = 1 << 20) -> int | None:
+    """One pass of the log cleaner as a cleaner thread makes it, the calling thread owning the log (the manager's
+    checkpoint files are not written); the new first dirty offset, or None if the log needed no cleaning."""
+    manager = manager or LogCleanerManager([log.dir.parent], {log.tp: log})
+    job = manager.grab_dirtiest(clock())
+    if job is None:
+        return None
+    cleaner = Cleaner(OffsetMap(capacity), lambda work: work(), lambda _job: None, clock, step)
+    end = None
+    try:
+        end, _stats = cleaner.clean(job)
+    finally:
+        manager.done_cleaning(job, end)
+    return end

@@ -20,7 +20,7 @@ from broker.log.log import Log
 from protocol.errors import ErrorCode, KafkaError
 from protocol.records import BatchBuilder, decode_records, iter_batches
 from protocol.topic_partition import TopicPartition
-from tests.unit.logutil import TP, ManualClock
+from tests.unit.logutil import TP, ManualClock, clean_log
 
 KEYS = 20
 DAY = 86_400_000
@@ -67,19 +67,10 @@ def latest_values(log: Log) -> dict[bytes, bytes | None]:
 
 def run_cleaner(log: Log, clock: ManualClock, manager: LogCleanerManager | None = None,
                 step: Callable[[str], None] = no_step, capacity: int = 1 << 20) -> int | None:
-    """One cleaner pass as a cleaner thread makes it (the owner is this thread); the new first dirty offset, or None
-    if the log needed no cleaning."""
+    """One cleaner pass (logutil.clean_log), its checkpoint written."""
     manager = manager or LogCleanerManager([log.dir.parent], {log.tp: log})
-    job = manager.grab_dirtiest(clock())
-    if job is None:
-        return None
-    cleaner = Cleaner(OffsetMap(capacity), lambda work: work(), lambda _job: None, clock, step)
-    end = None
-    try:
-        end, _stats = cleaner.clean(job)
-    finally:
-        manager.done_cleaning(job, end)
-        manager.write_checkpoints()
+    end = clean_log(log, clock, manager, step, capacity)
+    manager.write_checkpoints()
     return end
 
 

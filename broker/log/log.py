@@ -113,7 +113,7 @@ class Log:
                  files: OpenFiles = SEGMENT_FILES) -> None:
         self.dir = directory
         self.tp = tp
-        self.config = config
+        self._config = config
         self._clock = clock
         self._files = files
         self._flush_lock = threading.Lock()
@@ -208,6 +208,16 @@ class Log:
                 self.epoch_cache.assign(header.partition_leader_epoch, header.base_offset)
 
     # -- offsets ----------------------------------------------------------------------------
+
+    @property
+    def config(self) -> LogConfig:
+        return self._config
+
+    @config.setter
+    def config(self, config: LogConfig) -> None:
+        """A new config (the topic's, read when a LeaderAndIsr names the log): the active segment rolls by it too."""
+        self._config = config
+        self.active_segment.configure(config)
 
     @property
     def active_segment(self) -> LogSegment:

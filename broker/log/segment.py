@@ -78,9 +78,7 @@ class LogSegment:
         self._path = str(self.log_path)
         self._files = files
         self._config = config
-        self._segment_bytes = config.segment_bytes
-        self._segment_ms = config.segment_ms
-        self._index_interval_bytes = config.index_interval_bytes
+        self.configure(config)
         with self.pinned() as fd:
             self.size = os.fstat(fd).st_size
         self.created_ms = now_ms
@@ -103,6 +101,13 @@ class LogSegment:
                     self._load_tail_state()
             except (CorruptIndexError, RecordBatchError):
                 self.indexes_trusted = False
+
+    def configure(self, config: LogConfig) -> None:
+        """Roll and index by ``config`` from now on (a topic's config changed, or replaced the broker's defaults the
+        log was loaded with)."""
+        self._segment_bytes = config.segment_bytes
+        self._segment_ms = config.segment_ms
+        self._index_interval_bytes = config.index_interval_bytes
 
     def _fd(self) -> int:
         """The .log file's descriptor: fetch it right before each system call, never keep it."""

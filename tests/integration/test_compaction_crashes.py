@@ -46,13 +46,12 @@ def rounds(start: int) -> Iterator[tuple[bytes, bytes]]:
 async def test_a_broker_killed_at_a_step_of_a_cleaning_recovers_every_latest_value(
         cluster: ClusterState, step: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     topic, tp = f"crash-at-{step}", TopicPartition(f"crash-at-{step}", 0)
-    broker = cluster.brokers[0]
-    log_dir = Path(broker.log_dir)
+    log_dir = Path(cluster.brokers[0].log_dir)
     await create_topic(cluster, topic, partitions=1, replication_factor=1,
                        configs={"cleanup.policy": "compact", "segment.bytes": "16384",
                                 "min.cleanable.dirty.ratio": "0.1"})
     halted = tmp_path / "halted"
-    kill_broker(cluster.directory, broker.id, "TERM")
+    broker = kill_broker(cluster.directory, cluster.brokers[0].id, "TERM")
     await wait_gone(broker)
     with monkeypatch.context() as env:
         env.setenv(HALT_AT, step)

@@ -33,7 +33,7 @@ from typing import NamedTuple
 
 from crc32c import crc32c
 
-from protocol.uniform_records import Shape, decode_uniform
+from protocol.uniform_records import Shape, decode_uniform, decode_uniform_keys, decode_uniform_spans
 from protocol.varint import SHORT_VARINTS, SMALL_VARINTS, SMALL_VARINTS_LIMIT, encode_varint
 
 HEADER_SIZE: int = 61
@@ -417,12 +417,11 @@ def _record_shape(record: _RecordFields) -> Shape:
     return Shape(None if key is None else len(key), None if value is None else len(value))
 
 
-def _decode_uniform_columns(data: bytes, start: int, header: BatchHeader) -> RecordColumns | None:
-    """The records of the validated batch at data[start:] decoded in one regex pass (protocol.uniform_records) if
-    they all have the shape of the first, else None. The second record is checked first, so that a batch of
-    records of varying sizes costs no regex."""
-    count = header.record_count
-    if count < _MIN_UNIFORM_RECORDS:
+def _uniform_shape(data: bytes, start: int, header: BatchHeader) -> Shape | None:
+    """The shape of the first two records of the validated batch at data[start:] if they have one, and the batch
+    enough records for a regex pass to pay (protocol.uniform_records). The second record is checked first, so that
+    a batch of records of varying sizes costs no regex."""
+    if header.record_count < _MIN_UNIFORM_RECORDS:
         return None
     pos = start + HEADER_SIZE
     end = start + LOG_OVERHEAD + header.batch_length
@@ -430,8 +429,18 @@ def _decode_uniform_columns(data: bytes, start: int, header: BatchHeader) -> Rec
     second = None if first is None else _read_plain_record(data, first[-1], end)
     if second is None or (shape := _record_shape(first)) != _record_shape(second):
         return None
+    return shape
+
+
+def _decode_uniform_columns(data: bytes, start: int, header: BatchHeader) -> RecordColumns | None:
+    """The records of the validated batch at data[start:] decoded in one regex pass (protocol.uniform_records) if
+    they all have the shape of the first, else None."""
+    shape = _uniform_shape(data, start, header)
+    if shape is None:
+        return None
     timestamp, log_append = _timestamp_base(header)
-    columns = decode_uniform(data, pos, end, count, shape, header.base_offset, timestamp, log_append)
+    columns = decode_uniform(data, start + HEADER_SIZE, start + LOG_OVERHEAD + header.batch_length,
+                             header.record_count, shape, header.base_offset, timestamp, log_append)
     return None if columns is None else RecordColumns._make(columns)
 
 
@@ -667,6 +676,58 @@ def _write_header(out: bytearray, base_offset: int, partition_leader_epoch: int,
 # --------------------------------------------------------------------------- rewriting (the log cleaner)
 
 
+class StoredRecords(NamedTuple):
+    """The records of one batch as the log cleaner reads them to rewrite the batch: each one's offset, timestamp and
+    key, whether it is a tombstone (a null value), and its bytes, ``data[starts[i]:starts[i + 1]]``. (Those of a
+    compressed batch would be its decompressed records.)"""
+
+    data: bytes
+    offsets: list[int]
+    timestamps: list[int]
+    keys: list[bytes | None]
+    tombstones: list[bool]
+    starts: list[int]
+
+
+def read_record_keys(buf: _Buffer, pos: int = 0) -> tuple[BatchHeader, Sequence[int], list[bytes | None]]:
+    """Validate the batch at ``pos`` and read its records' offsets and keys only (the log cleaner's offset map):
+    records of one shape in one regex pass, any other batch record by record."""
+    header = validate_batch(buf, pos)
+    data = _as_bytes(buf)
+    shape = _uniform_shape(data, pos, header)
+    if shape is not None:
+        found = decode_uniform_keys(data, pos + HEADER_SIZE, pos + LOG_OVERHEAD + header.batch_length,
+                                    header.record_count, shape, header.base_offset)
+        if found is not None:
+            return header, *found
+    columns = _decode_general_columns(data, pos, header)
+    return header, columns.offsets, columns.keys
+
+
+def read_stored_records(buf: _Buffer, pos: int = 0) -> tuple[BatchHeader, StoredRecords]:
+    """Validate the batch at ``pos`` and read its records for rewriting (StoredRecords): records of one shape in one
+    regex pass, without copying their values; any other batch record by record, every field validated."""
+    header = validate_batch(buf, pos)
+    data = _as_bytes(buf)
+    start, end = pos + HEADER_SIZE, pos + LOG_OVERHEAD + header.batch_length
+    shape = _uniform_shape(data, pos, header)
+    if shape is not None:
+        timestamp, log_append = _timestamp_base(header)
+        spans = decode_uniform_spans(data, start, end, header.record_count, shape, header.base_offset, timestamp,
+                                     log_append)
+        if spans is not None:
+            offsets, timestamps, keys, starts = spans
+            return header, StoredRecords(data, offsets, timestamps, keys, [shape.value_size is None] * len(keys),
+                                         starts)
+    columns = _decode_general_columns(data, pos, header)
+    starts = [start]
+    for _ in range(header.record_count):
+        length, at = _read_varint(data, starts[-1], end)
+        starts.append(at + length)
+    return header, StoredRecords(data, columns.offsets, columns.timestamps, columns.keys,
+                                 [value is None for value in columns.values], starts)
+
+
 def _encode_record(offset_delta: int, timestamp_delta: int, key: bytes | None, value: bytes | None,
                    headers: Sequence[Header]) -> bytes:
     """One record: its length, then attributes 0, its deltas, key, value and headers."""
@@ -681,33 +742,34 @@ def _encode_record(offset_delta: int, timestamp_delta: int, key: bytes | None, v
     return encode_varint(len(record)) + record
 
 
-def build_retained_batch(header: BatchHeader, records: RecordColumns, retained: Sequence[int],
+def build_retained_batch(header: BatchHeader, records: StoredRecords, retained: Sequence[int],
                          delete_horizon_ms: int | None) -> bytes:
     """The batch ``header`` heads, with only the records at the indexes ``retained`` (in order, at least one) of its
     records ``records``: what Kafka's log cleaner writes for a batch it keeps part of (MemoryRecords.filterTo).
 
     The batch keeps its base offset and last offset delta (so that the producer's last sequence number survives),
-    its leader epoch, producer id, epoch and base sequence, and its attributes. Its base timestamp is the first
-    retained record's (under LOG_APPEND_TIME the batch's maxTimestamp), or ``delete_horizon_ms`` when given, which
-    sets attributes bit 6 (KIP-534); each record's timestamp delta is from that base, so record timestamps never
-    change. Its maxTimestamp is the largest retained record's (the original under LOG_APPEND_TIME). The records are
-    written as they were read: uncompressed (a compressed batch would be recompressed in its codec here)."""
+    its leader epoch, producer id, epoch and base sequence, and its attributes. With the delete horizon it had
+    (``delete_horizon_ms`` is the header's), its base timestamp stays and the records are copied as they are; a new
+    delete horizon becomes its base timestamp (attributes bit 6, KIP-534) and each record is written again with its
+    timestamp delta from it. Record timestamps never change. Its maxTimestamp is the largest retained record's
+    (the original under LOG_APPEND_TIME). The records are written as they were read: uncompressed (a compressed
+    batch would be recompressed in its codec here)."""
     if header.compression:
         raise UnsupportedCompressionError(f"cannot rewrite a batch compressed with codec {header.compression}")
-    offsets, timestamps, keys, values, headers = records
-    log_append = bool(header.attributes & _TIMESTAMP_TYPE_MASK)
-    if delete_horizon_ms is not None:
-        base_timestamp, attributes = delete_horizon_ms, header.attributes | _DELETE_HORIZON_MASK
-    else:
-        base_timestamp = header.max_timestamp if log_append else timestamps[retained[0]]
-        attributes = header.attributes
-    base_offset = header.base_offset
+    data, offsets, timestamps, _keys, _tombstones, starts = records
+    attributes, base_timestamp = header.attributes, header.base_timestamp
     out = bytearray(HEADER_SIZE)
-    for i in retained:
-        out += _encode_record(offsets[i] - base_offset, timestamps[i] - base_timestamp, keys[i], values[i],
-                              headers[i])
+    if delete_horizon_ms == header.delete_horizon_ms:
+        out += b"".join([data[starts[i]:starts[i + 1]] for i in retained])
+    else:
+        attributes, base_timestamp = attributes | _DELETE_HORIZON_MASK, delete_horizon_ms
+        for i in retained:
+            _delta, _offset_delta, key, value, headers, _end = _read_record(data, starts[i], starts[i + 1])
+            out += _encode_record(offsets[i] - header.base_offset, timestamps[i] - base_timestamp, key, value,
+                                  headers)
+    log_append = bool(header.attributes & _TIMESTAMP_TYPE_MASK)
     max_timestamp = header.max_timestamp if log_append else max(timestamps[i] for i in retained)
-    _write_header(out, base_offset, header.partition_leader_epoch, attributes, header.last_offset_delta,
+    _write_header(out, header.base_offset, header.partition_leader_epoch, attributes, header.last_offset_delta,
                   base_timestamp, max_timestamp, header.producer_id, header.producer_epoch, header.base_sequence,
                   len(retained))
     return bytes(out)

@@ -128,14 +128,16 @@ def header_of(*records: tuple[bytes | None, bytes | None], producer_id: int = -1
 
 
 def test_a_record_survives_if_its_key_has_no_later_record_and_it_is_no_expired_tombstone():
-    latest = {b"a": 13, b"b": 11, b"c": 12, b"z": 16}.get
+    latest = {b"a": 13, b"b": 11, b"c": 12, b"z": 16}
     offsets = [10, 11, 12, 13, 14, 15]
     keys = [b"a", b"b", b"c", b"a", None, b"z"]
-    values = [b"1", b"2", None, b"4", b"5", b"6"]
-    assert rules.retained_records(offsets, keys, values, lambda k: latest(k, -1), 15, True) == [1, 2, 3]
-    assert rules.retained_records(offsets, keys, values, lambda k: latest(k, -1), 15, False) == [1, 3]
+    tombstones = [False, False, True, False, False, False]
+    assert rules.retained_records(offsets, keys, tombstones, latest, 15, True) == [1, 2, 3]
+    assert rules.retained_records(offsets, keys, tombstones, latest, 15, False) == [1, 3]
     # Past the map's last offset everything is kept, keyless or not: the map says nothing of those records.
-    assert rules.retained_records(offsets, keys, values, lambda k: latest(k, -1), 11, False) == [1, 2, 3, 4, 5]
+    assert rules.retained_records(offsets, keys, tombstones, latest, 11, False) == [1, 2, 3, 4, 5]
+    # The usual batch (all keyed, no tombstone, within the map) is decided the same way.
+    assert rules.retained_records(offsets[:4], keys[:4], [False] * 4, latest, 15, False) == [1, 2, 3]
 
 
 def test_tombstones_are_kept_until_their_delete_horizon():
@@ -147,10 +149,10 @@ def test_tombstones_are_kept_until_their_delete_horizon():
 
 def test_the_first_cleaning_to_keep_a_tombstone_sets_its_batchs_delete_horizon():
     plain = header_of((b"k", None))
-    assert rules.delete_horizon(plain, [b"v", None], NOW, 5000) == NOW + 5000
-    assert rules.delete_horizon(plain, [b"v"], NOW, 5000) is None
+    assert rules.delete_horizon(plain, [False, True], NOW, 5000) == NOW + 5000
+    assert rules.delete_horizon(plain, [False], NOW, 5000) is None
     horizon = plain._replace(attributes=plain.attributes | 0x40, base_timestamp=NOW - 7)
-    assert rules.delete_horizon(horizon, [b"v"], NOW, 5000) == NOW - 7  # kept, never moved
+    assert rules.delete_horizon(horizon, [False], NOW, 5000) == NOW - 7  # kept, never moved
 
 
 def test_an_emptied_batch_is_kept_for_its_producer_or_as_the_last_of_the_round():

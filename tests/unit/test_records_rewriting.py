@@ -16,7 +16,7 @@ from protocol.records import (
     build_empty_batch,
     build_retained_batch,
     decode_batch,
-    decode_batch_columns,
+    read_stored_records,
     validate_batch,
 )
 
@@ -42,7 +42,7 @@ def log_append_time(data: bytes, max_timestamp: int) -> bytes:
 
 
 def test_a_batch_keeps_its_offsets_epoch_and_producer_with_only_the_retained_records():
-    header, columns = decode_batch_columns(idempotent_batch())
+    header, columns = read_stored_records(idempotent_batch())
     rebuilt = build_retained_batch(header, columns, [1, 2, 5], None)
     new, records = decode_batch(rebuilt)
     assert [(r.offset, r.key, r.value, r.timestamp, r.headers) for r in records] == [
@@ -50,13 +50,14 @@ def test_a_batch_keeps_its_offsets_epoch_and_producer_with_only_the_retained_rec
         (105, b"k2", b"v5", BASE_TS + 50, ())]
     assert (new.base_offset, new.last_offset, new.partition_leader_epoch) == (100, 105, 7)
     assert (new.producer_id, new.producer_epoch, new.base_sequence) == (42, 3, 10)
-    assert (new.record_count, new.base_timestamp, new.max_timestamp) == (3, BASE_TS + 10, BASE_TS + 50)
+    # The records are copied as they were: the base timestamp they count from stays.
+    assert (new.record_count, new.base_timestamp, new.max_timestamp) == (3, BASE_TS, BASE_TS + 50)
     assert new.delete_horizon_ms is None and header.delete_horizon_ms is None
     assert validate_batch(rebuilt) == new  # the CRC covers the new bytes
 
 
 def test_the_delete_horizon_is_the_base_timestamp_and_record_timestamps_do_not_change():
-    header, columns = decode_batch_columns(idempotent_batch())
+    header, columns = read_stored_records(idempotent_batch())
     horizon = BASE_TS + 86_400_000
     rebuilt = build_retained_batch(header, columns, [3, 4], horizon)
     new, records = decode_batch(rebuilt)
@@ -68,7 +69,7 @@ def test_the_delete_horizon_is_the_base_timestamp_and_record_timestamps_do_not_c
 
 def test_under_log_append_time_every_record_keeps_the_batchs_max_timestamp():
     stamped = BASE_TS + 999
-    header, columns = decode_batch_columns(log_append_time(idempotent_batch(), stamped))
+    header, columns = read_stored_records(log_append_time(idempotent_batch(), stamped))
     assert header.timestamp_type == LOG_APPEND_TIME
     new, records = decode_batch(build_retained_batch(header, columns, [0, 5], None))
     assert new.max_timestamp == stamped and new.timestamp_type == LOG_APPEND_TIME
@@ -85,7 +86,24 @@ def test_an_empty_batch_keeps_the_offsets_and_producer_state_of_the_batch_it_rep
     assert (new.base_timestamp, new.max_timestamp) == (NO_TIMESTAMP, header.max_timestamp)
 
 
+def test_records_of_one_shape_are_read_in_one_pass_with_where_each_one_is():
+    builder = BatchBuilder(base_offset=7)
+    for i in range(20):
+        builder.append(None if i % 5 == 0 else b"v" * 30, key=b"key-%02d" % i, timestamp=BASE_TS + i)
+    uniform = BatchBuilder(base_offset=7)
+    for i in range(20):
+        uniform.append(b"v" * 30, key=b"key-%02d" % i, timestamp=BASE_TS + i)
+    for data in (builder.build(), uniform.build()):
+        header, records = read_stored_records(data)
+        assert records.offsets == list(range(7, 27)) and records.keys == [b"key-%02d" % i for i in range(20)]
+        assert records.timestamps == [BASE_TS + i for i in range(20)]
+        assert len(records.starts) == 21 and records.starts[0] == 61 and records.starts[-1] == len(data)
+        assert records.tombstones == [r.value is None for r in decode_batch(data)[1]]
+        rebuilt = build_retained_batch(header, records, [1, 19], None)
+        assert [(r.offset, r.key) for r in decode_batch(rebuilt)[1]] == [(8, b"key-01"), (26, b"key-19")]
+
+
 def test_a_compressed_batch_is_not_rewritten_as_if_it_were_not():
-    header, columns = decode_batch_columns(idempotent_batch())
+    header, columns = read_stored_records(idempotent_batch())
     with pytest.raises(UnsupportedCompressionError):
         build_retained_batch(header._replace(attributes=header.attributes | 1), columns, [0], None)

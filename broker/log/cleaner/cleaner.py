@@ -7,7 +7,7 @@ thread that owns the log (``owner``), which refuses it if the log was truncated,
 the meantime. Offsets, leader epochs, the HW and the LEO never change: a batch keeps its base offset and last
 offset, and a batch emptied of records is kept (empty) where Kafka keeps one.
 
-Records are read and batches written by ``protocol.records`` (``decode_batch_columns``, ``build_retained_batch``,
+Records are read and batches written by ``protocol.records`` (``read_stored_records``, ``build_retained_batch``,
 ``build_empty_batch``): the functions a compressed batch's decompression and recompression belong to.
 """
 
@@ -31,8 +31,9 @@ from protocol.records import (
     TruncatedBatchError,
     build_empty_batch,
     build_retained_batch,
-    decode_batch_columns,
     read_header,
+    read_record_keys,
+    read_stored_records,
 )
 from protocol.topic_partition import TopicPartition
 
@@ -144,7 +145,7 @@ class Cleaner:
         with _reading(job, segment):
             for buf, at in segment.batches(segment.offset_index.lookup(start)):
                 self._check_done(job)
-                header, (offsets, _timestamps, keys, _values, _headers) = decode_batch_columns(buf, at)
+                header, offsets, keys = read_record_keys(buf, at)
                 stats.map_bytes_read += header.size_in_bytes
                 stats.map_records_read += header.record_count
                 if header.last_offset < start:
@@ -230,19 +231,20 @@ class Cleaner:
                    stats: CleanerStats) -> tuple[BatchHeader, bytes | memoryview | None]:
         """What survives of the batch at buf[at:]: its header and bytes (itself, a copy of it with fewer records or a
         delete horizon, or an empty batch), or None."""
-        header, records = decode_batch_columns(buf, at)
+        header, records = read_stored_records(buf, at)
         original = memoryview(buf)[at:at + header.size_in_bytes]
         stats.bytes_read += header.size_in_bytes
         stats.records_read += header.record_count
         if header.is_control:
             stats.records_written += header.record_count
             return header, original
-        offsets, _timestamps, keys, values, _headers = records
-        retained = rules.retained_records(offsets, keys, values, self.offset_map.get, self.offset_map.latest_offset,
-                                          rules.keeps_tombstones(header, now))
+        tombstones = records.tombstones
+        retained = rules.retained_records(records.offsets, records.keys, tombstones, self.offset_map.offsets,
+                                          self.offset_map.latest_offset, rules.keeps_tombstones(header, now))
         stats.records_written += len(retained)
         if retained:
-            horizon = rules.delete_horizon(header, (values[i] for i in retained), now, job.config.delete_retention_ms)
+            horizon = rules.delete_horizon(header, (tombstones[i] for i in retained), now,
+                                           job.config.delete_retention_ms)
             if len(retained) == header.record_count and horizon == header.delete_horizon_ms:
                 return header, original
             rebuilt = build_retained_batch(header, records, retained, horizon)

@@ -19,7 +19,9 @@ from the *first dirty offset* (the cleaner-offset-checkpoint entry) on. The dirt
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from itertools import compress, repeat
+from operator import ge
 from typing import NamedTuple, TypeVar
 
 from protocol.records import BatchHeader
@@ -202,15 +204,19 @@ def group_segments(segments: Sequence[SegmentInfo], max_size: int, max_index_siz
     return groups
 
 
-def retained_records(offsets: Sequence[int], keys: Sequence[bytes | None], values: Sequence[bytes | None],
-                     latest: Callable[[bytes], int], map_end: int, keep_tombstones: bool) -> list[int]:
+def retained_records(offsets: Sequence[int], keys: Sequence[bytes | None], tombstones: Sequence[bool],
+                     latest: Mapping[bytes, int], map_end: int, keep_tombstones: bool) -> list[int]:
     """Kafka's shouldRetainRecord, for a batch's records at once: the indexes of those kept. A record past the
     offset map's last offset (``map_end``) is kept; a record without a key is dropped (a compacted topic refuses
-    them at produce time); a keyed record is kept if it is its key's latest (its offset >= ``latest(key)``, -1 for
-    a key the map lacks) and it has a value, or it is a tombstone and ``keep_tombstones``."""
-    return [i for i, (offset, key, value) in enumerate(zip(offsets, keys, values, strict=True))
-            if offset > map_end or (key is not None and offset >= latest(key)
-                                    and (value is not None or keep_tombstones))]
+    them at produce time); a keyed record is kept if it is its key's latest (its offset >= ``latest[key]``, -1 for
+    a key the map lacks) and it is no tombstone, or ``keep_tombstones``."""
+    get = latest.get
+    if offsets and offsets[-1] <= map_end and None not in keys and (keep_tombstones or True not in tombstones):
+        # The usual batch, decided without a Python step per record: every record keyed, none kept for being past
+        # the map or dropped for being a tombstone.
+        return list(compress(range(len(offsets)), map(ge, offsets, map(get, keys, repeat(-1)))))
+    return [i for i, (offset, key, tombstone) in enumerate(zip(offsets, keys, tombstones, strict=True))
+            if offset > map_end or (key is not None and offset >= get(key, -1) and (keep_tombstones or not tombstone))]
 
 
 def keeps_tombstones(header: BatchHeader, now_ms: int) -> bool:
@@ -220,14 +226,14 @@ def keeps_tombstones(header: BatchHeader, now_ms: int) -> bool:
     return horizon is None or now_ms < horizon
 
 
-def delete_horizon(header: BatchHeader, retained_values: Iterable[bytes | None], now_ms: int,
+def delete_horizon(header: BatchHeader, retained_tombstones: Iterable[bool], now_ms: int,
                    delete_retention_ms: int) -> int | None:
     """The delete horizon a rewritten batch carries: the one it had, or, for the first cleaning to keep a tombstone
     of it, now + delete.retention.ms (after which a later cleaning drops its tombstones); None when it keeps no
     tombstone and had none."""
     if header.delete_horizon_ms is not None:
         return header.delete_horizon_ms
-    if any(value is None for value in retained_values):
+    if any(retained_tombstones):
         return now_ms + delete_retention_ms
     return None
 

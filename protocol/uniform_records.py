@@ -14,7 +14,7 @@ regex tiles its records region with exactly recordCount records. It never raises
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from functools import lru_cache
 from itertools import accumulate
 from operator import add, itemgetter
@@ -100,11 +100,27 @@ def _offsets(offset_deltas: tuple[bytes, ...], count: int, base_offset: int) -> 
     return _add_deltas(base_offset, offset_deltas)
 
 
-def _offsets_and_timestamps(timestamp_deltas: tuple[bytes, ...], offset_deltas: tuple[bytes, ...], count: int,
-                            base_offset: int, timestamp: int, log_append_time: bool) -> tuple[list[int], list[int]]:
-    offsets = _offsets(offset_deltas, count, base_offset)
+class _Decoded(NamedTuple):
+    """What every decoding of a batch's regex rows starts with: the raw deltas, offsets, timestamps and keys, and
+    the columns left (values, if the regex captured them)."""
+
+    timestamp_deltas: tuple[bytes, ...]
+    offset_deltas: tuple[bytes, ...]
+    offsets: list[int]
+    timestamps: list[int]
+    keys: list[bytes | None]
+    rest: Iterator[tuple[bytes, ...]]
+
+
+def _decoded(rows: list[tuple[bytes, ...]], count: int, shape: Shape, base_offset: int, timestamp: int,
+             log_append_time: bool) -> _Decoded:
+    columns = zip(*rows, strict=True)
+    timestamp_deltas = next(columns)
+    offset_deltas = next(columns)
+    offsets = list(_offsets(offset_deltas, count, base_offset))
     timestamps = [timestamp] * count if log_append_time else _add_deltas(timestamp, timestamp_deltas)
-    return list(offsets), timestamps
+    keys = [None] * count if shape.key_size is None else list(next(columns))
+    return _Decoded(timestamp_deltas, offset_deltas, offsets, timestamps, keys, columns)
 
 
 def decode_uniform(
@@ -125,14 +141,9 @@ def decode_uniform(
     rows = _rows(data, pos, end, count, shape)
     if rows is None:
         return None
-    columns = zip(*rows, strict=True)
-    timestamp_deltas = next(columns)
-    offset_deltas = next(columns)
-    offsets, timestamps = _offsets_and_timestamps(timestamp_deltas, offset_deltas, count, base_offset, timestamp,
-                                                  log_append_time)
-    keys = [None] * count if shape.key_size is None else list(next(columns))
-    values = [None] * count if shape.value_size is None else list(next(columns))
-    return offsets, timestamps, keys, values, [()] * count
+    decoded = _decoded(rows, count, shape, base_offset, timestamp, log_append_time)
+    values = [None] * count if shape.value_size is None else list(next(decoded.rest))
+    return decoded.offsets, decoded.timestamps, decoded.keys, values, [()] * count
 
 
 def decode_uniform_keys(data: bytes, pos: int, end: int, count: int, shape: Shape,
@@ -146,30 +157,18 @@ def decode_uniform_keys(data: bytes, pos: int, end: int, count: int, shape: Shap
     return offsets, [None] * count if shape.key_size is None else list(map(itemgetter(1), rows))
 
 
-def decode_uniform_spans(
-    data: bytes,
-    pos: int,
-    end: int,
-    count: int,
-    shape: Shape,
-    base_offset: int,
-    timestamp: int,
-    log_append_time: bool,
-) -> tuple[list[int], list[int], list[bytes | None], list[int]] | None:
+def decode_uniform_spans(data: bytes, pos: int, end: int, count: int, shape: Shape, base_offset: int, timestamp: int,
+                         log_append_time: bool) -> tuple[list[int], list[int], list[bytes | None], list[int]] | None:
     """Offsets, timestamps and keys of the ``count`` records at data[pos:end] (as decode_uniform has them), and where
     each record starts (``count + 1`` positions: the last is ``end``), if they all have ``shape``, else None. Values
     are not copied: the log cleaner copies the records it keeps whole, from their positions."""
     rows = _rows(data, pos, end, count, shape, capture_value=False)
     if rows is None:
         return None
-    columns = zip(*rows, strict=True)
-    timestamp_deltas = next(columns)
-    offset_deltas = next(columns)
-    offsets, timestamps = _offsets_and_timestamps(timestamp_deltas, offset_deltas, count, base_offset, timestamp,
-                                                  log_append_time)
-    keys = [None] * count if shape.key_size is None else list(next(columns))
-    sizes = map(_record_sizes(shape).__getitem__, map(add, map(len, timestamp_deltas), map(len, offset_deltas)))
-    return offsets, timestamps, keys, list(accumulate(sizes, initial=pos))
+    decoded = _decoded(rows, count, shape, base_offset, timestamp, log_append_time)
+    sizes = map(_record_sizes(shape).__getitem__, map(add, map(len, decoded.timestamp_deltas),
+                                                       map(len, decoded.offset_deltas)))
+    return decoded.offsets, decoded.timestamps, decoded.keys, list(accumulate(sizes, initial=pos))
 
 
 @lru_cache(maxsize=64)

@@ -1,5 +1,5 @@
-"""Helpers of the compaction tests: keyed records produced with a history, read back as a consumer reads them or
-from a replica's files, each key's latest record, and what the cleaner left in a log dir."""
+"""Helpers of the compaction tests: keyed records produced with a history, read back from a replica's files, each
+key's latest record, and what the cleaner left in a log dir."""
 
 from __future__ import annotations
 
@@ -8,14 +8,12 @@ from pathlib import Path
 
 from broker.log.checkpoint import CLEANER_OFFSET_CHECKPOINT, OffsetCheckpointFile
 from client.cluster import ClusterState
-from client.consumer import Consumer, ConsumerRecord
+from client.consumer import ConsumerRecord
 from client.outcomes import track_outcome
 from client.producer import Producer
 from protocol.history import OK, HistoryWriter, Outcome
 from protocol.records import Record, decode_records
 from protocol.topic_partition import TopicPartition
-from tests.integration.clusterutil import REQUEST_TIMEOUT_MS, describe_topic
-from tests.polling import eventually
 
 #: (partition, key) -> (offset, value) of the key's latest record.
 Latest = dict[tuple[int, bytes], tuple[int, bytes | None]]
@@ -30,27 +28,6 @@ async def produce_keyed(cluster: ClusterState, topic: str, pairs: Iterable[tuple
         for key, value in pairs:
             track_outcome(history, topic, key, value, await producer.send(topic, value, key=key))
         await producer.flush()
-
-
-async def consume_records(cluster: ClusterState, topic: str) -> list[ConsumerRecord]:
-    """Every record of every partition below its high watermark, in offset order per partition."""
-    partitions = sorted(await describe_topic(cluster, topic))
-    tps = [(topic, p) for p in partitions]
-    found: list[ConsumerRecord] = []
-    async with Consumer(cluster.bootstrap_servers, request_timeout_ms=REQUEST_TIMEOUT_MS) as consumer:
-        consumer.assign(tps)
-        await consumer.seek_to_end(tps)
-        ends = {p: await consumer.position((topic, p)) for p in partitions}
-        await consumer.seek_to_beginning(tps)
-
-        async def read_to_the_ends() -> bool:
-            behind = [p for p in partitions if await consumer.position((topic, p)) < ends[p]]
-            if behind:
-                found.extend(await consumer.poll(timeout_ms=500))
-            return not behind
-
-        await eventually(read_to_the_ends, f"{topic} read up to {ends}", interval_s=0)
-    return found
 
 
 def latest_of(records: Iterable[ConsumerRecord | Record], partition: int | None = None) -> Latest:

@@ -23,6 +23,7 @@ from tests.integration.clusterutil import (
     SMALL_TIMEOUTS,
     agreed_controller,
     cluster_fixture,
+    consume_records,
     create_topic,
     restore,
     wait_converged,
@@ -30,7 +31,6 @@ from tests.integration.clusterutil import (
 )
 from tests.integration.compactionutil import (
     cleaner_checkpoint,
-    consume_records,
     latest_acked,
     latest_of,
     lost_latest,

@@ -15,10 +15,9 @@ from broker.log.cleaner.log_cleaner import HALT_AT, HALT_FILE
 from client.cluster import ClusterState, kill_broker, start_broker
 from protocol.history import HistoryWriter, read_history
 from protocol.topic_partition import TopicPartition
-from tests.integration.clusterutil import cluster_fixture, create_topic, wait_gone
+from tests.integration.clusterutil import cluster_fixture, consume_records, create_topic, wait_gone
 from tests.integration.compactionutil import (
     cleaner_checkpoint,
-    consume_records,
     latest_acked,
     latest_of,
     lost_latest,

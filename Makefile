@@ -3,7 +3,7 @@
 PYTHON ?= python3
 BIN := .venv/bin
 
-.PHONY: setup venv lock test lint bench-log bench-produce bench-failover bench-kafka bench-verify bench-scale bench-cleaner sim-long chaos clean
+.PHONY: setup venv lock test lint bench-log bench-produce bench-failover bench-kafka bench-compression bench-verify bench-scale bench-cleaner sim-long chaos clean
 
 setup:
 	@PYTHON=$(PYTHON) tools/setup.sh
@@ -36,6 +36,10 @@ bench-failover: venv
 
 bench-kafka: venv
 	$(BIN)/python -m bench.kafka_client_bench --runs 3
+
+# produce MB/s with each codec (librdkafka and minikafka's producer) and the brokers' CPU per MB, against none
+bench-compression: venv
+	$(BIN)/python -m bench.compression_bench --runs 3
 
 bench-verify: venv
 	$(BIN)/python -m bench.verify_bench --runs 3

@@ -17,12 +17,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import os
 import random
 import statistics
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -38,6 +39,7 @@ from bench.produce_bench import (
     REPLICATION_FACTOR,
     VALUE_SIZE,
     create_topics,
+    cycled_bytes,
     local_cluster,
 )
 from bench.produce_bench import consume as minikafka_consume
@@ -106,10 +108,13 @@ class CpuMeter:
 # ------------------------------------------------------------------------------------------------ librdkafka
 
 
-def librdkafka_produce(bootstrap: str, topic: str, acks: str, value: bytes, seconds: float) -> tuple[int, int, list]:
-    """Produce `value` as fast as librdkafka takes it for `seconds`, then flush; (records, bytes, latencies)."""
-    producer = Producer({"bootstrap.servers": bootstrap, "acks": acks, **LIBRDKAFKA})
-    producer.produce(topic, value)  # metadata and connections before the clock starts
+def librdkafka_produce(bootstrap: str, topic: str, acks: str, values: list[bytes], seconds: float,
+                       settings: dict[str, Any] = LIBRDKAFKA) -> tuple[int, int, list]:
+    """Produce `values` in turn as fast as librdkafka takes them for `seconds`, then flush; (records, bytes,
+    latencies). `settings` are librdkafka's."""
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": acks, **settings})
+    next_value = itertools.cycle(values).__next__
+    producer.produce(topic, values[0])  # metadata and connections before the clock starts
     producer.flush(30)
     latencies: list[float] = []
     errors: list[Any] = []
@@ -122,8 +127,9 @@ def librdkafka_produce(bootstrap: str, topic: str, acks: str, value: bytes, seco
     deadline = clock() + seconds
     sent = 0
     while clock() < deadline:
-        produce(topic, value, on_delivery=sampled(clock()))
+        produce(topic, next_value(), on_delivery=sampled(clock()))
         for _ in range(LATENCY_SAMPLE_EVERY - 1):
+            value = next_value()
             while True:
                 try:
                     produce(topic, value)
@@ -135,7 +141,7 @@ def librdkafka_produce(bootstrap: str, topic: str, acks: str, value: bytes, seco
     remaining = producer.flush(60)
     if remaining or errors:
         raise RuntimeError(f"librdkafka: {remaining} records not delivered, errors {errors[:3]}")
-    return sent, sent * len(value), latencies
+    return sent, cycled_bytes(values, sent), latencies
 
 
 def librdkafka_consume(bootstrap: str, topics: list[str], expected: int) -> tuple[int, int, list]:
@@ -176,7 +182,7 @@ async def one_run(bootstrap: str, meter: CpuMeter, value: bytes, seconds: float)
         produced = 0
         for acks, topic in topics.items():
             if client == "librdkafka":
-                phase = meter.measure(lambda t=topic, a=acks: librdkafka_produce(bootstrap, t, a, value, seconds))
+                phase = meter.measure(lambda t=topic, a=acks: librdkafka_produce(bootstrap, t, a, [value], seconds))
             else:
                 phase = await measure_async(meter, minikafka_produce(bootstrap, topic, acks, [value], seconds,
                                                                      2**62, MINIKAFKA))
@@ -219,15 +225,34 @@ async def run(args: argparse.Namespace) -> None:
     async def runs(state: ClusterState) -> None:
         brokers = {f"broker-{b.id}": b.pid for b in state.brokers}
         meter = CpuMeter(brokers)
-        await one_run(state.bootstrap_servers, meter, value, min(args.seconds, 1.0))  # warm-up
-        results = []
-        for number in range(1, args.runs + 1):
-            results.append(await one_run(state.bootstrap_servers, meter, value, args.seconds))
-            print(f"run {number}:", *describe(results[-1], list(brokers)), sep="\n", flush=True)
-        median = {name: statistics.median(r[name] for r in results) for name in results[0]}
-        print(f"median of {len(results)} runs ({PARTITIONS} partitions, RF {REPLICATION_FACTOR}, {VALUE_SIZE}-byte "
-              "values; CPU as a share of one core):", *describe(median, list(brokers)), sep="\n")
+        await repeated_runs(args, lambda seconds: one_run(state.bootstrap_servers, meter, value, seconds),
+                            lambda figures: describe(figures, list(brokers)), 1.0,
+                            f"({PARTITIONS} partitions, RF {REPLICATION_FACTOR}, {VALUE_SIZE}-byte values; CPU as a "
+                            "share of one core)")
 
+    await on_cluster(args, runs)
+
+
+# ------------------------------------------------------------------------------------------------ shared by the client
+# benchmarks (this one and bench.compression_bench)
+
+
+async def repeated_runs(args: argparse.Namespace, one_run: Callable[[float], Awaitable[dict[str, float]]],
+                        describe_figures: Callable[[dict[str, float]], Iterator[str]], warm_up_seconds: float,
+                        heading: str) -> None:
+    """A warm-up run (at most ``warm_up_seconds`` a phase), then --runs runs of --seconds, each printed, then the
+    median of every figure, under "median of N runs ``heading``:"."""
+    await one_run(min(args.seconds, warm_up_seconds))
+    results = []
+    for number in range(1, args.runs + 1):
+        results.append(await one_run(args.seconds))
+        print(f"run {number}:", *describe_figures(results[-1]), sep="\n", flush=True)
+    median = {name: statistics.median(r[name] for r in results) for name in results[0]}
+    print(f"median of {len(results)} runs {heading}:", *describe_figures(median), sep="\n")
+
+
+async def on_cluster(args: argparse.Namespace, runs: Callable[[ClusterState], Awaitable[None]]) -> None:
+    """``runs`` on the running cluster of --cluster-dir, or on a local cluster started for it (removed after)."""
     if args.cluster_dir:
         await runs(load_cluster(args.cluster_dir))
     else:
@@ -237,16 +262,22 @@ async def run(args: argparse.Namespace) -> None:
             await runs(state)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def bench_arguments(doc: str | None, default_seconds: float) -> argparse.Namespace:
+    """The command line of a client benchmark: --runs, --seconds (of each produce), --cluster-dir, --dir."""
+    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--seconds", type=float, default=10.0, help="duration of each produce (default 10)")
+    parser.add_argument("--seconds", type=float, default=default_seconds,
+                        help=f"duration of each produce (default {default_seconds:g})")
     parser.add_argument("--cluster-dir", type=Path, help="a running `cluster up` directory (default: start one)")
     parser.add_argument("--dir", type=Path, default=None, help="parent of the local cluster's temporary directory")
     args = parser.parse_args()
     if args.runs < 1 or args.seconds <= 0:
         parser.error("--runs and --seconds must be positive")
-    uvloop.run(run(args))
+    return args
+
+
+def main() -> None:
+    uvloop.run(run(bench_arguments(__doc__, 10.0)))
 
 
 if __name__ == "__main__":

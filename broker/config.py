@@ -7,6 +7,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from broker.coordinator.config import GroupCoordinatorConfig
 from broker.listeners import ListenerConfig
 from broker.log.cleaner.config import CleanerConfig
 from broker.log.config import LogConfig, LogConfigError
@@ -109,6 +110,7 @@ class BrokerConfig:
     network: NetworkConfig = field(default_factory=NetworkConfig)
     log: LogConfig = field(default_factory=LogConfig)
     cleaner: CleanerConfig = field(default_factory=CleanerConfig)
+    group_coordinator: GroupCoordinatorConfig = field(default_factory=GroupCoordinatorConfig)
     #: Every property as given (server.properties and overrides), for DescribeConfigs.
     properties: Mapping[str, str] = field(default_factory=dict)
 
@@ -155,6 +157,10 @@ class BrokerConfig:
             cleaner.check()
         except LogConfigError as e:
             raise ConfigError(str(e)) from None
+        try:
+            group_coordinator = GroupCoordinatorConfig.from_broker_properties(props)
+        except ValueError as e:
+            raise ConfigError(f"group coordinator settings: {e}") from None
         session_timeout_ms = reader.integer("zookeeper.session.timeout.ms", 18000)
         network = NetworkConfig(
             listeners=listeners.listeners,
@@ -207,6 +213,7 @@ class BrokerConfig:
             network=network,
             log=log_config,
             cleaner=cleaner,
+            group_coordinator=group_coordinator,
             properties=dict(props),
         )
         if config.leader_imbalance_check_interval_seconds < 1:

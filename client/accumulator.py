@@ -12,6 +12,7 @@ from collections import deque
 from collections.abc import Callable, Generator, Iterable, Sequence
 from typing import Any, NamedTuple
 
+from protocol.compression import NONE
 from protocol.records import HEADER_SIZE, BatchBuilder, Header, new_named_tuple
 from protocol.topic_partition import TopicPartition
 
@@ -91,9 +92,10 @@ class FutureRecordMetadata(NamedTuple):
 
 
 class ProducerBatch:
-    """Records for one partition, built into one RecordBatch v2, and the outcome their futures read."""
+    """Records for one partition, built into one RecordBatch v2 (its records compressed with ``compression``, a
+    codec id of protocol.compression), and the outcome their futures read."""
 
-    def __init__(self, tp: TopicPartition, created_ms: float) -> None:
+    def __init__(self, tp: TopicPartition, created_ms: float, compression: int = NONE) -> None:
         self.tp = tp
         self.created_ms = created_ms
         self.retry_at_ms = created_ms
@@ -102,7 +104,7 @@ class ProducerBatch:
         self.maybe_written = False  # an attempt failed so that the records may have been written all the same
         self.sealed = False
         self.estimated_size = HEADER_SIZE
-        self._builder = BatchBuilder()
+        self._builder = BatchBuilder(compression=compression)
         self._records: bytes | None = None
         self.producer_id = -1  # set for an idempotent producer when the batch is first drained
         #: Set when the batch is completed: the offset of its first record (-1 for acks=0) and the broker's
@@ -173,12 +175,14 @@ class RecordAccumulator:
     batch of its own). A partition's head batch is ready when it is sealed or older than linger_ms (or always,
     when forced by flush or close), unless its retry backoff runs or the partition is muted because a batch
     of it is in flight: at most one batch per partition is in flight, which keeps records in order on retry.
-    Batches waiting longer than delivery_timeout_ms since creation expire.
+    Batches waiting longer than delivery_timeout_ms since creation expire. Batches are compressed with
+    ``compression`` when built; batch_size counts their records before compression.
     """
 
     def __init__(self, *, batch_size: int, linger_ms: float, delivery_timeout_ms: float,
-                 sequencer: Callable[[ProducerBatch], None] | None = None) -> None:
+                 sequencer: Callable[[ProducerBatch], None] | None = None, compression: int = NONE) -> None:
         self.batch_size = batch_size
+        self.compression = compression
         #: Called with each batch when it is drained for the first time, before it is built (an idempotent
         #: producer's sequence numbers are given then, in send order).
         self._sequencer = sequencer
@@ -219,7 +223,7 @@ class RecordAccumulator:
         if batch is None or batch.sealed:
             if abort_on_new_batch:
                 return None
-            batch = ProducerBatch(tp, now_ms)
+            batch = ProducerBatch(tp, now_ms, self.compression)
             queue.append(batch)
             self._incomplete.add(batch)
         future = batch.append(key, value, headers, timestamp, estimate)

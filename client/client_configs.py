@@ -15,6 +15,7 @@ from typing import Any
 
 from broker.config import ConfigError, parse_properties
 from client.producer import parse_acks
+from protocol.compression import CODECS
 
 _INT32_MAX = 2**31 - 1
 
@@ -46,14 +47,6 @@ def _choice(*allowed: str) -> Callable[[str], str]:
     return parse
 
 
-def _only(value: str, why: str) -> Callable[[str], None]:
-    def parse(text: str) -> None:
-        if text.strip().lower() != value:
-            raise ValueError(f"only {value} is supported ({why})")
-
-    return parse
-
-
 #: Kafka producer config -> (Producer keyword, parser)
 PRODUCER_CONFIGS: dict[str, tuple[str, Callable[[str], Any]]] = {
     "acks": ("acks", _acks),
@@ -68,7 +61,7 @@ PRODUCER_CONFIGS: dict[str, tuple[str, Callable[[str], Any]]] = {
     "buffer.memory": ("buffer_memory", _int(1)),
     "max.block.ms": ("max_block_ms", _int(0)),
     "client.id": ("client_id", str),
-    "compression.type": ("", _only("none", "minikafka writes uncompressed batches")),
+    "compression.type": ("compression_type", _choice(*CODECS)),
 }
 
 #: Kafka consumer config -> (Consumer keyword, parser)

@@ -24,6 +24,7 @@ from client.partitioner import Partitioner
 from protocol.apis.produce import ProducePartition, ProduceRequest, ProduceResponse
 from protocol.apis.producer_ids import InitProducerIdRequest, InitProducerIdResponse
 from protocol.apis.shapes import Topic
+from protocol.compression import codec_of
 from protocol.errors import ErrorCode, ProtocolError
 from protocol.topic_partition import TopicPartition
 from transport.connection import BrokerConnection, KafkaConnectionError, Reply, RequestTimedOutError
@@ -80,6 +81,8 @@ class Producer(AsyncClosing):
 
     With enable_idempotence (Kafka's enable.idempotence; it needs acks=all) the producer first gets a producer id
     with InitProducerId and numbers its records per partition, so that a leader writes a retried batch only once.
+
+    compression_type (Kafka's compression.type: none, gzip, snappy, lz4 or zstd) compresses each batch's records.
     """
 
     def __init__(
@@ -99,10 +102,12 @@ class Producer(AsyncClosing):
         buffer_memory: int = 32 * 1024 * 1024,
         max_block_ms: int = 60000,
         client_id: str = "minikafka-producer",
+        compression_type: str = "none",
         partitioner: Partitioner | None = None,
         clock: Callable[[], float] = _monotonic_ms,
     ) -> None:
         self.acks = parse_acks(acks)
+        compression = codec_of(compression_type)
         if enable_idempotence and self.acks != -1:
             raise ValueError("enable_idempotence needs acks=all")
         self.retries = retries
@@ -122,6 +127,7 @@ class Producer(AsyncClosing):
             linger_ms=linger_ms,
             delivery_timeout_ms=delivery_timeout_ms,
             sequencer=self.identity.stamp if self.identity is not None else None,
+            compression=compression,
         )
         self._partitioner = partitioner or Partitioner()
         self._clock = clock

@@ -2,7 +2,7 @@
 
 A record's key and value each start with an int16 version. Key versions 0 and 1 are an OffsetCommitKey (group,
 topic, partition), version 2 a GroupMetadataKey (group); any other key version is a record this coordinator does
-not read (Kafka skips them with a warning). Values, per Kafka 3.9's message specs:
+not read (Kafka skips them with a warning). Values, per Kafka 3.9's specs (specs.json's data section):
 
 - OffsetCommitValue v0: offset, metadata, commit timestamp; v1 adds an expire timestamp; v2 drops it again; v3 adds
   the leader epoch; v4 is v3 in the flexible encoding. Kafka 3.9 writes v3, or v1 when the commit carries an
@@ -18,17 +18,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from protocol.data_fields import DataFormatError, FieldReader, FieldWriter
+from protocol.kafka import data
 
 OFFSETS_TOPIC = "__consumer_offsets"
 NO_TIMESTAMP = -1
 NO_LEADER_EPOCH = -1
 
-OFFSET_COMMIT_KEY_VERSIONS = range(0, 2)
+OFFSET_COMMIT_KEY = "OffsetCommitKey"
+GROUP_METADATA_KEY = "GroupMetadataKey"
+OFFSET_COMMIT_VALUE = "OffsetCommitValue"
+GROUP_METADATA_VALUE = "GroupMetadataValue"
+OFFSET_COMMIT_KEY_WRITTEN = 1
 GROUP_METADATA_KEY_VERSION = 2
-OFFSET_COMMIT_VALUE_VERSIONS = range(0, 5)
-GROUP_METADATA_VALUE_VERSIONS = range(0, 5)
-FLEXIBLE_FROM = 4  # both values: the first flexible version
 GROUP_METADATA_VALUE_WRITTEN = 3
 
 
@@ -92,45 +93,27 @@ class GroupMetadataValue:
 # ------------------------------------------------------------------------------------------------ keys
 
 
-def encode_offset_commit_key(key: OffsetCommitKey, version: int = 1) -> bytes:
-    if version not in OFFSET_COMMIT_KEY_VERSIONS:
-        raise ValueError(f"OffsetCommitKey has no version {version}")
-    out = FieldWriter()
-    out.int16(version)
-    out.string(key.group)
-    out.string(key.topic)
-    out.int32(key.partition)
-    return out.getvalue()
+def encode_offset_commit_key(key: OffsetCommitKey, version: int = OFFSET_COMMIT_KEY_WRITTEN) -> bytes:
+    return data.encode(OFFSET_COMMIT_KEY, version, {"group": key.group, "topic": key.topic,
+                                                    "partition": key.partition})
 
 
 def encode_group_metadata_key(key: GroupMetadataKey) -> bytes:
-    out = FieldWriter()
-    out.int16(GROUP_METADATA_KEY_VERSION)
-    out.string(key.group)
-    return out.getvalue()
+    return data.encode(GROUP_METADATA_KEY, GROUP_METADATA_KEY_VERSION, {"group": key.group})
 
 
-def decode_key(data: bytes) -> RecordKey:
+def decode_key(key: bytes) -> RecordKey:
     """The key of a record of __consumer_offsets; DataFormatError for bytes that do not hold one."""
-    reader = FieldReader(data)
-    version = reader.int16()
-    if version in OFFSET_COMMIT_KEY_VERSIONS:
-        return OffsetCommitKey(reader.string(), reader.string(), reader.int32())
-    if version == GROUP_METADATA_KEY_VERSION:
-        return GroupMetadataKey(reader.string())
+    version = data.read_version(key)
+    if version in data.versions(OFFSET_COMMIT_KEY):
+        fields = data.decode(OFFSET_COMMIT_KEY, version, key)
+        return OffsetCommitKey(fields["group"], fields["topic"], fields["partition"])
+    if version in data.versions(GROUP_METADATA_KEY):
+        return GroupMetadataKey(data.decode(GROUP_METADATA_KEY, version, key)["group"])
     return UnknownKey(version)
 
 
 # ------------------------------------------------------------------------------------------------ offset values
-
-
-def _versioned(data: bytes, versions: range, what: str) -> tuple[FieldReader, int]:
-    """A reader past the value's version, and the version (DataFormatError for one outside `versions`)."""
-    reader = FieldReader(data)
-    version = reader.int16()
-    if version not in versions:
-        raise DataFormatError(f"unknown {what} version {version}")
-    return reader, version
 
 
 def offset_commit_value_version(value: OffsetCommitValue) -> int:
@@ -141,105 +124,42 @@ def offset_commit_value_version(value: OffsetCommitValue) -> int:
 def encode_offset_commit_value(value: OffsetCommitValue, version: int | None = None) -> bytes:
     """The value at `version` (by default the one Kafka 3.9 writes); fields the version lacks are left out."""
     version = offset_commit_value_version(value) if version is None else version
-    if version not in OFFSET_COMMIT_VALUE_VERSIONS:
-        raise ValueError(f"OffsetCommitValue has no version {version}")
-    compact = version >= FLEXIBLE_FROM
-    out = FieldWriter()
-    out.int16(version)
-    out.int64(value.offset)
-    if version >= 3:
-        out.int32(value.leader_epoch)
-    out.string(value.metadata, compact)
-    out.int64(value.commit_timestamp)
-    if version == 1:
-        out.int64(value.expire_timestamp)
-    if compact:
-        out.empty_tagged_fields()
-    return out.getvalue()
+    return data.encode(OFFSET_COMMIT_VALUE, version, {
+        "offset": value.offset, "leader_epoch": value.leader_epoch, "metadata": value.metadata,
+        "commit_timestamp": value.commit_timestamp, "expire_timestamp": value.expire_timestamp})
 
 
-def decode_offset_commit_value(data: bytes) -> OffsetCommitValue:
+def decode_offset_commit_value(value: bytes) -> OffsetCommitValue:
     """An OffsetCommitValue of any version; DataFormatError for an unknown version or bad bytes."""
-    reader, version = _versioned(data, OFFSET_COMMIT_VALUE_VERSIONS, "OffsetCommitValue")
-    compact = version >= FLEXIBLE_FROM
-    offset = reader.int64()
-    leader_epoch = reader.int32() if version >= 3 else NO_LEADER_EPOCH
-    metadata = reader.string(compact)
-    commit_timestamp = reader.int64()
-    expire_timestamp = reader.int64() if version == 1 else NO_TIMESTAMP
-    if compact:
-        reader.skip_tagged_fields()
-    return OffsetCommitValue(offset, metadata, commit_timestamp, leader_epoch, expire_timestamp)
+    fields = data.decode(OFFSET_COMMIT_VALUE, data.read_version(value), value)
+    return OffsetCommitValue(fields["offset"], fields["metadata"], fields["commit_timestamp"], fields["leader_epoch"],
+                             fields["expire_timestamp"])
 
 
 # ------------------------------------------------------------------------------------------------ group values
 
 
-def _write_member(out: FieldWriter, member: MemberMetadata, version: int) -> None:
-    compact = version >= FLEXIBLE_FROM
-    out.string(member.member_id, compact)
-    if version >= 3:
-        out.string(member.group_instance_id, compact)
-    out.string(member.client_id, compact)
-    out.string(member.client_host, compact)
-    if version >= 1:
-        out.int32(member.rebalance_timeout)
-    out.int32(member.session_timeout)
-    out.binary(member.subscription, compact)
-    out.binary(member.assignment, compact)
-    if compact:
-        out.empty_tagged_fields()
-
-
 def encode_group_metadata_value(value: GroupMetadataValue, version: int = GROUP_METADATA_VALUE_WRITTEN) -> bytes:
     """The value at `version` (by default v3, which Kafka 3.9 writes); fields the version lacks are left out."""
-    if version not in GROUP_METADATA_VALUE_VERSIONS:
-        raise ValueError(f"GroupMetadataValue has no version {version}")
-    compact = version >= FLEXIBLE_FROM
-    out = FieldWriter()
-    out.int16(version)
-    out.string(value.protocol_type, compact)
-    out.int32(value.generation)
-    out.string(value.protocol, compact)
-    out.string(value.leader, compact)
-    if version >= 2:
-        out.int64(value.current_state_timestamp)
-    out.array_count(len(value.members), compact)
-    for member in value.members:
-        _write_member(out, member, version)
-    if compact:
-        out.empty_tagged_fields()
-    return out.getvalue()
+    return data.encode(GROUP_METADATA_VALUE, version, {
+        "protocol_type": value.protocol_type, "generation": value.generation, "protocol": value.protocol,
+        "leader": value.leader, "current_state_timestamp": value.current_state_timestamp,
+        "members": [{
+            "member_id": m.member_id, "group_instance_id": m.group_instance_id, "client_id": m.client_id,
+            "client_host": m.client_host, "rebalance_timeout": m.rebalance_timeout,
+            "session_timeout": m.session_timeout, "subscription": m.subscription, "assignment": m.assignment,
+        } for m in value.members]})
 
 
-def _read_member(reader: FieldReader, version: int) -> MemberMetadata:
-    compact = version >= FLEXIBLE_FROM
-    member_id = reader.string(compact)
-    instance_id = reader.nullable_string(compact) if version >= 3 else None
-    client_id = reader.string(compact)
-    client_host = reader.string(compact)
-    rebalance_timeout = reader.int32() if version >= 1 else -1
-    member = MemberMetadata(member_id, instance_id, client_id, client_host, rebalance_timeout,
-                            session_timeout=reader.int32(), subscription=reader.binary(compact),
-                            assignment=reader.binary(compact))
-    if compact:
-        reader.skip_tagged_fields()
-    return member
-
-
-def decode_group_metadata_value(data: bytes) -> GroupMetadataValue:
+def decode_group_metadata_value(value: bytes) -> GroupMetadataValue:
     """A GroupMetadataValue of any version; DataFormatError for an unknown version or bad bytes."""
-    reader, version = _versioned(data, GROUP_METADATA_VALUE_VERSIONS, "GroupMetadataValue")
-    compact = version >= FLEXIBLE_FROM
-    protocol_type = reader.string(compact)
-    generation = reader.int32()
-    protocol = reader.nullable_string(compact)
-    leader = reader.nullable_string(compact)
-    timestamp = reader.int64() if version >= 2 else NO_TIMESTAMP
-    members = tuple(_read_member(reader, version) for _ in range(reader.array_count(compact)))
-    if compact:
-        reader.skip_tagged_fields()
-    return GroupMetadataValue(protocol_type, generation, protocol, leader, timestamp, members)
+    fields = data.decode(GROUP_METADATA_VALUE, data.read_version(value), value)
+    members = tuple(
+        MemberMetadata(m["member_id"], m["group_instance_id"], m["client_id"], m["client_host"],
+                       m["rebalance_timeout"], m["session_timeout"], m["subscription"], m["assignment"])
+        for m in fields["members"])
+    return GroupMetadataValue(fields["protocol_type"], fields["generation"], fields["protocol"], fields["leader"],
+                              fields["current_state_timestamp"], members)
 
 
 # ------------------------------------------------------------------------------------------------ records

@@ -10,12 +10,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
-from protocol.data_fields import DataFormatError, FieldReader, FieldWriter
+from protocol.kafka import data
+from protocol.kafka.data import DataFormatError
 from protocol.topic_partition import TopicPartition
 
 CONSUMER_PROTOCOL_TYPE = "consumer"
-HIGHEST_VERSION = 3
+SUBSCRIPTION = "ConsumerProtocolSubscription"
+ASSIGNMENT = "ConsumerProtocolAssignment"
+HIGHEST_VERSION = data.versions(SUBSCRIPTION).high
 NO_GENERATION = -1
 
 
@@ -34,86 +38,55 @@ class Assignment:
     user_data: bytes | None = None
 
 
-def _read_version(reader: FieldReader, what: str) -> int:
-    version = reader.int16()
+def _version(buf: bytes, name: str) -> int:
+    """The version to read `buf` at: its own, a newer one as the newest known."""
+    version = data.read_version(buf)
     if version < 0:
-        raise DataFormatError(f"unsupported {what} version {version}")
-    return min(version, HIGHEST_VERSION)
+        raise DataFormatError(f"unsupported {name} version {version}")
+    return min(version, data.versions(name).high)
 
 
-def _write_partitions(out: FieldWriter, partitions: Iterable[TopicPartition]) -> None:
+def _by_topic(partitions: Iterable[TopicPartition]) -> list[dict[str, Any]]:
     """Partitions grouped by topic, topics in order of first appearance, partitions in the order given."""
     by_topic: dict[str, list[int]] = {}
     for tp in partitions:
         by_topic.setdefault(tp.topic, []).append(tp.partition)
-    out.array_count(len(by_topic))
-    for topic, numbers in by_topic.items():
-        out.string(topic)
-        out.array_count(len(numbers))
-        for number in numbers:
-            out.int32(number)
+    return [{"topic": topic, "partitions": numbers} for topic, numbers in by_topic.items()]
 
 
-def _read_partitions(reader: FieldReader) -> tuple[TopicPartition, ...]:
-    partitions: list[TopicPartition] = []
-    for _ in range(reader.array_count()):
-        topic = reader.string()
-        partitions.extend(TopicPartition(topic, reader.int32()) for _ in range(reader.array_count()))
-    return tuple(partitions)
+def _flattened(topics: list[dict[str, Any]]) -> tuple[TopicPartition, ...]:
+    return tuple(TopicPartition(t["topic"], p) for t in topics for p in t["partitions"])
 
 
 def encode_subscription(subscription: Subscription, version: int = HIGHEST_VERSION) -> bytes:
     """As Kafka's ConsumerProtocol.serializeSubscription: topics sorted, owned partitions sorted."""
-    if not 0 <= version <= HIGHEST_VERSION:
-        raise ValueError(f"no subscription version {version}")
-    out = FieldWriter()
-    out.int16(version)
-    out.array_count(len(subscription.topics))
-    for topic in sorted(subscription.topics):
-        out.string(topic)
-    out.binary(subscription.user_data)
-    if version >= 1:
-        _write_partitions(out, sorted(subscription.owned_partitions))
-    if version >= 2:
-        out.int32(subscription.generation_id)
-    if version >= 3:
-        out.string(subscription.rack_id)
-    return out.getvalue()
+    return data.encode(SUBSCRIPTION, version, {
+        "topics": sorted(subscription.topics), "user_data": subscription.user_data,
+        "owned_partitions": _by_topic(sorted(subscription.owned_partitions)),
+        "generation_id": subscription.generation_id, "rack_id": subscription.rack_id})
 
 
-def decode_subscription(data: bytes) -> Subscription:
+def decode_subscription(buf: bytes) -> Subscription:
     """A subscription of any version; DataFormatError for bytes that do not hold one. An empty rack is none."""
-    reader = FieldReader(data)
-    version = _read_version(reader, "subscription")
-    topics = tuple(reader.string() for _ in range(reader.array_count()))
-    user_data = reader.nullable_binary()
-    owned = _read_partitions(reader) if version >= 1 else ()
-    generation = reader.int32() if version >= 2 else NO_GENERATION
-    rack = reader.nullable_string() if version >= 3 else None
-    return Subscription(topics, user_data, owned, generation, rack or None)
+    fields = data.decode(SUBSCRIPTION, _version(buf, SUBSCRIPTION), buf)
+    return Subscription(tuple(fields["topics"]), fields["user_data"], _flattened(fields["owned_partitions"]),
+                        fields["generation_id"], fields["rack_id"] or None)
 
 
-def subscribed_topics(data: bytes) -> tuple[str, ...]:
+def subscribed_topics(buf: bytes) -> tuple[str, ...]:
     """The topics of a subscription of any version, read as v0 (the prefix of every version), as Kafka's group
     coordinator does to know what a consumer group consumes."""
-    reader = FieldReader(data)
-    _read_version(reader, "subscription")
-    return tuple(reader.string() for _ in range(reader.array_count()))
+    _version(buf, SUBSCRIPTION)
+    return tuple(data.decode(SUBSCRIPTION, 0, buf)["topics"])
 
 
 def encode_assignment(assignment: Assignment, version: int = HIGHEST_VERSION) -> bytes:
     """As Kafka's ConsumerProtocol.serializeAssignment."""
-    if not 0 <= version <= HIGHEST_VERSION:
-        raise ValueError(f"no assignment version {version}")
-    out = FieldWriter()
-    out.int16(version)
-    _write_partitions(out, assignment.partitions)
-    out.binary(assignment.user_data)
-    return out.getvalue()
+    return data.encode(ASSIGNMENT, version, {"assigned_partitions": _by_topic(assignment.partitions),
+                                             "user_data": assignment.user_data})
 
 
-def decode_assignment(data: bytes) -> Assignment:
+def decode_assignment(buf: bytes) -> Assignment:
     """An assignment of any version; DataFormatError for bytes that do not hold one."""
-    reader = FieldReader(data)
-    _read_version(reader, "assignment")
-    return Assignment(_read_partitions(reader), reader.nullable_binary())
+    fields = data.decode(ASSIGNMENT, _version(buf, ASSIGNMENT), buf)
+    return Assignment(_flattened(fields["assigned_partitions"]), fields["user_data"])

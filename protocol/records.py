@@ -18,8 +18,11 @@ Record layout (varints are zigzag encoded, a varint is at most 5 bytes, a varlon
     valueLength varint (-1 = null), value
 
 baseOffset and partitionLeaderEpoch lie outside the CRC, so the broker rewrites them in place
-(set_base_offset, set_partition_leader_epoch) without recomputing it. Only uncompressed batches
-are supported.
+(set_base_offset, set_partition_leader_epoch) without recomputing it.
+
+A compressed batch (codec 1 gzip, 2 snappy, 3 lz4, 4 zstd: protocol.compression) holds the records compressed
+together after the header; its header is never compressed. Decoding decompresses them first; building compresses
+them when the batch is built.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from typing import NamedTuple
 
 from crc32c import crc32c
 
+from protocol.compression import NONE, CompressionError, compress, decompress
 from protocol.uniform_records import Shape, decode_uniform, decode_uniform_keys, decode_uniform_spans
 from protocol.varint import SHORT_VARINTS, SMALL_VARINTS, SMALL_VARINTS_LIMIT, encode_varint
 
@@ -60,7 +64,8 @@ _TIMESTAMP_TYPE_MASK = 0x08
 _TRANSACTIONAL_MASK = 0x10
 _CONTROL_MASK = 0x20
 _DELETE_HORIZON_MASK = 0x40  # KIP-534: the base timestamp is the delete horizon of the batch's tombstones
-_CODEC_NAMES = {1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
+_MAX_CODEC = 4  # zstd
+_MAX_TIMESTAMP_OFFSET = 35
 
 #: ``new_named_tuple(cls, (field, ...))`` builds a NamedTuple without its Python-level ``__new__`` wrapper: half
 #: the cost, for the paths that build one per record.
@@ -99,7 +104,7 @@ class InvalidRecordError(RecordBatchError):
 
 
 class UnsupportedCompressionError(RecordBatchError):
-    """The batch is compressed; minikafka handles uncompressed batches only."""
+    """The batch's codec id is none Kafka knows (5 to 7)."""
 
 
 class BatchHeader(NamedTuple):
@@ -213,7 +218,8 @@ def read_header(buf: _Buffer, pos: int = 0, *, require_body: bool = True) -> Bat
 
 
 def validate_batch(buf: _Buffer, pos: int = 0) -> BatchHeader:
-    """read_header, then check the CRC32C and refuse compressed batches. Records are not decoded."""
+    """read_header, then check the CRC32C and refuse a codec Kafka does not know. Records are not decoded (nor
+    decompressed)."""
     fields = _unpack_header(buf, pos, True)
     stored = fields[4]
     computed = crc32c(memoryview(buf)[pos + _ATTRIBUTES_OFFSET : pos + LOG_OVERHEAD + fields[1]])
@@ -222,9 +228,8 @@ def validate_batch(buf: _Buffer, pos: int = 0) -> BatchHeader:
             f"batch at position {pos} is corrupt (stored crc {stored:#010x}, computed {computed:#010x})"
         )
     codec = fields[5] & _CODEC_MASK
-    if codec:
-        name = _CODEC_NAMES.get(codec, "unknown")
-        raise UnsupportedCompressionError(f"compressed batches are not supported (codec {name})")
+    if codec > _MAX_CODEC:
+        raise UnsupportedCompressionError(f"batch at position {pos} has compression codec {codec}, which is unknown")
     return BatchHeader(*fields)
 
 
@@ -246,6 +251,18 @@ def set_base_offset(buf: bytearray | memoryview, pos: int, base_offset: int) -> 
 def set_partition_leader_epoch(buf: bytearray | memoryview, pos: int, epoch: int) -> None:
     """Overwrite partitionLeaderEpoch of the batch at ``pos`` in place (outside the CRC)."""
     _INT32.pack_into(buf, pos + _PARTITION_LEADER_EPOCH_OFFSET, epoch)
+
+
+def set_max_timestamp(buf: bytearray | memoryview, pos: int, max_timestamp: int) -> None:
+    """Make the batch at ``pos`` a CREATE_TIME batch whose maxTimestamp is ``max_timestamp``, in place, and
+    recompute its CRC (as Kafka's DefaultRecordBatch.setMaxTimestamp); nothing changes if it is one already."""
+    header = read_header(buf, pos)
+    if header.max_timestamp == max_timestamp and header.timestamp_type == CREATE_TIME:
+        return
+    struct.pack_into(">h", buf, pos + _ATTRIBUTES_OFFSET, header.attributes & ~_TIMESTAMP_TYPE_MASK)
+    _INT64.pack_into(buf, pos + _MAX_TIMESTAMP_OFFSET, _check_int64("max timestamp", max_timestamp))
+    end = pos + LOG_OVERHEAD + header.batch_length
+    struct.pack_into(">I", buf, pos + _CRC_OFFSET, crc32c(memoryview(buf)[pos + _ATTRIBUTES_OFFSET:end]))
 
 
 # --------------------------------------------------------------------------- varints
@@ -399,10 +416,24 @@ _MIN_UNIFORM_RECORDS = 8
 
 
 def _decode_columns(data: bytes, start: int, header: BatchHeader) -> RecordColumns:
-    """Decode the records of the validated batch at data[start:]: all at once if they are all of one shape, else one
-    by one."""
-    columns = _decode_uniform_columns(data, start, header)
-    return columns if columns is not None else _decode_general_columns(data, start, header)
+    """Decode the records of the validated batch at data[start:] (decompressed first if it is compressed): all at
+    once if they are all of one shape, else one by one."""
+    data, pos, end = _records_region(data, start, header)
+    columns = _decode_uniform_columns(data, pos, end, header)
+    return columns if columns is not None else _decode_general_columns(data, pos, end, header)
+
+
+def _records_region(data: bytes, start: int, header: BatchHeader) -> tuple[bytes, int, int]:
+    """(data, pos, end): where the records of the batch at data[start:] lie, data[pos:end]; those of a compressed
+    batch decompressed first, into new bytes."""
+    pos, end = start + HEADER_SIZE, start + LOG_OVERHEAD + header.batch_length
+    if not header.attributes & _CODEC_MASK:
+        return data, pos, end
+    try:
+        records = decompress(header.attributes & _CODEC_MASK, memoryview(data)[pos:end])
+    except CompressionError as e:
+        raise InvalidRecordError(f"batch at offset {header.base_offset}: {e}") from None
+    return records, 0, len(records)
 
 
 def _timestamp_base(header: BatchHeader) -> tuple[int, bool]:
@@ -417,14 +448,12 @@ def _record_shape(record: _RecordFields) -> Shape:
     return Shape(None if key is None else len(key), None if value is None else len(value))
 
 
-def _uniform_shape(data: bytes, start: int, header: BatchHeader) -> Shape | None:
-    """The shape of the first two records of the validated batch at data[start:] if they have one, and the batch
+def _uniform_shape(data: bytes, pos: int, end: int, header: BatchHeader) -> Shape | None:
+    """The shape of the first two records of ``header``'s batch, data[pos:end], if they have one, and the batch
     enough records for a regex pass to pay (protocol.uniform_records). The second record is checked first, so that
     a batch of records of varying sizes costs no regex."""
     if header.record_count < _MIN_UNIFORM_RECORDS:
         return None
-    pos = start + HEADER_SIZE
-    end = start + LOG_OVERHEAD + header.batch_length
     first = _read_plain_record(data, pos, end)
     second = None if first is None else _read_plain_record(data, first[-1], end)
     if second is None or (shape := _record_shape(first)) != _record_shape(second):
@@ -432,29 +461,26 @@ def _uniform_shape(data: bytes, start: int, header: BatchHeader) -> Shape | None
     return shape
 
 
-def _decode_uniform_columns(data: bytes, start: int, header: BatchHeader) -> RecordColumns | None:
-    """The records of the validated batch at data[start:] decoded in one regex pass (protocol.uniform_records) if
+def _decode_uniform_columns(data: bytes, pos: int, end: int, header: BatchHeader) -> RecordColumns | None:
+    """The records of ``header``'s batch, data[pos:end], decoded in one regex pass (protocol.uniform_records) if
     they all have the shape of the first, else None."""
-    shape = _uniform_shape(data, start, header)
+    shape = _uniform_shape(data, pos, end, header)
     if shape is None:
         return None
     timestamp, log_append = _timestamp_base(header)
-    columns = decode_uniform(data, start + HEADER_SIZE, start + LOG_OVERHEAD + header.batch_length,
-                             header.record_count, shape, header.base_offset, timestamp, log_append)
+    columns = decode_uniform(data, pos, end, header.record_count, shape, header.base_offset, timestamp, log_append)
     return None if columns is None else RecordColumns._make(columns)
 
 
-def _decode_general_columns(data: bytes, start: int, header: BatchHeader) -> RecordColumns:
-    """Decode the records of the validated batch at data[start:] one by one, validating every field."""
+def _decode_general_columns(data: bytes, pos: int, end: int, header: BatchHeader) -> RecordColumns:
+    """Decode the records of ``header``'s batch, data[pos:end], one by one, validating every field."""
     count = header.record_count
-    end = start + LOG_OVERHEAD + header.batch_length
     if count < 0:
         raise InvalidRecordError(f"negative record count {count}")
     base_offset = header.base_offset
     base_timestamp, log_append = _timestamp_base(header)
     columns = RecordColumns([], [], [], [], [])
     add_offset, add_timestamp, add_key, add_value, add_headers = (column.append for column in columns)
-    pos = start + HEADER_SIZE
     for index in range(count):
         if pos >= end:
             raise InvalidRecordError(f"batch holds {index} records, its header says {count}")
@@ -535,7 +561,8 @@ def _encode_headers(headers: Sequence[Header | tuple[str, bytes | None]]) -> byt
 
 
 class BatchBuilder:
-    """Builds one uncompressed v2 batch (the client side).
+    """Builds one v2 batch (the client side), its records compressed with ``compression`` (a codec id of
+    protocol.compression; 0, none, by default).
 
     Records get consecutive offset deltas from 0. The batch's base timestamp is ``base_timestamp``
     if given, else the first record's timestamp; maxTimestamp is the largest record timestamp.
@@ -546,6 +573,7 @@ class BatchBuilder:
         "_base_sequence",
         "_base_timestamp",
         "_body",
+        "_compression",
         "_count",
         "_max_timestamp",
         "_partition_leader_epoch",
@@ -561,9 +589,13 @@ class BatchBuilder:
         producer_epoch: int = -1,
         base_sequence: int = NO_SEQUENCE,
         base_timestamp: int | None = None,
+        compression: int = NONE,
     ) -> None:
         if base_timestamp is not None:
             _check_int64("base_timestamp", base_timestamp)
+        if not NONE <= compression <= _MAX_CODEC:
+            raise ValueError(f"no compression codec {compression}")
+        self._compression = compression
         self._base_offset = base_offset
         self._partition_leader_epoch = partition_leader_epoch
         self._producer_id = producer_id
@@ -635,7 +667,7 @@ class BatchBuilder:
         self._base_sequence = base_sequence
 
     def size_in_bytes(self) -> int:
-        """Exact size in bytes of the batch build() would return now."""
+        """Exact size in bytes of the batch build() would return now, before compression."""
         return HEADER_SIZE + len(self._body)
 
     def __len__(self) -> int:
@@ -646,12 +678,12 @@ class BatchBuilder:
         if not self._count:
             raise ValueError("cannot build an empty record batch")
         out = bytearray(HEADER_SIZE)
-        out += self._body
+        out += compress(self._compression, self._body) if self._compression else self._body
         _write_header(
             out,
             self._base_offset,
             self._partition_leader_epoch,
-            0,  # attributes: no compression, create time, not transactional, not control
+            self._compression,  # attributes: the codec, create time, not transactional, not control
             self._count - 1,
             self._base_timestamp,
             self._max_timestamp,
@@ -678,8 +710,8 @@ def _write_header(out: bytearray, base_offset: int, partition_leader_epoch: int,
 
 class StoredRecords(NamedTuple):
     """The records of one batch as the log cleaner reads them to rewrite the batch: each one's offset, timestamp and
-    key, whether it is a tombstone (a null value), and its bytes, ``data[starts[i]:starts[i + 1]]``. (Those of a
-    compressed batch would be its decompressed records.)"""
+    key, whether it is a tombstone (a null value), and its bytes, ``data[starts[i]:starts[i + 1]]`` (for a compressed
+    batch, in its decompressed records)."""
 
     data: bytes
     offsets: list[int]
@@ -693,14 +725,13 @@ def read_record_keys(buf: _Buffer, pos: int = 0) -> tuple[BatchHeader, Sequence[
     """Validate the batch at ``pos`` and read its records' offsets and keys only (the log cleaner's offset map):
     records of one shape in one regex pass, any other batch record by record."""
     header = validate_batch(buf, pos)
-    data = _as_bytes(buf)
-    shape = _uniform_shape(data, pos, header)
+    data, start, end = _records_region(_as_bytes(buf), pos, header)
+    shape = _uniform_shape(data, start, end, header)
     if shape is not None:
-        found = decode_uniform_keys(data, pos + HEADER_SIZE, pos + LOG_OVERHEAD + header.batch_length,
-                                    header.record_count, shape, header.base_offset)
+        found = decode_uniform_keys(data, start, end, header.record_count, shape, header.base_offset)
         if found is not None:
             return header, *found
-    columns = _decode_general_columns(data, pos, header)
+    columns = _decode_general_columns(data, start, end, header)
     return header, columns.offsets, columns.keys
 
 
@@ -708,9 +739,8 @@ def read_stored_records(buf: _Buffer, pos: int = 0) -> tuple[BatchHeader, Stored
     """Validate the batch at ``pos`` and read its records for rewriting (StoredRecords): records of one shape in one
     regex pass, without copying their values; any other batch record by record, every field validated."""
     header = validate_batch(buf, pos)
-    data = _as_bytes(buf)
-    start, end = pos + HEADER_SIZE, pos + LOG_OVERHEAD + header.batch_length
-    shape = _uniform_shape(data, pos, header)
+    data, start, end = _records_region(_as_bytes(buf), pos, header)
+    shape = _uniform_shape(data, start, end, header)
     if shape is not None:
         timestamp, log_append = _timestamp_base(header)
         spans = decode_uniform_spans(data, start, end, header.record_count, shape, header.base_offset, timestamp,
@@ -719,7 +749,7 @@ def read_stored_records(buf: _Buffer, pos: int = 0) -> tuple[BatchHeader, Stored
             offsets, timestamps, keys, starts = spans
             return header, StoredRecords(data, offsets, timestamps, keys, [shape.value_size is None] * len(keys),
                                          starts)
-    columns = _decode_general_columns(data, pos, header)
+    columns = _decode_general_columns(data, start, end, header)
     starts = [start]
     for _ in range(header.record_count):
         length, at = _read_varint(data, starts[-1], end)

@@ -8,13 +8,15 @@ import signal
 import socket
 import subprocess
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from kafka import KafkaProducer
 
+from protocol.history import OK, HistoryWriter, Outcome
 from tests.polling import wait_for
 from zk.server import free_port
 
@@ -103,7 +105,6 @@ def _wait_listening(broker: KafkaBroker) -> None:
              timeout_s=START_TIMEOUT_S, interval_s=0.2)
 
 
-
 def kafka_tool(main_class: str, *args: str, stdin: str | None = None) -> str:
     """Run one of Kafka's tools from its jars; its stdout, after checking it exited 0."""
     if not any(KAFKA_LIBS.glob("kafka-tools-*.jar")):
@@ -112,3 +113,23 @@ def kafka_tool(main_class: str, *args: str, stdin: str | None = None) -> str:
                              *args], input=stdin, capture_output=True, text=True, timeout=JAVA_TIMEOUT_S)
     assert result.returncode == 0, f"{main_class} {' '.join(args)} failed:\n{result.stdout}\n{result.stderr}"
     return result.stdout
+
+
+def send_recorded(bootstrap: str, history: HistoryWriter, topic: str,
+                  records: Iterable[tuple[int, bytes, bytes | None]], **producer_options: object) -> list[Outcome]:
+    """Send (partition, key, value) records with Kafka's Python client (acks=all, linger.ms 5, ``producer_options``),
+    wait for every acknowledgement and write each to the history; the acknowledgements, in the records' order."""
+    producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=5, request_timeout_ms=30_000,
+                             **producer_options)
+    try:
+        sent = [(key, value, producer.send(topic, key=key, value=value, partition=partition))
+                for partition, key, value in records]
+        producer.flush(timeout=60)
+        outcomes = []
+        for key, value, future in sent:
+            metadata = future.get(timeout=60)
+            outcomes.append(Outcome(topic, metadata.partition, metadata.offset, key, value, OK))
+            history.write(outcomes[-1])
+        return outcomes
+    finally:
+        producer.close()

@@ -174,8 +174,8 @@ class RecordRow(NamedTuple):
 
 
 def scan_records(path: str, start: int, end: int) -> Iterator[RecordRow]:
-    """The records of the valid, uncompressed, non-control batches of ``path`` in [start, end) (the batch scan
-    reports the others)."""
+    """The records of the valid, non-control batches of ``path`` in [start, end), those of compressed batches
+    decompressed (the batch scan reports the others)."""
     fd = os.open(path, os.O_RDONLY)
     try:
         for row in scan_file(path, start, end, tail_may_tear=True):

@@ -11,6 +11,9 @@ COMPACT = "compact"
 DELETE = "delete"
 CLEANUP_POLICIES = (COMPACT, DELETE)
 
+#: compression.type's values: keep the producer's codec, store uncompressed, or recompress with a codec.
+COMPRESSION_TYPES = ("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd")
+
 
 class LogConfigError(ValueError):
     """A log property with a bad name or value."""
@@ -51,6 +54,7 @@ class LogConfig:
     def delete(self) -> bool:
         """Whether retention.ms and retention.bytes delete old segments (cleanup.policy includes delete)."""
         return DELETE in self.cleanup_policy
+    compression_type: str = "producer"
 
     @classmethod
     def from_broker_properties(cls, props: Mapping[str, str]) -> LogConfig:
@@ -115,6 +119,12 @@ def _parse(name: str, text: str, source: str) -> object:
             return float(text.strip())
         except ValueError:
             raise LogConfigError(f"{_display(name, source)} must be a number, got {text!r}") from None
+    if name == "compression_type":
+        lowered = text.strip().lower()
+        if lowered not in COMPRESSION_TYPES:
+            raise LogConfigError(f"{_display(name, source)} must be one of {', '.join(COMPRESSION_TYPES)}, "
+                                 f"got {text!r}")
+        return lowered
     if name == "unclean_leader_election_enable":
         lowered = text.strip().lower()
         if lowered not in ("true", "false"):
@@ -159,6 +169,7 @@ TOPIC_NAMES: dict[str, str] = {
     "min.compaction.lag.ms": "min_compaction_lag_ms",
     "max.compaction.lag.ms": "max_compaction_lag_ms",
     "delete.retention.ms": "delete_retention_ms",
+    "compression.type": "compression_type",
 }
 
 # Broker-level property -> field (the server.properties names that give the defaults).
@@ -179,4 +190,5 @@ BROKER_NAMES: dict[str, str] = {
     "log.cleaner.min.compaction.lag.ms": "min_compaction_lag_ms",
     "log.cleaner.max.compaction.lag.ms": "max_compaction_lag_ms",
     "log.cleaner.delete.retention.ms": "delete_retention_ms",
+    "compression.type": "compression_type",
 }

@@ -42,6 +42,7 @@ from broker.log.segment import (
     segment_path,
 )
 from broker.log.swap import complete_interrupted_swaps
+from broker.log.validator import needs_validation, validate_for_leader
 from protocol.errors import ErrorCode, KafkaError
 from protocol.records import (
     LOG_OVERHEAD,
@@ -266,13 +267,17 @@ class Log:
         return self._producer_state
 
     def append_as_leader(self, records: bytes | bytearray | memoryview, leader_epoch: int) -> AppendInfo:
-        """Validate the batches, check idempotent producers' sequences, assign offsets from the LEO, stamp
+        """Validate the batches (compressed ones as broker.log.validator says, which may recompress them into the
+        topic's compression.type), check idempotent producers' sequences, assign offsets from the LEO, stamp
         ``leader_epoch`` and append. A single batch its producer wrote already is not written again: the
         AppendInfo of its first write is returned (batch_count 0). Raises KafkaError for a fenced producer epoch
         or a sequence out of order. A writable memoryview (a slice of the request frame, which no one reads after)
         is stamped in place; anything else is copied first."""
         data = records if isinstance(records, memoryview) and not records.readonly else bytearray(records)
         batches = self._validate(data)
+        if needs_validation(batches, self.config.compression_type):
+            data, batches = validate_for_leader(data, batches, self.config.compression_type)
+            self._check_sizes(batches)
         if self.config.compact:
             self._check_keys(data, batches)
         if any(header.producer_id >= 0 for _position, header in batches):
@@ -306,12 +311,15 @@ class Log:
         batches = list(iter_batches(records))
         if not batches:
             raise EmptyAppendError(f"{self.tp}: no record batches to append")
+        self._check_sizes(batches)
+        return batches
+
+    def _check_sizes(self, batches: list[tuple[int, BatchHeader]]) -> None:
         limit = self.config.max_message_bytes
         for _position, header in batches:
             if header.batch_length + LOG_OVERHEAD > limit:
                 raise RecordTooLargeError(f"{self.tp}: batch of {header.size_in_bytes} bytes is larger than "
                                           f"max.message.bytes={limit}")
-        return batches
 
     def _check_keys(self, data: bytes | bytearray | memoryview, batches: list[tuple[int, BatchHeader]]) -> None:
         """Kafka's LogValidator.validateKey: a compacted log takes no record without a key (INVALID_RECORD)."""

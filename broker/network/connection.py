@@ -13,7 +13,7 @@ from broker.network.stats import NetworkStats
 from broker.network.wire import ENCODING_ERRORS, Rejection, Wire, sniff
 from protocol.envelope import MalformedRequestError, RequestHeader, RequestRejectedError
 from protocol.framing import LENGTH_PREFIX_SIZE, FrameTooLargeError, InvalidFrameError
-from protocol.kafka.codec import Buffer
+from protocol.kafka.primitives import Buffer
 from transport.frames import FrameStream
 
 logger = logging.getLogger(__name__)

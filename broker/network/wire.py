@@ -26,8 +26,14 @@ from protocol.envelope import (
     encode_response_parts,
 )
 from protocol.errors import ErrorCode
-from protocol.kafka.codec import Buffer, KafkaDecodeError
-from protocol.kafka.header import CORRELATION_ID, decode_request_header, unsupported_api_versions_answer
+from protocol.kafka.api import KafkaApi
+from protocol.kafka.header import (
+    decode_request_header,
+    request_body_start,
+    response_header,
+    unsupported_api_versions_answer,
+)
+from protocol.kafka.primitives import Buffer, KafkaDecodeError
 
 _MSGPACK_MAP_FIRST_BYTES = frozenset(range(0x80, 0x90)) | {0xDE, 0xDF}
 
@@ -109,6 +115,7 @@ class KafkaWire:
             raise UnsupportedVersionError(header, f"{api.name} version {header.api_version} is not supported "
                                                   f"(supported: {api.versions.low}..{api.versions.high})")
         try:
+            pos = request_body_start(payload, pos, header.api_version in api.flexible)
             return header, api.decode(payload, pos, header.api_version)
         except KafkaDecodeError as e:
             raise MalformedRequestError(f"{api.name} v{header.api_version} request: {e}") from None
@@ -126,12 +133,17 @@ class KafkaWire:
             body = api.error(request, response.error_code, response.error_message)
         elif type(body) is not APIS[header.api_key].response:
             raise TypeError(f"{type(body).__name__} is not the response of {api.name}")
-        return [CORRELATION_ID.pack(header.correlation_id), *api.encode(body, header.api_version, request)]
+        return _response(api, header, body, request)
 
     def encode_failure(self, header: RequestHeader, request: object, message: str) -> list[Buffer]:
         api = KAFKA_APIS[header.api_key]
-        body = api.error(request, ErrorCode.UNKNOWN_SERVER_ERROR, message)
-        return [CORRELATION_ID.pack(header.correlation_id), *api.encode(body, header.api_version, request)]
+        return _response(api, header, api.error(request, ErrorCode.UNKNOWN_SERVER_ERROR, message), request)
+
+
+def _response(api: KafkaApi, header: RequestHeader, body: object, request: object) -> list[Buffer]:
+    version = header.api_version
+    return [response_header(api.key, version in api.flexible, header.correlation_id),
+            *api.encode(body, version, request)]
 
 
 def sniff(payload: bytes) -> Wire:

@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from client.cli.common import text
+from protocol.compression import CODEC_NAMES
 from protocol.records import RecordBatchError, decode_batch, iter_batches, validate_batch
 
 
@@ -16,7 +17,7 @@ from protocol.records import RecordBatchError, decode_batch, iter_batches, valid
 @click.option("--print-data", is_flag=True, help="Also print every record's key, value and headers.")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per batch (and per record).")
 def dump_log(paths: tuple[Path, ...], print_data: bool, as_json: bool) -> None:
-    """Print the batches of segment files (.log), like Kafka's kafka-dump-log.
+    """Print the batches of segment files (.log), like Kafka's kafka-dump-log (compressed batches' records too).
 
     Stops at the first invalid batch and says where it is.
     """
@@ -39,6 +40,7 @@ def _echo_batch(data: bytes, position: int, size: int, print_data: bool, as_json
         "position": position, "size": size, "partitionLeaderEpoch": header.partition_leader_epoch,
         "baseTimestamp": header.base_timestamp, "maxTimestamp": header.max_timestamp, "crc": header.crc,
         "producerId": header.producer_id, "isTransactional": header.is_transactional,
+        "compressCodec": CODEC_NAMES[header.compression],
     }
     click.echo(json.dumps(fields) if as_json else " ".join(f"{k}: {v}" for k, v in fields.items()))
     if not print_data:

@@ -23,6 +23,7 @@ from client.cli.common import (
 )
 from client.outcomes import outcome_of
 from client.producer import Producer, ProducerError
+from protocol.compression import CODECS
 from protocol.history import FAILED, OK, UNKNOWN, HistoryWriter, Outcome
 
 
@@ -116,6 +117,8 @@ async def _produce(bootstrap: str, topic: str, partition: int | None, separator:
 @click.option("--partition", type=click.IntRange(min=0), help="Write every record to this partition.")
 @click.option("--acks", type=click.Choice(["all", "-1", "1", "0"]),
               help="Acknowledgements [default: all, or acks from the producer configs].")
+@click.option("--compression-codec", type=click.Choice(list(CODECS)),
+              help="Compress batches with this codec [default: none, or compression.type from the producer configs].")
 @click.option("--key-separator", metavar="SEP", help="Split each line at the first SEP into key and value.")
 @click.option("--json", "as_json", is_flag=True, help='Print {"partition", "offset"} per acknowledged record.')
 @click.option("--history", "history_file", type=click.Path(dir_okay=False, path_type=Path),
@@ -126,6 +129,7 @@ def produce_command(
     topic: str,
     partition: int | None,
     acks: str | None,
+    compression_codec: str | None,
     key_separator: str | None,
     as_json: bool,
     history_file: Path | None,
@@ -141,7 +145,8 @@ def produce_command(
     if key_separator == "":
         raise click.BadParameter("must not be empty", param_hint="--key-separator")
     separator = key_separator.encode() if key_separator is not None else None
-    config = client_config("producer", producer_config_file, producer_properties, {"acks": acks})
+    config = client_config("producer", producer_config_file, producer_properties,
+                           {"acks": acks, "compression_type": compression_codec})
     bootstrap = resolve_bootstrap(bootstrap_server, directory)
     history = None
     if history_file is not None:

@@ -3,7 +3,8 @@
 Each module of this package is one api family (Kafka's grouping): its messages (dataclasses the generic codec of
 protocol.codec reads), one `Api` registration per api, each api's error response, and its Kafka-wire codec where
 the Kafka listener serves it. Both codecs read the tables here: minikafka's own (protocol.envelope) reads APIS,
-the Kafka listener reads KAFKA_APIS.
+the Kafka listener reads KAFKA_APIS, and each lists what it serves in ApiVersions; so an api is listed here once the
+broker has its handler (broker/apis/kafka_apis.py), never before.
 """
 
 from protocol.apis import (
@@ -11,6 +12,9 @@ from protocol.apis import (
     configs,
     elections,
     fetch,
+    group_admin,
+    group_offsets,
+    groups,
     metadata,
     offsets,
     produce,
@@ -22,7 +26,7 @@ from protocol.apis import (
 from protocol.apis.api import Api
 from protocol.apis.api_versions import ApiVersionRange
 from protocol.codec import declare
-from protocol.kafka.api import KafkaApi, KafkaCodec
+from protocol.kafka.api import KafkaApi, KafkaCodec, serve
 
 APIS: dict[int, Api] = {api.api_key: api for api in (
     produce.PRODUCE,
@@ -33,6 +37,15 @@ APIS: dict[int, Api] = {api.api_key: api for api in (
     replica_control.STOP_REPLICA,
     replica_control.UPDATE_METADATA,
     replica_control.CONTROLLED_SHUTDOWN,
+    group_offsets.OFFSET_COMMIT,
+    group_offsets.OFFSET_FETCH,
+    groups.FIND_COORDINATOR,
+    groups.JOIN_GROUP,
+    groups.HEARTBEAT,
+    groups.LEAVE_GROUP,
+    groups.SYNC_GROUP,
+    group_admin.DESCRIBE_GROUPS,
+    group_admin.LIST_GROUPS,
     api_versions.API_VERSIONS,
     topics.CREATE_TOPICS,
     topics.DELETE_TOPICS,
@@ -40,7 +53,9 @@ APIS: dict[int, Api] = {api.api_key: api for api in (
     configs.DESCRIBE_CONFIGS,
     offsets.OFFSETS_FOR_LEADER_EPOCH,
     topics.CREATE_PARTITIONS,
+    group_admin.DELETE_GROUPS,
     elections.ELECT_LEADERS,
+    group_offsets.OFFSET_DELETE,
     replicas.DESCRIBE_REPLICAS,
 )}
 
@@ -63,9 +78,9 @@ def supported_api_versions() -> list[ApiVersionRange]:
 def _kafka_api(api: Api, codec: KafkaCodec) -> KafkaApi:
     if api.error_response is None:
         raise TypeError(f"{api.name} is served on Kafka's wire without an error response")
-    return KafkaApi(api.api_key, codec.name, codec.versions, codec.decode, codec.encode, api.error_response)
+    return KafkaApi(api.api_key, codec.name, codec.versions, codec.flexible, codec.decode, codec.encode,
+                    api.error_response)
 
 
-#: What the Kafka listener serves (protocol.kafka.api.advertised lists the same apis, from the specs).
-KAFKA_APIS: dict[int, KafkaApi] = {key: _kafka_api(api, api.kafka) for key, api in APIS.items()
-                                   if api.kafka is not None}
+#: What the Kafka listener serves and ApiVersions advertises on Kafka's wire: the apis of APIS with a Kafka codec.
+KAFKA_APIS: dict[int, KafkaApi] = serve(_kafka_api(api, api.kafka) for api in APIS.values() if api.kafka is not None)

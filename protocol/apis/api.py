@@ -7,9 +7,12 @@ protocol.apis lists the registrations in the table both codecs read.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import IntEnum, unique
+from typing import Any
 
+from protocol.errors import ErrorCode
 from protocol.kafka.api import ErrorResponse, KafkaCodec
 
 
@@ -123,3 +126,13 @@ class Api:
     kafka: KafkaCodec | None = None
     min_version: int = 0
     max_version: int = 0
+
+
+def error_only(response: Callable[..., Any]) -> ErrorResponse:
+    """The error response of an api that answers a request failed as a whole with the error alone: `response`
+    with that error code and every other field at its default."""
+
+    def error(_request: Any, code: ErrorCode, _message: str | None) -> Any:
+        return response(error_code=code)
+
+    return error

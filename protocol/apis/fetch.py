@@ -11,8 +11,8 @@ from protocol.apis.shapes import Topic
 from protocol.codec import Int8, Int16, Int32, Int64, message
 from protocol.errors import ErrorCode
 from protocol.kafka.api import hand_written
-from protocol.kafka.codec import INT16, INT32, INT64, Buffer, array_count, read_string
 from protocol.kafka.hot_paths import EMPTY_ARRAY, NULL_ARRAY, guarded, read_topics, write_topic_head
+from protocol.kafka.primitives import INT16, INT32, INT64, Buffer, array_count, read_string
 
 # Sentinel values with Kafka's meanings.
 CONSUMER_REPLICA_ID = -1  # Fetch/ListOffsets replica_id of a consumer (not a follower)

@@ -10,8 +10,8 @@ from protocol.apis.shapes import Topic
 from protocol.codec import Int16, Int32, Int64, message
 from protocol.errors import ErrorCode
 from protocol.kafka.api import hand_written
-from protocol.kafka.codec import INT16, INT32, INT64, Buffer, KafkaDecodeError, read_string
 from protocol.kafka.hot_paths import EMPTY_ARRAY, NULL_STRING, guarded, read_topics, write_topic_head
+from protocol.kafka.primitives import INT16, INT32, INT64, Buffer, KafkaDecodeError, read_string
 
 
 @message

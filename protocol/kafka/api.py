@@ -1,19 +1,20 @@
 """How an api crosses Kafka's wire: its codec (spec-driven, or written by hand), what the Kafka listener looks up
 for each served api, and the list it advertises.
 
-The Kafka listener serves exactly the apis whose messages are in specs.json, at the versions kept there (see
-tests/unit/kafka_spec_source.py); each api family of protocol.apis gives the codec of its own.
+A codec speaks the versions specs.json keeps for its api (see tests/unit/kafka_spec_source.py); each api family of
+protocol.apis gives the codec of its own. The Kafka listener serves, and ApiVersions advertises, exactly the apis
+protocol.apis puts in its table (`serve`): those with a handler.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from protocol.errors import ErrorCode
 from protocol.kafka import codec
-from protocol.kafka.codec import Buffer
+from protocol.kafka.primitives import Buffer
 from protocol.kafka.schema import SPECS, Versions
 
 #: A Kafka message: a dict keyed by the spec's snake_case field names.
@@ -28,29 +29,41 @@ ErrorResponse = Callable[[Any, ErrorCode, str | None], Any]
 
 @dataclass(frozen=True, slots=True)
 class KafkaCodec:
-    """One api's requests and responses on Kafka's wire; `name` is Kafka's ("<name>Request" in specs.json)."""
+    """One api's requests and responses on Kafka's wire; `name` is Kafka's ("<name>Request" in specs.json);
+    `flexible` the versions whose headers and bodies are flexible."""
 
     name: str
     versions: Versions
+    flexible: Versions
     decode: Decode
     encode: Encode
 
 
 @dataclass(frozen=True, slots=True)
 class KafkaApi:
-    """One api the Kafka listener serves: its key, Kafka's name, its versions, its codec and its error response."""
+    """One api the Kafka listener serves: its key, Kafka's name, its versions (and the flexible ones), its codec
+    and its error response."""
 
     key: int
     name: str
     versions: Versions
+    flexible: Versions
     decode: Decode
     encode: Encode
     error: ErrorResponse
 
 
+def _codec(name: str, decode: Decode, encode: Encode) -> KafkaCodec:
+    spec = SPECS[f"{name}Request"]
+    return KafkaCodec(name, spec.versions, spec.flexible, decode, encode)
+
+
 def hand_written(name: str, decode: Decode, encode: Encode) -> KafkaCodec:
-    """A codec written by hand (the hot paths), at the versions specs.json keeps for the api."""
-    return KafkaCodec(name, SPECS[f"{name}Request"].versions, decode, encode)
+    """A codec written by hand (the hot paths), at the versions specs.json keeps for the api: non-flexible ones."""
+    made = _codec(name, decode, encode)
+    if made.flexible.overlaps(made.versions):
+        raise TypeError(f"{name}'s codec is written for non-flexible versions, not {made.flexible.low}+")
+    return made
 
 
 def spec_codec(name: str, request: Callable[[Message, int], object], response: Callable[[Any, int], Message]
@@ -67,11 +80,21 @@ def spec_codec(name: str, request: Callable[[Message, int], object], response: C
         codec.encoder(response_name, version)(response(body, version), out)
         return [out]
 
-    return KafkaCodec(name, SPECS[request_name].versions, decode, encode)
+    return _codec(name, decode, encode)
+
+
+_SERVED: dict[int, KafkaApi] = {}  # by api key, filled by `serve`
+
+
+def serve(apis: Iterable[KafkaApi]) -> dict[int, KafkaApi]:
+    """Make `apis` what the Kafka listener serves and advertises (protocol.apis does, once, with its table); the
+    table by api key."""
+    _SERVED.clear()
+    _SERVED.update((api.key, api) for api in apis)
+    return _SERVED
 
 
 def advertised() -> list[Message]:
-    """The ApiVersions answer's api list: every api specs.json has a request of, at its versions, by api key."""
-    requests = sorted((spec for spec in SPECS.values() if spec.name.endswith("Request")), key=lambda s: s.api_key)
-    return [{"api_key": spec.api_key, "min_version": spec.versions.low, "max_version": spec.versions.high}
-            for spec in requests]
+    """The ApiVersions answer's api list: every api served, at its versions, by api key."""
+    return [{"api_key": api.key, "min_version": api.versions.low, "max_version": api.versions.high}
+            for api in sorted(_SERVED.values(), key=lambda api: api.key)]

@@ -2,8 +2,9 @@
 
 A message is a dict keyed by snake_case field names; nested structs are dicts too, arrays are lists. Decoding
 gives every field of the spec, those absent from the version at their default; encoding writes the fields the
-version has, taking a missing key as its default. Non-flexible versions only: int16-length strings, int32-length
-bytes and arrays, -1 for null.
+version has, taking a missing key as its default. A non-flexible version uses the classic forms of
+primitives.py; a flexible one their compact forms and ends every struct with tagged fields: those the spec tags are
+read into their fields and written when they differ from their default, any other tag is skipped.
 """
 
 from __future__ import annotations
@@ -13,22 +14,43 @@ from collections.abc import Callable
 from functools import cache
 from typing import Any
 
-from protocol.errors import ProtocolError
-from protocol.kafka.schema import SPECS, FieldSpec
+from protocol.kafka.primitives import (
+    INT8,
+    INT16,
+    INT32,
+    INT64,
+    Buffer,
+    KafkaDecodeError,
+    array_count,
+    compact_array_count,
+    read_bool,
+    read_bytes,
+    read_compact_bytes,
+    read_compact_string,
+    read_string,
+    read_tagged_fields,
+    write_bool,
+    write_bytes,
+    write_compact_bytes,
+    write_compact_string,
+    write_string,
+    write_tagged_fields,
+    write_uvarint,
+)
+from protocol.kafka.schema import DATA_SPECS, SPECS, FieldSpec, MessageSpec
 
-Buffer = bytes | bytearray | memoryview
 Reader = Callable[[Buffer, int], tuple[Any, int]]
 Writer = Callable[[bytearray, Any], None]
 
-INT8 = struct.Struct(">b")
-INT16 = struct.Struct(">h")
-INT32 = struct.Struct(">i")
-INT64 = struct.Struct(">q")
 _INTS = {"int8": INT8, "int16": INT16, "int32": INT32, "int64": INT64}
+_STRINGS = {False: (read_string, write_string), True: (read_compact_string, write_compact_string)}
+_BYTES = {False: (read_bytes, write_bytes), True: (read_compact_bytes, write_compact_bytes)}
+_ARRAY_COUNTS = {False: array_count, True: compact_array_count}
 
 
-class KafkaDecodeError(ProtocolError):
-    """Bytes that are not a valid Kafka message of the expected type and version."""
+def spec(message: str) -> MessageSpec:
+    """The spec of an api's message or of a data format, by name."""
+    return SPECS[message] if message in SPECS else DATA_SPECS[message]
 
 
 # ------------------------------------------------------------------------------------------------ decoding
@@ -43,75 +65,30 @@ def _int_reader(packer: struct.Struct) -> Reader:
     return read
 
 
-def read_bool(buf: Buffer, pos: int) -> tuple[bool, int]:
-    return INT8.unpack_from(buf, pos)[0] != 0, pos + 1
-
-
-def _length(buf: Buffer, pos: int, packer: struct.Struct, nullable: bool, what: str) -> tuple[int, int]:
-    """A length prefix; -1 only where null is allowed; checked against the bytes left."""
-    length = packer.unpack_from(buf, pos)[0]
-    pos += packer.size
-    if length < 0 and not (length == -1 and nullable):
-        raise KafkaDecodeError(f"invalid {what} length {length}")
-    if length > len(buf) - pos:
-        raise KafkaDecodeError(f"{what} of {length} bytes runs past the end of the message")
-    return length, pos
-
-
-def read_string(buf: Buffer, pos: int, nullable: bool = False) -> tuple[str | None, int]:
-    """An int16-length UTF-8 string (-1: null, where allowed)."""
-    length, pos = _length(buf, pos, INT16, nullable, "string")
-    if length < 0:
-        return None, pos
-    try:
-        return str(buf[pos:pos + length], "utf-8"), pos + length
-    except UnicodeDecodeError as e:
-        raise KafkaDecodeError(f"string is not UTF-8: {e}") from None
-
-
-def read_bytes(buf: Buffer, pos: int, nullable: bool = False) -> tuple[bytes | None, int]:
-    """int32-length bytes (-1: null, where allowed)."""
-    length, pos = _length(buf, pos, INT32, nullable, "bytes")
-    if length < 0:
-        return None, pos
-    return bytes(buf[pos:pos + length]), pos + length
-
-
-def array_count(buf: Buffer, pos: int, nullable: bool = False) -> tuple[int, int]:
-    """An int32 array count (-1: null, where allowed), at most the bytes left (every element takes one)."""
-    count = INT32.unpack_from(buf, pos)[0]
-    pos += 4
-    if count < 0 and not (count == -1 and nullable):
-        raise KafkaDecodeError(f"invalid array length {count}")
-    if count > len(buf) - pos:
-        raise KafkaDecodeError(f"array of {count} elements runs past the end of the message")
-    return count, pos
-
-
-def _element_reader(field: FieldSpec, version: int) -> Reader:
+def _element_reader(field: FieldSpec, version: int, flexible: bool) -> Reader:
     kind = field.element_type
     if field.is_struct:
-        return _struct_reader(field.fields, version)
+        return _struct_reader(field.fields, version, flexible)
     nullable = version in field.nullable and not field.is_array
     if kind in _INTS:
         return _int_reader(_INTS[kind])
     if kind == "bool":
         return read_bool
-    if kind == "string":
-        return lambda buf, pos: read_string(buf, pos, nullable)
-    if kind in ("bytes", "records"):
-        return lambda buf, pos: read_bytes(buf, pos, nullable)
+    if kind in ("string", "bytes", "records"):
+        read = (_STRINGS if kind == "string" else _BYTES)[flexible][0]
+        return lambda buf, pos: read(buf, pos, nullable)
     raise TypeError(f"unsupported field type {kind!r}")
 
 
-def _field_reader(field: FieldSpec, version: int) -> Reader:
-    element = _element_reader(field, version)
+def _field_reader(field: FieldSpec, version: int, flexible: bool) -> Reader:
+    element = _element_reader(field, version, flexible)
     if not field.is_array:
         return element
     nullable = version in field.nullable
+    count_of = _ARRAY_COUNTS[flexible]
 
     def read_array(buf: Buffer, pos: int) -> tuple[list[Any] | None, int]:
-        count, pos = array_count(buf, pos, nullable)
+        count, pos = count_of(buf, pos, nullable)
         if count < 0:
             return None, pos
         items = []
@@ -123,35 +100,61 @@ def _field_reader(field: FieldSpec, version: int) -> Reader:
     return read_array
 
 
-def _struct_reader(fields: tuple[FieldSpec, ...], version: int) -> Reader:
-    present = [(f.name, _field_reader(f, version)) for f in fields if version in f.versions]
-    absent = [(f.name, f.default) for f in fields if version not in f.versions]
+def _struct_reader(fields: tuple[FieldSpec, ...], version: int, flexible: bool) -> Reader:
+    present = [(f.name, _field_reader(f, version, flexible)) for f in fields
+               if version in f.versions and f.tag is None]
+    absent = [(f.name, f.default) for f in fields if not (version in f.versions and f.tag is None)]
+    if not flexible:
+        def read(buf: Buffer, pos: int) -> tuple[dict[str, Any], int]:
+            out: dict[str, Any] = dict(absent)
+            for name, reader in present:
+                out[name], pos = reader(buf, pos)
+            return out, pos
 
-    def read(buf: Buffer, pos: int) -> tuple[dict[str, Any], int]:
+        return read
+    tagged = {f.tag: (f.name, _field_reader(f, version, flexible)) for f in fields
+              if f.tag is not None and f.in_version(version)}
+
+    def read_flexible(buf: Buffer, pos: int) -> tuple[dict[str, Any], int]:
         out: dict[str, Any] = dict(absent)
         for name, reader in present:
             out[name], pos = reader(buf, pos)
+        fields_read, pos = read_tagged_fields(buf, pos)
+        for tag, data in fields_read.items():
+            if tag in tagged:
+                name, reader = tagged[tag]
+                out[name] = reader(data, 0)[0]
         return out, pos
 
-    return read
+    return read_flexible
 
 
-@cache
-def decoder(message: str, version: int) -> Callable[[Buffer, int], dict[str, Any]]:
+def _is_flexible(message: MessageSpec, version: int) -> bool:
+    """Whether `version` of `message` is flexible; ValueError for a version the codec does not speak."""
+    if version not in message.versions:
+        raise ValueError(f"{message.name} version {version} is not served")
+    return version in message.flexible
+
+
+def message_decoder(message: MessageSpec, version: int) -> Callable[[Buffer, int], dict[str, Any]]:
     """Decode `message` at `version` from buf[pos:]; KafkaDecodeError for bytes that do not hold one (bytes after
     it are ignored, as Kafka does)."""
-    spec = SPECS[message]
-    if version not in spec.versions:
-        raise ValueError(f"{message} version {version} is not served")
-    read = _struct_reader(spec.fields, version)
+    read = _struct_reader(message.fields, version, _is_flexible(message, version))
+    what = f"{message.name} v{version}"
 
     def decode(buf: Buffer, pos: int = 0) -> dict[str, Any]:
         try:
             return read(buf, pos)[0]
         except struct.error:
-            raise KafkaDecodeError(f"{message} v{version}: the message ends early") from None
+            raise KafkaDecodeError(f"{what}: the message ends early") from None
 
     return decode
+
+
+@cache
+def decoder(message: str, version: int) -> Callable[[Buffer, int], dict[str, Any]]:
+    """The decoder of specs.json's `message` at `version` (see message_decoder)."""
+    return message_decoder(spec(message), version)
 
 
 # ------------------------------------------------------------------------------------------------ encoding
@@ -166,27 +169,6 @@ def _int_writer(packer: struct.Struct) -> Writer:
     return write
 
 
-def write_bool(out: bytearray, value: bool) -> None:
-    out.append(1 if value else 0)
-
-
-def write_string(out: bytearray, value: str | None) -> None:
-    if value is None:
-        out += b"\xff\xff"
-        return
-    encoded = value.encode()
-    out += INT16.pack(len(encoded))
-    out += encoded
-
-
-def write_bytes(out: bytearray, value: Buffer | None) -> None:
-    if value is None:
-        out += b"\xff\xff\xff\xff"
-        return
-    out += INT32.pack(len(value))
-    out += value
-
-
 def _null_checked(writer: Writer, nullable: bool, name: str) -> Writer:
     if nullable:
         return writer
@@ -199,64 +181,88 @@ def _null_checked(writer: Writer, nullable: bool, name: str) -> Writer:
     return write
 
 
-def _element_writer(field: FieldSpec, version: int) -> Writer:
+def _element_writer(field: FieldSpec, version: int, flexible: bool) -> Writer:
     kind = field.element_type
     if field.is_struct:
-        return _struct_writer(field.fields, version)
+        return _struct_writer(field.fields, version, flexible)
     if kind in _INTS:
         return _int_writer(_INTS[kind])
     if kind == "bool":
         return write_bool
     nullable = version in field.nullable and not field.is_array
-    if kind == "string":
-        return _null_checked(write_string, nullable, field.name)
-    if kind in ("bytes", "records"):
-        return _null_checked(write_bytes, nullable, field.name)
+    if kind in ("string", "bytes", "records"):
+        return _null_checked((_STRINGS if kind == "string" else _BYTES)[flexible][1], nullable, field.name)
     raise TypeError(f"unsupported field type {kind!r}")
 
 
-def _field_writer(field: FieldSpec, version: int) -> Writer:
-    element = _element_writer(field, version)
+def _compact_count(count: int) -> bytearray:
+    out = bytearray()
+    write_uvarint(out, count + 1)
+    return out
+
+
+def _field_writer(field: FieldSpec, version: int, flexible: bool) -> Writer:
+    element = _element_writer(field, version, flexible)
     if not field.is_array:
         return element
     nullable = version in field.nullable
     name = field.name
+    null, pack_count = (b"\x00", _compact_count) if flexible else (b"\xff\xff\xff\xff", INT32.pack)
 
     def write_array(out: bytearray, items: list[Any] | None) -> None:
         if items is None:
             if not nullable:
                 raise ValueError(f"{name} is not nullable")
-            out += b"\xff\xff\xff\xff"
+            out += null
             return
-        out += INT32.pack(len(items))
+        out += pack_count(len(items))
         for item in items:
             element(out, item)
 
     return write_array
 
 
-def _struct_writer(fields: tuple[FieldSpec, ...], version: int) -> Writer:
-    present = [(f.name, f.default, _field_writer(f, version)) for f in fields if version in f.versions]
+def _struct_writer(fields: tuple[FieldSpec, ...], version: int, flexible: bool) -> Writer:
+    present = [(f.name, f.default, _field_writer(f, version, flexible)) for f in fields
+               if version in f.versions and f.tag is None]
+    if not flexible:
+        def write(out: bytearray, value: dict[str, Any]) -> None:
+            for name, default, writer in present:
+                writer(out, value.get(name, default))
 
-    def write(out: bytearray, value: dict[str, Any]) -> None:
+        return write
+    tagged = sorted((f.tag, f.name, f.default, _field_writer(f, version, flexible)) for f in fields
+                    if f.tag is not None and f.in_version(version))
+
+    def write_flexible(out: bytearray, value: dict[str, Any]) -> None:
         for name, default, writer in present:
             writer(out, value.get(name, default))
+        written = []
+        for tag, name, default, writer in tagged:
+            field_value = value.get(name, default)
+            if field_value != default:
+                payload = bytearray()
+                writer(payload, field_value)
+                written.append((tag, payload))
+        write_tagged_fields(out, written)
 
-    return write
+    return write_flexible
 
 
-@cache
-def encoder(message: str, version: int) -> Callable[[dict[str, Any], bytearray], None]:
+def message_encoder(message: MessageSpec, version: int) -> Callable[[dict[str, Any], bytearray], None]:
     """Append `message` at `version` to a bytearray; ValueError (or struct.error) for a value that does not fit."""
-    spec = SPECS[message]
-    if version not in spec.versions:
-        raise ValueError(f"{message} version {version} is not served")
-    write = _struct_writer(spec.fields, version)
+    write = _struct_writer(message.fields, version, _is_flexible(message, version))
 
     def encode(value: dict[str, Any], out: bytearray) -> None:
         write(out, value)
 
     return encode
+
+
+@cache
+def encoder(message: str, version: int) -> Callable[[dict[str, Any], bytearray], None]:
+    """The encoder of specs.json's `message` at `version` (see message_encoder)."""
+    return message_encoder(spec(message), version)
 
 
 def encode(message: str, version: int, value: dict[str, Any]) -> bytes:

@@ -9,7 +9,7 @@ import struct
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from protocol.kafka.codec import INT16, INT32, Buffer, KafkaDecodeError, array_count, read_string
+from protocol.kafka.primitives import INT16, INT32, Buffer, KafkaDecodeError, array_count, read_string
 
 NULL_ARRAY = b"\xff\xff\xff\xff"
 EMPTY_ARRAY = b"\x00\x00\x00\x00"

@@ -1,4 +1,8 @@
-"""Kafka's JSON message specs (specs.json, trimmed from Apache Kafka's): messages, fields and their versions."""
+"""Kafka's JSON message specs (specs.json, trimmed from Apache Kafka's): messages, fields and their versions.
+
+specs.json holds two kinds: the requests and responses of apis ("messages", SPECS), and data formats ("data",
+DATA_SPECS), structs that are no api's message but are written behind an int16 version into records or into other
+messages' bytes (the records of __consumer_offsets, the consumer protocol's subscription and assignment)."""
 
 from __future__ import annotations
 
@@ -33,10 +37,14 @@ class Versions:
     def __contains__(self, version: object) -> bool:
         return isinstance(version, int) and self.low <= version <= self.high
 
+    def overlaps(self, other: Versions) -> bool:
+        return max(self.low, other.low) <= min(self.high, other.high)
+
 
 @dataclass(frozen=True, slots=True)
 class FieldSpec:
-    """One field: its snake_case name, type ("int32", "[]int32", a struct), versions and default."""
+    """One field: its snake_case name, type ("int32", "[]int32", a struct), versions and default; a tagged field
+    (flexible versions only) has its tag and the versions it is tagged in."""
 
     name: str
     type: str
@@ -44,6 +52,12 @@ class FieldSpec:
     nullable: Versions
     default: Any
     fields: tuple[FieldSpec, ...]  # of a struct or an array of structs
+    tag: int | None = None
+    tagged_versions: Versions = Versions(1, 0)
+
+    def in_version(self, version: int) -> bool:
+        """Whether the field is in `version`, tagged or not."""
+        return version in self.versions and (self.tag is None or version in self.tagged_versions)
 
     @property
     def is_array(self) -> bool:
@@ -60,11 +74,13 @@ class FieldSpec:
 
 @dataclass(frozen=True, slots=True)
 class MessageSpec:
-    """A request or response message: its api key, the versions served and its fields."""
+    """A request or response message (with its api key), or a data format (api key None): the versions the codec
+    speaks, those that are flexible (compact forms, tagged fields) and its fields."""
 
     name: str
-    api_key: int
+    api_key: int | None
     versions: Versions
+    flexible: Versions
     fields: tuple[FieldSpec, ...]
 
 
@@ -100,17 +116,24 @@ def _field(field: dict[str, Any]) -> FieldSpec:
         nullable=nullable,
         default=_default(field, nullable),
         fields=tuple(_field(f) for f in field.get("fields", ())),
+        tag=field.get("tag"),
+        tagged_versions=Versions.parse(field.get("taggedVersions", "none")),
     )
 
 
-def load_specs() -> dict[str, MessageSpec]:
-    """Every message in specs.json, by name ("ProduceRequest", ...)."""
+def parse_message(name: str, message: dict[str, Any]) -> MessageSpec:
+    """A message of specs.json (Kafka's JSON, trimmed by tests/unit/kafka_spec_source.py)."""
+    return MessageSpec(name, message.get("apiKey"), Versions.parse(message["validVersions"]),
+                       Versions.parse(message["flexibleVersions"]), tuple(_field(f) for f in message["fields"]))
+
+
+def _load() -> dict[str, dict[str, MessageSpec]]:
+    """Each section of specs.json: its messages by name ("ProduceRequest", "OffsetCommitValue", ...)."""
     data = json.loads(resources.files(__package__).joinpath("specs.json").read_text())
-    return {
-        name: MessageSpec(name, message["apiKey"], Versions.parse(message["validVersions"]),
-                          tuple(_field(f) for f in message["fields"]))
-        for name, message in data["messages"].items()
-    }
+    return {section: {name: parse_message(name, message) for name, message in data[section].items()}
+            for section in ("messages", "data")}
 
 
-SPECS: dict[str, MessageSpec] = load_specs()
+_SECTIONS = _load()
+SPECS: dict[str, MessageSpec] = _SECTIONS["messages"]
+DATA_SPECS: dict[str, MessageSpec] = _SECTIONS["data"]

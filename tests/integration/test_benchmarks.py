@@ -1,8 +1,8 @@
 """Short runs of the benchmarks behind `make bench-log`, `make bench-produce`, `make bench-failover`,
-`make bench-kafka`, `make bench-verify`, `make bench-scale` and `make bench-cleaner`, as a user runs them
-(`python -m bench.NAME`), so that they keep working. What they measure is not asserted: only that each run completes
-and reports every figure (the scale benchmark also fails a run in which an acknowledged record is lost, a broker
-exits or a periodic task fails)."""
+`make bench-kafka`, `make bench-compression`, `make bench-verify`, `make bench-scale` and `make bench-cleaner`, as a
+user runs them (`python -m bench.NAME`), so that they keep working. What they measure is not asserted: only that each
+run completes and reports every figure (the scale benchmark also fails a run in which an acknowledged record is
+lost, a broker exits or a periodic task fails)."""
 
 from __future__ import annotations
 
@@ -95,6 +95,22 @@ def test_the_kafka_client_benchmark_reports_both_clients(tmp_path: Path, zookeep
         match = re.fullmatch(pattern, line)
         assert match, line
         assert all(float(value.replace(",", "")) > 0 for value in match.groups()), line  # records moved
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_compression_benchmark_reports_every_codec_of_both_clients(tmp_path: Path, zookeeper_installed: None):
+    out = run_bench("compression_bench", "--runs", "1", "--seconds", "0.3", "--dir", str(tmp_path))
+    lines = out.splitlines()
+    heading = next(i for i, line in enumerate(lines) if line.startswith("median of 1 runs (3 partitions, RF 3"))
+    median = [line.strip() for line in lines[heading + 1:]]
+    patterns = [rf"{client}\s+{codec}\s+({NUMBER}) MB/s\s+stored ({NUMBER}) bytes/byte\s+broker CPU\s+({NUMBER}) "
+                rf"ms/MB\s+client CPU\s+{NUMBER}%"
+                for client in ("librdkafka", "minikafka") for codec in ("none", "gzip", "snappy", "lz4", "zstd")]
+    assert len(median) == len(patterns), out
+    for line, pattern in zip(median, patterns, strict=True):
+        match = re.fullmatch(pattern, line)
+        assert match, line
+        assert all(float(value.replace(",", "")) > 0 for value in match.groups()), line
     assert list(tmp_path.iterdir()) == []
 
 

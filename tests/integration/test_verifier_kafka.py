@@ -7,18 +7,19 @@ verifies clean too, by the compaction contract, and minikafka's dump-log reads i
 from __future__ import annotations
 
 import asyncio
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
 from click.testing import CliRunner
-from kafka import KafkaAdminClient, KafkaProducer
+from kafka import KafkaAdminClient
 from kafka.admin import NewTopic
 
 from client.cli import main
-from protocol.history import OK, HistoryWriter, Outcome
+from protocol.history import HistoryWriter, Outcome
 from protocol.topic_partition import TopicPartition
 from tests.integration.compactionutil import cleaner_checkpoint, latest_acked, latest_of, lost_latest, replica_records
-from tests.kafka_broker import kafka_broker
+from tests.kafka_broker import kafka_broker, send_recorded
 from tests.polling import wait_for
 from verifier import verify
 from zk.server import ZooKeeperServer
@@ -31,11 +32,8 @@ def _produce(bootstrap: str, history: Path) -> dict[int, int]:
     """Create the topic (two partitions, small segments) and send keyed records with acks=all; returns the count
     per partition. Each acknowledgement goes to the history."""
     _create(bootstrap, NewTopic(TOPIC, 2, 1, topic_configs={"segment.bytes": "16384"}))
-    pairs = [(f"k{i}".encode(), f"value-{i}".encode() * 3, i % 2) for i in range(RECORDS)]
-    counts = {0: 0, 1: 0}
-    for outcome in _send(bootstrap, TOPIC, pairs, history):
-        counts[outcome.partition] += 1
-    return counts
+    records = [(i % 2, f"k{i}".encode(), f"value-{i}".encode() * 3) for i in range(RECORDS)]
+    return Counter(outcome.partition for outcome in _send(bootstrap, TOPIC, records, history))
 
 
 def _create(bootstrap: str, topic: NewTopic) -> None:
@@ -46,22 +44,10 @@ def _create(bootstrap: str, topic: NewTopic) -> None:
         admin.close()
 
 
-def _send(bootstrap: str, topic: str, records: list[tuple[bytes, bytes | None, int]], history: Path) -> list[Outcome]:
-    """Send (key, value, partition) records with acks=all; each acknowledgement goes to the history."""
-    producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=5, request_timeout_ms=30_000)
-    try:
-        sent = [(key, value, producer.send(topic, key=key, value=value, partition=partition))
-                for key, value, partition in records]
-        producer.flush(timeout=60)
-        outcomes = []
-        with HistoryWriter(history) as writer:
-            for key, value, future in sent:
-                metadata = future.get(timeout=60)
-                outcomes.append(Outcome(topic, metadata.partition, metadata.offset, key, value, OK))
-                writer.write(outcomes[-1])
-        return outcomes
-    finally:
-        producer.close()
+def _send(bootstrap: str, topic: str, records: list[tuple[int, bytes, bytes | None]], history: Path) -> list[Outcome]:
+    """Send (partition, key, value) records with acks=all; each acknowledgement goes to the history."""
+    with HistoryWriter(history) as writer:
+        return send_recorded(bootstrap, writer, topic, records)
 
 
 async def test_a_real_kafka_brokers_log_directory_verifies_clean(zookeeper: ZooKeeperServer, spark: Any,
@@ -94,9 +80,9 @@ async def test_a_compacted_topic_kafka_has_cleaned_verifies_clean_and_dump_log_r
         zookeeper: ZooKeeperServer, spark: Any, tmp_path: Path):
     history = tmp_path / "history.jsonl"
     tp = TopicPartition(COMPACTED, 0)
-    rounds = [(b"k%d" % i, b"value-%d-%d" % (r, i), 0) for r in range(10) for i in range(200)]
-    tombstones = [(b"k%d" % i, None, 0) for i in range(20)]
-    later = [(b"later-%d" % i, b"x" * 100, 0) for i in range(300)]
+    rounds = [(0, b"k%d" % i, b"value-%d-%d" % (r, i)) for r in range(10) for i in range(200)]
+    tombstones = [(0, b"k%d" % i, None) for i in range(20)]
+    later = [(0, b"later-%d" % i, b"x" * 100) for i in range(300)]
     settings = {"log.cleaner.backoff.ms": "100"}
     with kafka_broker(tmp_path / "kafka", zookeeper.connect_string, broker_id=9, overrides=settings) as broker:
         _create(broker.bootstrap, NewTopic(COMPACTED, 1, 1, topic_configs={

@@ -1,24 +1,30 @@
-"""Where protocol/kafka/specs.json comes from: Apache Kafka's JSON message specs as bundled in the kafka-python
-wheel (kafka/protocol/schemas/resources/), trimmed to the versions minikafka serves and to what its codec reads.
+"""Where protocol/kafka/specs.json comes from: Apache Kafka 3.9.1's JSON message specs, read from its jars in
+build/kafka/libs (`make setup` fetches them), trimmed to the versions minikafka's Kafka codec speaks and to what the
+codec reads.
 
     .venv/bin/python -m tests.unit.kafka_spec_source   # rewrite protocol/kafka/specs.json
 
-Trimming keeps each message's name, api key, type and fields (name, type, versions, nullableVersions, default,
-nested fields), clips validVersions to the served range, drops fields absent from that range, tagged fields and
-documentation, and inlines common structs.
+Trimming keeps each message's name, api key, type, flexible versions and fields (name, type, versions,
+nullableVersions, default, tag, taggedVersions, nested fields), clips validVersions to the versions spoken, drops
+fields absent from them and documentation, and inlines common structs. Data formats keep all their versions.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from importlib import resources
+import zipfile
 from pathlib import Path
 from typing import Any
 
-SPECS_FILE = Path(__file__).resolve().parents[2] / "protocol" / "kafka" / "specs.json"
+ROOT = Path(__file__).resolve().parents[2]
+SPECS_FILE = ROOT / "protocol" / "kafka" / "specs.json"
+KAFKA_VERSION = "3.9.1"
+#: The jars holding the specs: the clients' apis and data, and the group coordinator's records.
+JARS = tuple(ROOT / "build" / "kafka" / "libs" / f"{name}-{KAFKA_VERSION}.jar"
+             for name in ("kafka-clients", "kafka-group-coordinator"))
 
-#: api name -> the versions minikafka serves (non-flexible ones only).
+#: api name -> the versions minikafka's Kafka codec speaks.
 SERVED: dict[str, tuple[int, int]] = {
     "Produce": (3, 8),
     "Fetch": (4, 11),
@@ -30,13 +36,36 @@ SERVED: dict[str, tuple[int, int]] = {
     "InitProducerId": (0, 1),
     "OffsetForLeaderEpoch": (2, 3),
     "DescribeConfigs": (1, 3),
+    # the group apis: v5 and v6 of FindCoordinator are for transactions' and share groups' coordinators; v0 of
+    # OffsetCommit and OffsetFetch kept offsets in ZooKeeper
+    "FindCoordinator": (0, 4),
+    "JoinGroup": (0, 9),
+    "SyncGroup": (0, 5),
+    "Heartbeat": (0, 4),
+    "LeaveGroup": (0, 5),
+    "ListGroups": (0, 5),
+    "DescribeGroups": (0, 5),
+    "DeleteGroups": (0, 2),
+    "OffsetCommit": (1, 9),
+    "OffsetFetch": (1, 9),
+    "OffsetDelete": (0, 0),
 }
-_KEPT = ("name", "type", "versions", "nullableVersions", "default")
+#: The data formats: the records of __consumer_offsets and the consumer protocol's subscription and assignment.
+DATA = ("OffsetCommitKey", "OffsetCommitValue", "GroupMetadataKey", "GroupMetadataValue",
+        "ConsumerProtocolSubscription", "ConsumerProtocolAssignment")
+_KEPT = ("name", "type", "versions", "nullableVersions", "default", "tag", "taggedVersions")
 
 
 def _load(name: str) -> dict[str, Any]:
-    text = resources.files("kafka.protocol.schemas.resources").joinpath(f"{name}.json").read_text()
-    return json.loads("\n".join(line for line in text.splitlines() if not line.lstrip().startswith("//")))
+    entry = f"common/message/{name}.json"
+    for jar in JARS:
+        if not jar.exists():
+            raise FileNotFoundError(f"{jar} is missing: run make setup")
+        with zipfile.ZipFile(jar) as archive:
+            if entry in archive.namelist():
+                text = archive.read(entry).decode()
+                return json.loads("\n".join(line for line in text.splitlines() if not line.lstrip().startswith("//")))
+    raise KeyError(f"no spec {name} in {', '.join(jar.name for jar in JARS)}")
 
 
 def _range(spec: str) -> tuple[int, int] | None:
@@ -56,7 +85,9 @@ def _overlaps(spec: str, served: tuple[int, int]) -> bool:
 def _trim_fields(fields: list[dict[str, Any]], served: tuple[int, int], common: dict[str, Any]) -> list[dict[str, Any]]:
     kept = []
     for field in fields:
-        if "tag" in field or not _overlaps(field["versions"], served):
+        assert "flexibleVersions" not in field, (field["name"], "a field's own flexible versions are not read")
+        if not _overlaps(field["versions"], served) or ("tag" in field and not _overlaps(field["taggedVersions"],
+                                                                                         served)):
             continue
         out = {key: field[key] for key in _KEPT if key in field}
         nested = field.get("fields")
@@ -69,27 +100,31 @@ def _trim_fields(fields: list[dict[str, Any]], served: tuple[int, int], common: 
     return kept
 
 
+def _trimmed(spec: dict[str, Any], served: tuple[int, int]) -> dict[str, Any]:
+    common = {struct["name"]: struct for struct in spec.get("commonStructs", [])}
+    valid = _range(spec["validVersions"])
+    assert valid is not None and valid[0] <= served[0] and served[1] <= valid[1], (spec["name"], valid)
+    head = {"apiKey": spec["apiKey"]} if "apiKey" in spec else {}
+    return {**head, "type": spec["type"], "validVersions": f"{served[0]}-{served[1]}",
+            "flexibleVersions": spec["flexibleVersions"], "fields": _trim_fields(spec["fields"], served, common)}
+
+
 def trimmed_specs() -> dict[str, Any]:
-    """The content of specs.json, computed from kafka-python's bundled specs."""
-    messages: dict[str, Any] = {}
+    """The content of specs.json, computed from the specs in Kafka's jars."""
+    messages = {}
     for api, served in SERVED.items():
         for kind in ("Request", "Response"):
             spec = _load(api + kind)
-            common = {struct["name"]: struct for struct in spec.get("commonStructs", [])}
-            valid = _range(spec["validVersions"])
-            assert valid is not None and valid[0] <= served[0] and served[1] <= valid[1], (api, valid)
-            flexible = _range(spec["flexibleVersions"])
-            assert flexible is not None and flexible[0] > served[1], (api, "serves a flexible version")
-            messages[spec["name"]] = {
-                "apiKey": spec["apiKey"],
-                "type": spec["type"],
-                "validVersions": f"{served[0]}-{served[1]}",
-                "fields": _trim_fields(spec["fields"], served, common),
-            }
+            messages[spec["name"]] = _trimmed(spec, served)
+    data = {}
+    for name in DATA:
+        spec = _load(name)
+        data[name] = _trimmed(spec, _range(spec["validVersions"]))
     return {
-        "_source": "Apache Kafka's JSON message specs (clients/src/main/resources/common/message, Apache-2.0) as "
-                   "bundled in kafka-python 3.0.12, trimmed by tests/unit/kafka_spec_source.py",
+        "_source": f"Apache Kafka {KAFKA_VERSION}'s JSON message specs (common/message in its kafka-clients and "
+                   "kafka-group-coordinator jars, Apache-2.0), trimmed by tests/unit/kafka_spec_source.py",
         "messages": messages,
+        "data": data,
     }
 
 

@@ -7,6 +7,7 @@ import json
 from click.testing import CliRunner
 
 from client.cli import main
+from protocol.records import BatchBuilder
 from tests.unit.logutil import batch, open_log
 
 
@@ -39,3 +40,18 @@ def test_dump_log_reports_a_corrupt_batch_with_its_position(tmp_path):
     assert result.exit_code != 0
     assert "baseOffset: 0" in result.output
     assert f"invalid batch: batch at position {first.size_in_bytes} is corrupt" in result.output
+
+
+def test_dump_log_prints_the_records_of_compressed_batches(tmp_path):
+    log = open_log(tmp_path)
+    for codec in (1, 2, 3, 4):
+        builder = BatchBuilder(compression=codec)
+        builder.append(b"value %d" % codec, key=b"k", timestamp=1_700_000_000_000)
+        log.append_as_leader(builder.build(), leader_epoch=0)
+    log.close()
+    result = CliRunner().invoke(main, ["dump-log", "--print-data", str(log.segments[0].log_path)])
+    assert result.exit_code == 0, result.output
+    batches = [line for line in result.output.splitlines() if line.startswith("baseOffset")]
+    assert [line.rsplit("compressCodec: ", 1)[1] for line in batches] == ["gzip", "snappy", "lz4", "zstd"]
+    assert [line for line in result.output.splitlines() if line.startswith("| ")] == [
+        f"| offset: {i} timestamp: 1700000000000 key: k value: value {i + 1} headers: {{}}" for i in range(4)]

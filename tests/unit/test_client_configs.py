@@ -18,7 +18,7 @@ def test_producer_configs_map_to_the_producer_arguments():
                               "compression.type": "none"})
     assert config.kwargs == {"acks": "1", "linger_ms": 0, "batch_size": 32768, "delivery_timeout_ms": 5000,
                              "retries": 3, "request_timeout_ms": 1000, "retry_backoff_ms": 50, "max_in_flight": 1,
-                             "client_id": "me"}
+                             "client_id": "me", "compression_type": "none"}
     assert config.warnings == ()
 
 
@@ -33,7 +33,7 @@ def test_consumer_configs_map_to_the_consumer_arguments():
 
 
 @pytest.mark.parametrize(("name", "value"), [("acks", "2"), ("linger.ms", "-1"), ("batch.size", "big"),
-                                             ("compression.type", "gzip"), ("retries", "9999999999")])
+                                             ("compression.type", "brotli"), ("retries", "9999999999")])
 def test_a_bad_producer_value_is_refused(name, value):
     with pytest.raises(ConfigError, match=name):
         producer_config({name: value})

@@ -38,7 +38,7 @@ from protocol.consumer_offsets import (
     partition_for,
 )
 from protocol.consumer_protocol import Subscription, encode_subscription
-from protocol.data_fields import DataFormatError
+from protocol.kafka.data import DataFormatError
 
 KEY = OffsetCommitKey("group-a", "topic-x", 7)
 OFFSET_KEY_V0 = "0000000767726f75702d610007746f7069632d7800000007"

@@ -19,7 +19,7 @@ from protocol.consumer_protocol import (
     encode_subscription,
     subscribed_topics,
 )
-from protocol.data_fields import DataFormatError
+from protocol.kafka.data import DataFormatError
 from protocol.topic_partition import TopicPartition as TP
 
 SUBSCRIPTION = Subscription(("t2", "t1"), b"\x01\x02\x03", (TP("t2", 1), TP("t1", 3), TP("t1", 0)), 9, "rack-1")

@@ -14,6 +14,7 @@ ROOT = Path(__file__).resolve().parents[2]
 PROJECT_PACKAGES = ("protocol", "zk", "transport", "broker", "controller", "client", "verifier", "bench")
 PURE_PACKAGES = ["protocol", "broker/coordinator/group"]
 PURE_MODULES = [
+    "broker/coordinator/config.py",
     "broker/listeners.py",
     "broker/isr_changes.py",
     "broker/log/cleaner/config.py",
@@ -22,6 +23,7 @@ PURE_MODULES = [
     "broker/log/config.py",
     "broker/log/producer_state.py",
     "broker/log/results.py",
+    "broker/log/validator.py",
     "broker/replication/fetch_session.py",
     "broker/replication/partition.py",
     "broker/replication/partition_log.py",

@@ -14,7 +14,6 @@ from protocol.records import (
     BatchBuilder,
     Header,
     Record,
-    UnsupportedCompressionError,
     _read_varlong,
     decode_batch,
     decode_records,
@@ -119,14 +118,27 @@ def test_identical_bytes_to_kafka_python(inputs: list[tuple]) -> None:
     assert ours.build() == bytes(theirs.build())
 
 
-def test_kafka_python_gzip_batch_is_refused() -> None:
-    builder = MemoryRecordsBuilder(magic=2, compression_type=1, batch_size=1 << 20)
-    for i in range(50):
-        builder.append(i, None, b"compressible " * 20)
+@pytest.mark.parametrize("codec", [1, 2, 3, 4])
+def test_kafka_python_compressed_batches_read_both_ways(codec: int) -> None:
+    # kafka-python writes gzip, xerial-framed snappy, lz4 frames and zstd as the Java client does.
+    values = [b"compressible " * (i % 30) + str(i).encode() for i in range(200)]
+    builder = MemoryRecordsBuilder(magic=2, compression_type=codec, batch_size=1 << 20)
+    for i, value in enumerate(values):
+        builder.append(1_600_000_000_000 + i, str(i).encode(), value, [("h", b"v")])
     builder.close()
-    data = bytes(builder.buffer())
-    with pytest.raises(UnsupportedCompressionError, match="gzip"):
-        validate_batch(data)
+    theirs = bytes(builder.buffer())
+    header = validate_batch(theirs)
+    assert header.compression == codec
+    assert [(r.offset, r.key, r.value) for r in decode_batch(theirs)[1]] == [
+        (i, str(i).encode(), value) for i, value in enumerate(values)]
+
+    ours = BatchBuilder(compression=codec)
+    for i, value in enumerate(values):
+        ours.append(value, key=str(i).encode(), headers=[("h", b"v")], timestamp=1_600_000_000_000 + i)
+    batch = DefaultRecordBatch(ours.build())
+    assert batch.validate_crc()
+    assert batch.compression_type == codec
+    assert [(r.offset, r.key, r.value) for r in batch] == [(i, str(i).encode(), v) for i, v in enumerate(values)]
 
 
 @settings(max_examples=300, deadline=None)

@@ -68,11 +68,13 @@ def encode_record(
 
 def general(data: bytes) -> RecordColumns:
     """The records of the batch at data[0:] decoded one by one (the general path only)."""
-    return _decode_general_columns(data, 0, read_header(data))
+    header = read_header(data)
+    return _decode_general_columns(data, HEADER_SIZE, header.size_in_bytes, header)
 
 
 def uniform(data: bytes) -> RecordColumns | None:
-    return _decode_uniform_columns(data, 0, read_header(data))
+    header = read_header(data)
+    return _decode_uniform_columns(data, HEADER_SIZE, header.size_in_bytes, header)
 
 
 def outcome(decode: Callable[[bytes], RecordColumns], data: bytes) -> tuple:

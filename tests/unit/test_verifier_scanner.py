@@ -18,11 +18,11 @@ from verifier.scanner import CRC, OK, TORN, UNREADABLE, scan_buffer, scan_file
 from verifier.splits import Split, group_splits, plan_splits
 
 
-def _segment(batches: int = 4, records: int = 3) -> bytes:
+def _segment(batches: int = 4, records: int = 3, compression: int = 0) -> bytes:
     """Batches of `records` records each, offsets from 0, leader epoch = batch number."""
     out = bytearray()
     for number in range(batches):
-        builder = BatchBuilder()
+        builder = BatchBuilder(compression=compression)
         for i in range(records):
             builder.append(f"value-{number}-{i}".encode(), key=b"k", timestamp=1_700_000_000_000 + i)
         batch = bytearray(builder.build())
@@ -48,6 +48,18 @@ def test_a_flipped_byte_under_the_crc_marks_that_batch_only():
     rows = list(scan_buffer(bytes(data)))
     assert [r.status for r in rows] == [OK, CRC, OK, OK]
     assert "stored crc" in rows[1].detail
+
+
+def test_records_of_compressed_batches_are_read_and_a_flipped_byte_in_one_is_a_crc_violation(tmp_path):
+    path = tmp_path / "00000000000000000000.log"
+    for codec in (1, 2, 3, 4):
+        segment = bytearray(_segment(compression=codec))
+        path.write_bytes(segment)
+        assert [(r.offset, r.value) for r in scanner.scan_records(str(path), 0, len(segment))] == [
+            (3 * number + i, f"value-{number}-{i}".encode()) for number in range(4) for i in range(3)]
+        first = next(scan_buffer(segment)).size
+        segment[first + 70] ^= 0x01  # inside the second batch's compressed records
+        assert [r.status for r in scan_buffer(bytes(segment))] == [OK, CRC, OK, OK]
 
 
 def test_an_incomplete_last_batch_is_a_torn_tail_at_the_end_of_the_log_and_unreadable_elsewhere():

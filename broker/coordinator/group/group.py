@@ -23,8 +23,8 @@ from broker.coordinator.group.states import (
 )
 from protocol.consumer_offsets import OffsetCommitValue
 from protocol.consumer_protocol import CONSUMER_PROTOCOL_TYPE, subscribed_topics
-from protocol.data_fields import DataFormatError
 from protocol.errors import ErrorCode
+from protocol.kafka.data import DataFormatError
 from protocol.topic_partition import TopicPartition
 
 

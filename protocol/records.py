@@ -782,21 +782,22 @@ def build_retained_batch(header: BatchHeader, records: StoredRecords, retained: 
     (``delete_horizon_ms`` is the header's), its base timestamp stays and the records are copied as they are; a new
     delete horizon becomes its base timestamp (attributes bit 6, KIP-534) and each record is written again with its
     timestamp delta from it. Record timestamps never change. Its maxTimestamp is the largest retained record's
-    (the original under LOG_APPEND_TIME). The records are written as they were read: uncompressed (a compressed
-    batch would be recompressed in its codec here)."""
-    if header.compression:
-        raise UnsupportedCompressionError(f"cannot rewrite a batch compressed with codec {header.compression}")
+    (the original under LOG_APPEND_TIME). A compressed batch's records (``records`` holds them decompressed) are
+    compressed again with its codec, as Kafka's cleaner writes them."""
     data, offsets, timestamps, _keys, _tombstones, starts = records
     attributes, base_timestamp = header.attributes, header.base_timestamp
-    out = bytearray(HEADER_SIZE)
     if delete_horizon_ms == header.delete_horizon_ms:
-        out += b"".join([data[starts[i]:starts[i + 1]] for i in retained])
+        body = b"".join([data[starts[i]:starts[i + 1]] for i in retained])
     else:
         attributes, base_timestamp = attributes | _DELETE_HORIZON_MASK, delete_horizon_ms
+        encoded = []
         for i in retained:
             _delta, _offset_delta, key, value, headers, _end = _read_record(data, starts[i], starts[i + 1])
-            out += _encode_record(offsets[i] - header.base_offset, timestamps[i] - base_timestamp, key, value,
-                                  headers)
+            encoded.append(_encode_record(offsets[i] - header.base_offset, timestamps[i] - base_timestamp, key,
+                                          value, headers))
+        body = b"".join(encoded)
+    out = bytearray(HEADER_SIZE)
+    out += compress(header.compression, body) if header.compression else body
     log_append = bool(header.attributes & _TIMESTAMP_TYPE_MASK)
     max_timestamp = header.max_timestamp if log_append else max(timestamps[i] for i in retained)
     _write_header(out, header.base_offset, header.partition_leader_epoch, attributes, header.last_offset_delta,

@@ -17,6 +17,7 @@ from broker.log.cleaner.manager import LogCleanerManager
 from broker.log.cleaner.offset_map import OffsetMap
 from broker.log.config import LogConfig
 from broker.log.log import Log
+from protocol.compression import GZIP, LZ4, NONE, SNAPPY, ZSTD
 from protocol.errors import ErrorCode, KafkaError
 from protocol.records import BatchBuilder, decode_records, iter_batches
 from protocol.topic_partition import TopicPartition
@@ -27,8 +28,9 @@ DAY = 86_400_000
 COMPACTED = {"cleanup_policy": ("compact",), "segment_bytes": 2048, "delete_retention_ms": DAY}
 
 
-def keyed_batch(pairs: list[tuple[bytes | None, bytes | None]], producer: tuple[int, int, int] | None = None) -> bytes:
-    builder = BatchBuilder()
+def keyed_batch(pairs: list[tuple[bytes | None, bytes | None]], producer: tuple[int, int, int] | None = None,
+                compression: int = NONE) -> bytes:
+    builder = BatchBuilder(compression=compression)
     if producer is not None:
         builder.set_producer(*producer)
     for key, value in pairs:
@@ -147,6 +149,31 @@ def test_tombstones_are_kept_with_a_horizon_then_removed_once_it_passed(tmp_path
     assert run_cleaner(log, clock) is not None
     assert [r for r in records(log) if r.value is None] == []
     assert {k: v for k, v in latest_values(log).items() if k.startswith(b"key-")} == latest
+
+
+@pytest.mark.parametrize("codec", [GZIP, SNAPPY, LZ4, ZSTD])
+def test_compressed_batches_keep_their_surviving_records_compressed_with_their_codec(tmp_path: Path,
+                                                                                    clock: ManualClock, codec: int):
+    log = compacted_log(tmp_path, clock)
+    latest: dict[bytes, bytes | None] = {}
+    for round_number in range(40):  # all four keys in even rounds, keys 1 and 3 in odd ones: batches kept in part
+        pairs = [(b"key-%d" % j, b"value-%d-%d " % (j, round_number) * 8) for j in range(4) if round_number % 2 == 0
+                 or j % 2]
+        log.append_as_leader(keyed_batch(pairs, compression=codec), leader_epoch=round_number % 3)
+        latest.update(pairs)
+    log.append_as_leader(keyed_batch([(b"key-1", None)], compression=codec), leader_epoch=0)
+    latest[b"key-1"] = None
+    log.append_as_leader(keyed_batch([(b"filler", b"f" * 2100)]), leader_epoch=0)  # the rest leaves the active one
+    log.update_high_watermark(log.log_end_offset)
+    leo, count = log.log_end_offset, len(records(log))
+    end = run_cleaner(log, clock)
+    assert end == log.active_segment.base_offset and log.log_end_offset == leo
+    assert {k: v for k, v in latest_values(log).items() if k != b"filler"} == latest
+    cleaned = [h for s in log.segments[:-1] for h in s.headers()]
+    assert sum(h.record_count for h in cleaned) == 4 < count  # each key's latest record, the tombstone with them
+    assert {h.compression for h in cleaned if h.record_count} == {codec}
+    assert any(h.delete_horizon_ms == clock() + DAY for h in cleaned)  # the tombstone's batch written again
+    offsets_strictly_increase(log)
 
 
 def test_an_idempotent_producers_last_batch_stays_even_emptied(tmp_path: Path, clock: ManualClock):

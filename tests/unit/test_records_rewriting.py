@@ -7,12 +7,12 @@ import struct
 import pytest
 from crc32c import crc32c
 
+from protocol.compression import GZIP, LZ4, NONE, SNAPPY, ZSTD
 from protocol.records import (
     LOG_APPEND_TIME,
     NO_TIMESTAMP,
     BatchBuilder,
     Header,
-    UnsupportedCompressionError,
     build_empty_batch,
     build_retained_batch,
     decode_batch,
@@ -21,11 +21,12 @@ from protocol.records import (
 )
 
 BASE_TS = 1_700_000_000_000
+CODECS = [GZIP, SNAPPY, LZ4, ZSTD]
 
 
-def idempotent_batch() -> bytes:
+def idempotent_batch(compression: int = NONE) -> bytes:
     builder = BatchBuilder(base_offset=100, partition_leader_epoch=7, producer_id=42, producer_epoch=3,
-                           base_sequence=10)
+                           base_sequence=10, compression=compression)
     for i in range(6):
         builder.append(None if i == 4 else f"v{i}".encode(), key=f"k{i % 3}".encode(), timestamp=BASE_TS + 10 * i,
                        headers=[Header("h", b"x")] if i == 2 else ())
@@ -103,7 +104,17 @@ def test_records_of_one_shape_are_read_in_one_pass_with_where_each_one_is():
         assert [(r.offset, r.key) for r in decode_batch(rebuilt)[1]] == [(8, b"key-01"), (26, b"key-19")]
 
 
-def test_a_compressed_batch_is_not_rewritten_as_if_it_were_not():
-    header, columns = read_stored_records(idempotent_batch())
-    with pytest.raises(UnsupportedCompressionError):
-        build_retained_batch(header._replace(attributes=header.attributes | 1), columns, [0], None)
+@pytest.mark.parametrize("codec", CODECS)
+@pytest.mark.parametrize("horizon", [None, BASE_TS + 86_400_000])
+def test_a_compressed_batch_keeps_its_codec_with_its_retained_records_compressed_again(codec: int,
+                                                                                     horizon: int | None):
+    header, columns = read_stored_records(idempotent_batch(codec))
+    assert header.compression == codec and columns.keys[0] == b"k0"  # read from its decompressed records
+    rebuilt = build_retained_batch(header, columns, [2, 4], horizon)
+    new, records = decode_batch(rebuilt)
+    assert new.compression == codec and new.delete_horizon_ms == horizon
+    assert [(r.offset, r.key, r.value, r.timestamp, r.headers) for r in records] == [
+        (102, b"k2", b"v2", BASE_TS + 20, (Header("h", b"x"),)), (104, b"k1", None, BASE_TS + 40, ())]
+    assert (new.base_offset, new.last_offset, new.partition_leader_epoch) == (100, 105, 7)
+    assert (new.producer_id, new.producer_epoch, new.base_sequence) == (42, 3, 10)
+    assert validate_batch(rebuilt) == new

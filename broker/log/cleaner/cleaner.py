@@ -8,7 +8,9 @@ the meantime. Offsets, leader epochs, the HW and the LEO never change: a batch k
 offset, and a batch emptied of records is kept (empty) where Kafka keeps one.
 
 Records are read and batches written by ``protocol.records`` (``read_stored_records``, ``build_retained_batch``,
-``build_empty_batch``): the functions a compressed batch's decompression and recompression belong to.
+``build_empty_batch``). A compressed batch is read decompressed; kept whole it is copied as it is, kept in part its
+surviving records are compressed again with its codec (Kafka's MemoryRecords.filterTo); emptied, it becomes Kafka's
+uncompressed empty batch.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ from broker.log.cleaner.manager import LogCleanerManager
 from broker.log.cleaner.offset_map import OffsetMap
 from broker.log.config import LogConfig
 from broker.log.log import Log
-from protocol.records import BatchBuilder, decode_records
+from protocol.records import BatchBuilder, Record, decode_records, iter_batches
 from protocol.topic_partition import TopicPartition
 
 TP = TopicPartition("events", 0)
@@ -63,3 +63,13 @@ def clean_log(log: Log, clock: ManualClock, manager: LogCleanerManager | None = 
     finally:
         manager.done_cleaning(job, end)
     return end
+
+
+def every_record(log: Log) -> list[Record]:
+    """Every record of the log, read as a consumer reads it: from the log start, fetch after fetch."""
+    found: list[Record] = []
+    offset = log.log_start_offset
+    while offset < log.log_end_offset and (data := log.read(offset, 1 << 30)):
+        found += decode_records(data)
+        offset = [header for _position, header in iter_batches(data)][-1].next_offset
+    return found

@@ -19,9 +19,10 @@ from broker.log.config import LogConfig
 from broker.log.log import Log
 from protocol.compression import GZIP, LZ4, NONE, SNAPPY, ZSTD
 from protocol.errors import ErrorCode, KafkaError
-from protocol.records import BatchBuilder, decode_records, iter_batches
+from protocol.records import BatchBuilder
 from protocol.topic_partition import TopicPartition
 from tests.unit.logutil import TP, ManualClock, clean_log
+from tests.unit.logutil import every_record as records
 
 KEYS = 20
 DAY = 86_400_000
@@ -52,15 +53,6 @@ def write_rounds(log: Log, rounds: int, start: int = 0) -> dict[bytes, bytes]:
             latest.update(pairs)
     log.update_high_watermark(log.log_end_offset)
     return latest
-
-
-def records(log: Log) -> list:
-    """Every record of the log, read as a consumer reads it: from the log start, fetch after fetch."""
-    found, offset = [], log.log_start_offset
-    while offset < log.log_end_offset and (data := log.read(offset, 1 << 30)):
-        found += decode_records(data)
-        offset = [header for _position, header in iter_batches(data)][-1].next_offset
-    return found
 
 
 def latest_values(log: Log) -> dict[bytes, bytes | None]:

@@ -1,23 +1,27 @@
 """Compacted topics on a real cluster (a real ZooKeeper, three broker processes): 10,000 keys overwritten six times
 are cleaned by every replica to each key's latest value, tombstones go once delete.retention.ms has passed, Kafka's
 DumpLogSegments reads the cleaned segments, and the verifier finds the replicas consistent with every acknowledged
-latest value; a leader killed (-9) in the middle of a cleaning loses no acknowledged latest value."""
+latest value; batches confluent-kafka compressed (lz4, zstd) are cleaned into batches of their codec; a leader killed
+(-9) in the middle of a cleaning loses no acknowledged latest value."""
 
 from __future__ import annotations
 
 import asyncio
+import random
 import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from confluent_kafka import Producer as ConfluentProducer
 
 from broker.log.checkpoint import REPLICATION_OFFSET_CHECKPOINT, OffsetCheckpointFile
 from broker.log.cleaner.log_cleaner import HALT_AT, HALT_FILE
 from client.cluster import ClusterState, kill_broker, start_broker
-from protocol.history import OK, HistoryWriter, read_history
-from protocol.records import decode_records
+from protocol.compression import codec_of
+from protocol.history import OK, HistoryWriter, Outcome, read_history
+from protocol.records import decode_records, iter_batches
 from protocol.topic_partition import TopicPartition
 from tests.integration.clusterutil import (
     SMALL_TIMEOUTS,
@@ -38,6 +42,7 @@ from tests.integration.compactionutil import (
     replica_records,
     swap_files,
 )
+from tests.integration.test_stock_kafka_clients import TIMEOUT_S
 from tests.kafka_broker import kafka_tool
 from tests.polling import eventually
 from verifier import verify
@@ -145,6 +150,76 @@ async def test_a_compacted_topic_keeps_each_keys_latest_value_and_drops_old_tomb
     listed = [(int(offset), k) for offset, k in re.findall(r"\| offset: (\d+) .* key: (\S+)", dumped)]
     assert listed == [(r.offset, r.key.decode()) for r in decode_records(first.read_bytes())]
     assert listed, "the first cleaned segment should keep some records"
+
+
+def produce_compressed(bootstrap: str, topic: str, partition: int, codec: str,
+                       pairs: Iterator[tuple[bytes, bytes | None]]) -> list[Outcome]:
+    """Send (key, value) records to one partition with confluent-kafka (acks=all, ``codec``); their acknowledgements."""
+    acked: list[Outcome] = []
+
+    def delivered(error: object, message: Any) -> None:
+        assert error is None, error
+        acked.append(Outcome(topic, message.partition(), message.offset(), message.key(), message.value(), OK))
+
+    # Batches of at most 200 records: many segments, whatever the timing (librdkafka would batch up to 10,000).
+    producer = ConfluentProducer({"bootstrap.servers": bootstrap, "acks": "all", "compression.type": codec,
+                                  "linger.ms": 20, "batch.num.messages": 200})
+    for k, value in pairs:
+        producer.produce(topic, key=k, value=value, partition=partition, on_delivery=delivered)
+        producer.poll(0)
+    assert producer.flush(TIMEOUT_S) == 0
+    return acked
+
+
+async def test_batches_a_client_compressed_are_cleaned_into_batches_of_their_codec(cluster: ClusterState) -> None:
+    topic, codecs, keys = "compacted-compressed", ["lz4", "zstd"], 2000
+    # Cleaned whenever a segment rolls (a dirty ratio of 1% at least): each replica's cleaner reaches the active
+    # segment once the last records come, whenever it cleaned before.
+    await create_topic(cluster, topic, assignments={0: [1, 2, 3], 1: [2, 3, 1]},
+                       configs={**COMPACTED, "segment.bytes": "16384", "min.cleanable.dirty.ratio": "0.01"},
+                       in_sync=True)
+    rng = random.Random(7)
+
+    def pairs() -> Iterator[tuple[bytes, bytes | None]]:
+        # Every key in three rounds, then the odd keys (the first hundred as tombstones): the third round's batches
+        # are kept in part. Then other keys, so that all of it leaves the active segment. Values that hardly compress.
+        for r in range(4):
+            yield from ((key(i), b"%x" % rng.getrandbits(160)) for i in range(keys) if r < 3 or i % 2)
+        yield from ((key(i), None) for i in range(1, 200, 2))
+        yield from ((b"after-%d" % i, b"%x" % rng.getrandbits(400)) for i in range(1000))
+
+    outcomes = [o for partition, codec in enumerate(codecs) for o in await asyncio.to_thread(
+        produce_compressed, cluster.bootstrap_servers, topic, partition, codec, pairs())]
+    await wait_converged(cluster, topic, [0, 1], [1, 2, 3])
+    for partition in (0, 1):
+        await wait_cleaned(cluster, TopicPartition(topic, partition))
+
+    latest, acked = latest_of(await consume_records(cluster, topic)), latest_acked(outcomes)
+    assert lost_latest(acked, latest) == []
+    assert all(latest[(p, key(i))] == acked[(p, key(i))] for p in (0, 1) for i in range(200, keys))
+    assert all(latest.get((p, key(i)), (0, None))[1] is None for p in (0, 1) for i in range(1, 200, 2))
+    assert len([v for _, v in latest.values() if v is not None]) == 2 * (keys - 100 + 1000)
+    kept_in_part: list[Path] = []  # a cleaned segment of each partition with a batch kept in part
+    for partition, codec in enumerate(codecs):
+        tp, its_acked = TopicPartition(topic, partition), {k: v for k, v in acked.items() if k[0] == partition}
+        for directory in log_dirs(cluster):
+            assert lost_latest(its_acked, latest_of(replica_records(directory, tp), partition)) == []
+            cleaned = sorted((directory / f"{topic}-{partition}").glob("*.log"))[:-1]
+            batches = [(f, h) for f in cleaned for _, h in iter_batches(f.read_bytes())]
+            # (librdkafka sends a batch its codec would not shrink uncompressed.)
+            assert {h.compression for _, h in batches if h.record_count} <= {codec_of(codec), 0}
+            in_part = [f for f, h in batches if h.compression == codec_of(codec)
+                       and 0 < h.record_count < h.last_offset - h.base_offset + 1]
+            assert in_part, f"no {codec} batch kept in part on {directory}"
+        kept_in_part.append(in_part[0])
+
+    # Kafka's own DumpLogSegments reads the cleaned, recompressed batches record for record.
+    dumped = kafka_tool("kafka.tools.DumpLogSegments", "--deep-iteration", "--print-data-log", "--files",
+                        ",".join(map(str, kept_in_part)))
+    assert "isvalid: false" not in dumped and "compresscodec: lz4" in dumped and "compresscodec: zstd" in dumped
+    listed = [(int(offset), k) for offset, k in re.findall(r"\| offset: (\d+) .* key: (\S+)", dumped)]
+    assert listed == [(r.offset, r.key.decode()) for f in kept_in_part for r in decode_records(f.read_bytes())]
+    assert listed
 
 
 async def test_a_leader_killed_while_it_cleans_loses_no_acknowledged_latest_value(

@@ -3,7 +3,7 @@
 PYTHON ?= python3
 BIN := .venv/bin
 
-.PHONY: setup venv lock test lint bench-log bench-produce bench-failover bench-kafka bench-compression bench-verify bench-scale bench-groups sim-long chaos clean
+.PHONY: setup venv lock test lint bench-log bench-produce bench-failover bench-kafka bench-compression bench-verify bench-scale bench-groups bench-cleaner sim-long chaos clean
 
 setup:
 	@PYTHON=$(PYTHON) tools/setup.sh
@@ -46,6 +46,9 @@ bench-verify: venv
 
 # 10,000 partitions (RF 3) on 3 brokers: creation, kill -9 of a broker and of the controller, controlled shutdown,
 # restart, memory and descriptors
+bench-cleaner: venv
+	$(BIN)/python -m bench.cleaner_bench --runs 3
+
 bench-scale: venv
 	$(BIN)/python -m bench.scale_bench --runs 3
 

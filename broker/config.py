@@ -9,6 +9,7 @@ from pathlib import Path
 
 from broker.coordinator.config import GroupCoordinatorConfig
 from broker.listeners import ListenerConfig
+from broker.log.cleaner.config import CleanerConfig
 from broker.log.config import LogConfig, LogConfigError
 from broker.network import NetworkConfig
 from protocol.endpoint import ListenerConfigError
@@ -108,6 +109,7 @@ class BrokerConfig:
     source_address: str | None = None
     network: NetworkConfig = field(default_factory=NetworkConfig)
     log: LogConfig = field(default_factory=LogConfig)
+    cleaner: CleanerConfig = field(default_factory=CleanerConfig)
     group_coordinator: GroupCoordinatorConfig = field(default_factory=GroupCoordinatorConfig)
     #: Every property as given (server.properties and overrides), for DescribeConfigs.
     properties: Mapping[str, str] = field(default_factory=dict)
@@ -141,8 +143,18 @@ class BrokerConfig:
         mode = reader.text("replication.truncation.mode", "leader-epoch")
         if mode not in TRUNCATION_MODES:
             raise ConfigError(f"replication.truncation.mode must be one of {', '.join(TRUNCATION_MODES)}, got {mode!r}")
+        kafka_cleaner = CleanerConfig()
+        cleaner = CleanerConfig(
+            enable=reader.boolean("log.cleaner.enable", kafka_cleaner.enable),
+            threads=reader.integer("log.cleaner.threads", kafka_cleaner.threads),
+            backoff_ms=reader.integer("log.cleaner.backoff.ms", kafka_cleaner.backoff_ms),
+            dedupe_buffer_size=reader.integer("log.cleaner.dedupe.buffer.size", kafka_cleaner.dedupe_buffer_size),
+            dedupe_buffer_load_factor=reader.number("log.cleaner.io.buffer.load.factor",
+                                                    kafka_cleaner.dedupe_buffer_load_factor),
+        )
         try:
             log_config = LogConfig.from_broker_properties(props)
+            cleaner.check()
         except LogConfigError as e:
             raise ConfigError(str(e)) from None
         try:
@@ -200,6 +212,7 @@ class BrokerConfig:
             source_address=reader.text("source.address", "").strip() or None,
             network=network,
             log=log_config,
+            cleaner=cleaner,
             group_coordinator=group_coordinator,
             properties=dict(props),
         )
@@ -238,6 +251,15 @@ class _Reader:
             return int(raw)
         except ValueError:
             raise ConfigError(f"{key} must be an integer, got {raw!r}") from None
+
+    def number(self, key: str, default: float) -> float:
+        raw = self._props.get(key)
+        if raw is None:
+            return default
+        try:
+            return float(raw)
+        except ValueError:
+            raise ConfigError(f"{key} must be a number, got {raw!r}") from None
 
     def boolean(self, key: str, default: bool) -> bool:
         raw = self._props.get(key)

@@ -21,6 +21,11 @@ TOPIC_CONFIG_TYPES: dict[str, ConfigType] = {
     "max.message.bytes": ConfigType.INT,
     "min.insync.replicas": ConfigType.INT,
     "unclean.leader.election.enable": ConfigType.BOOLEAN,
+    "cleanup.policy": ConfigType.LIST,
+    "min.cleanable.dirty.ratio": ConfigType.DOUBLE,
+    "min.compaction.lag.ms": ConfigType.LONG,
+    "max.compaction.lag.ms": ConfigType.LONG,
+    "delete.retention.ms": ConfigType.LONG,
     "compression.type": ConfigType.STRING,
 }
 _BROKER_NAME_OF = {field: name for name, field in BROKER_NAMES.items()}
@@ -28,7 +33,10 @@ _BUILT_IN = LogConfig()
 
 
 def _text(value: object) -> str:
-    return str(value).lower() if isinstance(value, bool) else str(value)
+    """A value as Kafka shows it: booleans in lower case, lists joined by commas."""
+    if isinstance(value, bool):
+        return str(value).lower()
+    return ",".join(value) if isinstance(value, tuple) else str(value)
 
 
 def topic_config_entries(broker_defaults: LogConfig, overrides: Mapping[str, str], keys: list[str] | None,

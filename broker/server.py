@@ -12,7 +12,9 @@ import resource
 import signal
 import socket
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import uvloop
 
@@ -22,6 +24,8 @@ from broker.controller_client import ControllerClient, ControllerUnreachableErro
 from broker.coordinator.group_shell import GroupCoordinatorShell
 from broker.coordinator.offsets_log import OffsetsLog
 from broker.coordinator.offsets_topic import OffsetsTopic
+from broker.log.cleaner.cleaner import Owner, no_step
+from broker.log.cleaner.log_cleaner import halt_hook
 from broker.log.config import LogConfig
 from broker.log.durable_writer import DURABLE_WRITER
 from broker.log.log import wall_clock_ms
@@ -45,6 +49,7 @@ from zk.ops import request_budget
 
 log = logging.getLogger(__name__)
 
+T = TypeVar("T")
 #: Asks a broker for a clean shutdown without the controlled one (see `serve`).
 UNCONTROLLED_SHUTDOWN_SIGNAL = signal.SIGUSR1
 
@@ -110,6 +115,8 @@ class BrokerServer:
         controller."""
         config = self.config
         await asyncio.gather(asyncio.to_thread(self.log_manager.startup), asyncio.to_thread(DURABLE_WRITER.start))
+        self.log_manager.start_cleaner(config.cleaner, on_loop(asyncio.get_running_loop()),
+                                       halt_hook(os.environ) or no_step)
         await self.zk.start(timeout_s=config.zookeeper_connection_timeout_ms / 1000)
         bound = await self.socket_server.start()
         self.endpoints = config.listeners.advertised_endpoints(bound, socket.getfqdn())
@@ -190,6 +197,18 @@ class BrokerServer:
         await asyncio.to_thread(DURABLE_WRITER.close)
         await self.zk.close()
         log.info("broker %d stopped", self.config.broker_id)
+
+
+def on_loop(loop: asyncio.AbstractEventLoop) -> Owner:
+    """Run work handed over by another thread (the log cleaner's) on the event loop, which owns the logs, and give
+    that thread its result; RuntimeError once the loop is closed."""
+    async def call(work: Callable[[], T]) -> T:
+        return work()
+
+    def run(work: Callable[[], T]) -> T:
+        return asyncio.run_coroutine_threadsafe(call(work), loop).result()
+
+    return run
 
 
 def _validate_topic_config(configs: dict[str, str]) -> None:

@@ -37,7 +37,7 @@ from typing import NamedTuple
 from crc32c import crc32c
 
 from protocol.compression import NONE, CompressionError, compress, decompress
-from protocol.uniform_records import Shape, decode_uniform
+from protocol.uniform_records import Shape, decode_uniform, decode_uniform_keys, decode_uniform_spans
 from protocol.varint import SHORT_VARINTS, SMALL_VARINTS, SMALL_VARINTS_LIMIT, encode_varint
 
 HEADER_SIZE: int = 61
@@ -46,6 +46,7 @@ LOG_OVERHEAD: int = 12  # baseOffset + batchLength
 NO_PRODUCER_ID = -1
 NO_PARTITION_LEADER_EPOCH = -1
 NO_SEQUENCE = -1
+NO_TIMESTAMP = -1
 
 CREATE_TIME = 0
 LOG_APPEND_TIME = 1
@@ -62,6 +63,7 @@ _CODEC_MASK = 0x07
 _TIMESTAMP_TYPE_MASK = 0x08
 _TRANSACTIONAL_MASK = 0x10
 _CONTROL_MASK = 0x20
+_DELETE_HORIZON_MASK = 0x40  # KIP-534: the base timestamp is the delete horizon of the batch's tombstones
 _MAX_CODEC = 4  # zstd
 _MAX_TIMESTAMP_OFFSET = 35
 
@@ -151,6 +153,12 @@ class BatchHeader(NamedTuple):
     def timestamp_type(self) -> int:
         """CREATE_TIME (0) or LOG_APPEND_TIME (1)."""
         return LOG_APPEND_TIME if self.attributes & _TIMESTAMP_TYPE_MASK else CREATE_TIME
+
+    @property
+    def delete_horizon_ms(self) -> int | None:
+        """When the log cleaner may drop this batch's tombstones (the base timestamp, once the cleaner set attributes
+        bit 6 on its first pass over them, KIP-534); None while it has not."""
+        return self.base_timestamp if self.attributes & _DELETE_HORIZON_MASK else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -410,20 +418,22 @@ _MIN_UNIFORM_RECORDS = 8
 def _decode_columns(data: bytes, start: int, header: BatchHeader) -> RecordColumns:
     """Decode the records of the validated batch at data[start:] (decompressed first if it is compressed): all at
     once if they are all of one shape, else one by one."""
-    pos, end = start + HEADER_SIZE, start + LOG_OVERHEAD + header.batch_length
-    if header.attributes & _CODEC_MASK:
-        data = _decompressed_records(data, pos, end, header)
-        pos, end = 0, len(data)
+    data, pos, end = _records_region(data, start, header)
     columns = _decode_uniform_columns(data, pos, end, header)
     return columns if columns is not None else _decode_general_columns(data, pos, end, header)
 
 
-def _decompressed_records(data: bytes, pos: int, end: int, header: BatchHeader) -> bytes:
-    """The records of a compressed batch, whose compressed payload is data[pos:end]."""
+def _records_region(data: bytes, start: int, header: BatchHeader) -> tuple[bytes, int, int]:
+    """(data, pos, end): where the records of the batch at data[start:] lie, data[pos:end]; those of a compressed
+    batch decompressed first, into new bytes."""
+    pos, end = start + HEADER_SIZE, start + LOG_OVERHEAD + header.batch_length
+    if not header.attributes & _CODEC_MASK:
+        return data, pos, end
     try:
-        return decompress(header.attributes & _CODEC_MASK, memoryview(data)[pos:end])
+        records = decompress(header.attributes & _CODEC_MASK, memoryview(data)[pos:end])
     except CompressionError as e:
         raise InvalidRecordError(f"batch at offset {header.base_offset}: {e}") from None
+    return records, 0, len(records)
 
 
 def _timestamp_base(header: BatchHeader) -> tuple[int, bool]:
@@ -438,19 +448,27 @@ def _record_shape(record: _RecordFields) -> Shape:
     return Shape(None if key is None else len(key), None if value is None else len(value))
 
 
-def _decode_uniform_columns(data: bytes, pos: int, end: int, header: BatchHeader) -> RecordColumns | None:
-    """The records of ``header``'s batch, data[pos:end], decoded in one regex pass (protocol.uniform_records) if
-    they all have the shape of the first, else None. The second record is checked first, so that a batch of
-    records of varying sizes costs no regex."""
-    count = header.record_count
-    if count < _MIN_UNIFORM_RECORDS:
+def _uniform_shape(data: bytes, pos: int, end: int, header: BatchHeader) -> Shape | None:
+    """The shape of the first two records of ``header``'s batch, data[pos:end], if they have one, and the batch
+    enough records for a regex pass to pay (protocol.uniform_records). The second record is checked first, so that
+    a batch of records of varying sizes costs no regex."""
+    if header.record_count < _MIN_UNIFORM_RECORDS:
         return None
     first = _read_plain_record(data, pos, end)
     second = None if first is None else _read_plain_record(data, first[-1], end)
     if second is None or (shape := _record_shape(first)) != _record_shape(second):
         return None
+    return shape
+
+
+def _decode_uniform_columns(data: bytes, pos: int, end: int, header: BatchHeader) -> RecordColumns | None:
+    """The records of ``header``'s batch, data[pos:end], decoded in one regex pass (protocol.uniform_records) if
+    they all have the shape of the first, else None."""
+    shape = _uniform_shape(data, pos, end, header)
+    if shape is None:
+        return None
     timestamp, log_append = _timestamp_base(header)
-    columns = decode_uniform(data, pos, end, count, shape, header.base_offset, timestamp, log_append)
+    columns = decode_uniform(data, pos, end, header.record_count, shape, header.base_offset, timestamp, log_append)
     return None if columns is None else RecordColumns._make(columns)
 
 
@@ -661,14 +679,10 @@ class BatchBuilder:
             raise ValueError("cannot build an empty record batch")
         out = bytearray(HEADER_SIZE)
         out += compress(self._compression, self._body) if self._compression else self._body
-        _HEADER.pack_into(
+        _write_header(
             out,
-            0,
             self._base_offset,
-            len(out) - LOG_OVERHEAD,
             self._partition_leader_epoch,
-            MAGIC,
-            0,
             self._compression,  # attributes: the codec, create time, not transactional, not control
             self._count - 1,
             self._base_timestamp,
@@ -678,5 +692,126 @@ class BatchBuilder:
             self._base_sequence,
             self._count,
         )
-        struct.pack_into(">I", out, _CRC_OFFSET, crc32c(memoryview(out)[_ATTRIBUTES_OFFSET:]))
         return bytes(out)
+
+
+def _write_header(out: bytearray, base_offset: int, partition_leader_epoch: int, attributes: int,
+                  last_offset_delta: int, base_timestamp: int, max_timestamp: int, producer_id: int,
+                  producer_epoch: int, base_sequence: int, record_count: int) -> None:
+    """Fill in the header of the batch in ``out`` (HEADER_SIZE bytes, then its records), CRC included."""
+    _HEADER.pack_into(out, 0, base_offset, len(out) - LOG_OVERHEAD, partition_leader_epoch, MAGIC, 0, attributes,
+                      last_offset_delta, base_timestamp, max_timestamp, producer_id, producer_epoch, base_sequence,
+                      record_count)
+    struct.pack_into(">I", out, _CRC_OFFSET, crc32c(memoryview(out)[_ATTRIBUTES_OFFSET:]))
+
+
+# --------------------------------------------------------------------------- rewriting (the log cleaner)
+
+
+class StoredRecords(NamedTuple):
+    """The records of one batch as the log cleaner reads them to rewrite the batch: each one's offset, timestamp and
+    key, whether it is a tombstone (a null value), and its bytes, ``data[starts[i]:starts[i + 1]]`` (for a compressed
+    batch, in its decompressed records)."""
+
+    data: bytes
+    offsets: list[int]
+    timestamps: list[int]
+    keys: list[bytes | None]
+    tombstones: list[bool]
+    starts: list[int]
+
+
+def read_record_keys(buf: _Buffer, pos: int = 0) -> tuple[BatchHeader, Sequence[int], list[bytes | None]]:
+    """Validate the batch at ``pos`` and read its records' offsets and keys only (the log cleaner's offset map):
+    records of one shape in one regex pass, any other batch record by record."""
+    header = validate_batch(buf, pos)
+    data, start, end = _records_region(_as_bytes(buf), pos, header)
+    shape = _uniform_shape(data, start, end, header)
+    if shape is not None:
+        found = decode_uniform_keys(data, start, end, header.record_count, shape, header.base_offset)
+        if found is not None:
+            return header, *found
+    columns = _decode_general_columns(data, start, end, header)
+    return header, columns.offsets, columns.keys
+
+
+def read_stored_records(buf: _Buffer, pos: int = 0) -> tuple[BatchHeader, StoredRecords]:
+    """Validate the batch at ``pos`` and read its records for rewriting (StoredRecords): records of one shape in one
+    regex pass, without copying their values; any other batch record by record, every field validated."""
+    header = validate_batch(buf, pos)
+    data, start, end = _records_region(_as_bytes(buf), pos, header)
+    shape = _uniform_shape(data, start, end, header)
+    if shape is not None:
+        timestamp, log_append = _timestamp_base(header)
+        spans = decode_uniform_spans(data, start, end, header.record_count, shape, header.base_offset, timestamp,
+                                     log_append)
+        if spans is not None:
+            offsets, timestamps, keys, starts = spans
+            return header, StoredRecords(data, offsets, timestamps, keys, [shape.value_size is None] * len(keys),
+                                         starts)
+    columns = _decode_general_columns(data, start, end, header)
+    starts = [start]
+    for _ in range(header.record_count):
+        length, at = _read_varint(data, starts[-1], end)
+        starts.append(at + length)
+    return header, StoredRecords(data, columns.offsets, columns.timestamps, columns.keys,
+                                 [value is None for value in columns.values], starts)
+
+
+def _encode_record(offset_delta: int, timestamp_delta: int, key: bytes | None, value: bytes | None,
+                   headers: Sequence[Header]) -> bytes:
+    """One record: its length, then attributes 0, its deltas, key, value and headers."""
+    record = b"".join((
+        _RECORD_ATTRIBUTES,
+        encode_varint(timestamp_delta),
+        encode_varint(offset_delta),
+        _NULL if key is None else encode_varint(len(key)) + key,
+        _NULL if value is None else encode_varint(len(value)) + value,
+        _encode_headers(headers) if headers else _NO_HEADERS,
+    ))
+    return encode_varint(len(record)) + record
+
+
+def build_retained_batch(header: BatchHeader, records: StoredRecords, retained: Sequence[int],
+                         delete_horizon_ms: int | None) -> bytes:
+    """The batch ``header`` heads, with only the records at the indexes ``retained`` (in order, at least one) of its
+    records ``records``: what Kafka's log cleaner writes for a batch it keeps part of (MemoryRecords.filterTo).
+
+    The batch keeps its base offset and last offset delta (so that the producer's last sequence number survives),
+    its leader epoch, producer id, epoch and base sequence, and its attributes. With the delete horizon it had
+    (``delete_horizon_ms`` is the header's), its base timestamp stays and the records are copied as they are; a new
+    delete horizon becomes its base timestamp (attributes bit 6, KIP-534) and each record is written again with its
+    timestamp delta from it. Record timestamps never change. Its maxTimestamp is the largest retained record's
+    (the original under LOG_APPEND_TIME). A compressed batch's records (``records`` holds them decompressed) are
+    compressed again with its codec, as Kafka's cleaner writes them."""
+    data, offsets, timestamps, _keys, _tombstones, starts = records
+    attributes, base_timestamp = header.attributes, header.base_timestamp
+    if delete_horizon_ms == header.delete_horizon_ms:
+        body = b"".join([data[starts[i]:starts[i + 1]] for i in retained])
+    else:
+        attributes, base_timestamp = attributes | _DELETE_HORIZON_MASK, delete_horizon_ms
+        encoded = []
+        for i in retained:
+            _delta, _offset_delta, key, value, headers, _end = _read_record(data, starts[i], starts[i + 1])
+            encoded.append(_encode_record(offsets[i] - header.base_offset, timestamps[i] - base_timestamp, key,
+                                          value, headers))
+        body = b"".join(encoded)
+    out = bytearray(HEADER_SIZE)
+    out += compress(header.compression, body) if header.compression else body
+    log_append = bool(header.attributes & _TIMESTAMP_TYPE_MASK)
+    max_timestamp = header.max_timestamp if log_append else max(timestamps[i] for i in retained)
+    _write_header(out, header.base_offset, header.partition_leader_epoch, attributes, header.last_offset_delta,
+                  base_timestamp, max_timestamp, header.producer_id, header.producer_epoch, header.base_sequence,
+                  len(retained))
+    return bytes(out)
+
+
+def build_empty_batch(header: BatchHeader) -> bytes:
+    """The batch ``header`` heads with no records left: kept by the log cleaner for its offsets and producer state
+    (Kafka's DefaultRecordBatch.writeEmptyHeader: no base timestamp, uncompressed, no delete horizon)."""
+    out = bytearray(HEADER_SIZE)
+    attributes = header.attributes & (_TIMESTAMP_TYPE_MASK | _TRANSACTIONAL_MASK | _CONTROL_MASK)
+    _write_header(out, header.base_offset, header.partition_leader_epoch, attributes, header.last_offset_delta,
+                  NO_TIMESTAMP, header.max_timestamp, header.producer_id, header.producer_epoch,
+                  header.base_sequence, 0)
+    return bytes(out)

@@ -14,7 +14,10 @@ regex tiles its records region with exactly recordCount records. It never raises
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator, Sequence
 from functools import lru_cache
+from itertools import accumulate
+from operator import add, itemgetter
 from typing import NamedTuple
 
 from protocol.varint import SHORT_VARINT_VALUES, SMALL_VARINTS, encode_varint
@@ -43,29 +46,37 @@ class Shape(NamedTuple):
     value_size: int | None
 
 
-def _field(size: int | None) -> tuple[bytes, int]:
-    """Regex for a key or value of ``size`` bytes (None: null) with its length, capturing it unless null, and the
-    number of bytes it matches."""
+def _field(size: int | None, capture: bool = True) -> tuple[bytes, int]:
+    """Regex for a key or value of ``size`` bytes (None: null) with its length, capturing it unless null (or not
+    ``capture``), and the number of bytes it matches."""
     length = encode_varint(-1 if size is None else size)
     if size is None:
         return re.escape(length), len(length)
-    return re.escape(length) + b"(.{%d})" % size, len(length) + size
+    return re.escape(length) + (b"(.{%d})" if capture else b".{%d}") % size, len(length) + size
+
+
+def _fixed_bytes(shape: Shape) -> int:
+    """The bytes of a record of ``shape`` counted by its length, but its deltas: attributes, key, value,
+    headerCount."""
+    return 1 + _field(shape.key_size)[1] + _field(shape.value_size)[1] + 1
 
 
 @lru_cache(maxsize=64)
-def _pattern(shape: Shape) -> re.Pattern[bytes]:
-    """Regex matching one record of ``shape`` (groups: timestampDelta, offsetDelta, key unless null, value unless
-    null) or else everything left (then its timestampDelta group is empty)."""
-    key, key_bytes = _field(shape.key_size)
-    value, value_bytes = _field(shape.value_size)
-    fixed = 1 + key_bytes + value_bytes + 1  # attributes, key, value, headerCount
+def _pattern(shape: Shape, capture_value: bool = True, capture_timestamp: bool = True) -> re.Pattern[bytes]:
+    """Regex matching one record of ``shape`` (groups: timestampDelta unless not ``capture_timestamp``, offsetDelta,
+    key unless null, value unless null or not ``capture_value``) or else everything left (then its first group is
+    empty)."""
+    key, _key_bytes = _field(shape.key_size)
+    value, _value_bytes = _field(shape.value_size, capture_value)
+    fixed = _fixed_bytes(shape)
     # The record's length counts its deltas' bytes too: it is one of three encodings, each followed by deltas of
     # the size it implies.
     length = b"|".join(
         re.escape(encode_varint(fixed + size)) + b"(?=" + _ATTRIBUTES + deltas + b")"
         for size, deltas in _DELTAS_OF_SIZE.items()
     )
-    record = b"(?:" + length + b")" + _ATTRIBUTES + _SHORT + _SHORT + key + value + _NO_HEADERS
+    timestamp_delta = _SHORT if capture_timestamp else b"(?:" + _ONE + b"|" + _TWO + b")"
+    record = b"(?:" + length + b")" + _ATTRIBUTES + timestamp_delta + _SHORT + key + value + _NO_HEADERS
     return re.compile(record + b"|.+", re.DOTALL)
 
 
@@ -74,6 +85,42 @@ def _add_deltas(base: int, deltas: tuple[bytes, ...]) -> list[int]:
     values = SHORT_VARINT_VALUES
     absolute = {delta: base + values[delta] for delta in set(deltas)}
     return list(map(absolute.__getitem__, deltas))
+
+
+def _rows(data: bytes, pos: int, end: int, count: int, shape: Shape, capture_value: bool = True,
+          capture_timestamp: bool = True) -> list[tuple[bytes, ...]] | None:
+    """The regex's groups for each of the ``count`` records at data[pos:end], if they all have ``shape``."""
+    rows = _pattern(shape, capture_value, capture_timestamp).findall(data, pos, end)
+    return rows if rows and len(rows) == count and rows[-1][0] else None
+
+
+def _offsets(offset_deltas: tuple[bytes, ...], count: int, base_offset: int) -> Sequence[int]:
+    if offset_deltas == SMALL_VARINTS[:count]:  # 0 .. count - 1, as producers write them
+        return range(base_offset, base_offset + count)
+    return _add_deltas(base_offset, offset_deltas)
+
+
+class _Decoded(NamedTuple):
+    """What every decoding of a batch's regex rows starts with: the raw deltas, offsets, timestamps and keys, and
+    the columns left (values, if the regex captured them)."""
+
+    timestamp_deltas: tuple[bytes, ...]
+    offset_deltas: tuple[bytes, ...]
+    offsets: list[int]
+    timestamps: list[int]
+    keys: list[bytes | None]
+    rest: Iterator[tuple[bytes, ...]]
+
+
+def _decoded(rows: list[tuple[bytes, ...]], count: int, shape: Shape, base_offset: int, timestamp: int,
+             log_append_time: bool) -> _Decoded:
+    columns = zip(*rows, strict=True)
+    timestamp_deltas = next(columns)
+    offset_deltas = next(columns)
+    offsets = list(_offsets(offset_deltas, count, base_offset))
+    timestamps = [timestamp] * count if log_append_time else _add_deltas(timestamp, timestamp_deltas)
+    keys = [None] * count if shape.key_size is None else list(next(columns))
+    return _Decoded(timestamp_deltas, offset_deltas, offsets, timestamps, keys, columns)
 
 
 def decode_uniform(
@@ -91,17 +138,41 @@ def decode_uniform(
     Offsets are ``base_offset`` + offsetDelta; timestamps ``timestamp`` (the batch's maxTimestamp) under
     LOG_APPEND_TIME, else ``timestamp`` (its baseTimestamp) + timestampDelta.
     """
-    rows = _pattern(shape).findall(data, pos, end)
-    if not rows or len(rows) != count or not rows[-1][0]:
+    rows = _rows(data, pos, end, count, shape)
+    if rows is None:
         return None
-    columns = zip(*rows, strict=True)
-    timestamp_deltas = next(columns)
-    offset_deltas = next(columns)
-    if offset_deltas == SMALL_VARINTS[:count]:  # 0 .. count - 1, as producers write them
-        offsets = list(range(base_offset, base_offset + count))
-    else:
-        offsets = _add_deltas(base_offset, offset_deltas)
-    timestamps = [timestamp] * count if log_append_time else _add_deltas(timestamp, timestamp_deltas)
-    keys = [None] * count if shape.key_size is None else list(next(columns))
-    values = [None] * count if shape.value_size is None else list(next(columns))
-    return offsets, timestamps, keys, values, [()] * count
+    decoded = _decoded(rows, count, shape, base_offset, timestamp, log_append_time)
+    values = [None] * count if shape.value_size is None else list(next(decoded.rest))
+    return decoded.offsets, decoded.timestamps, decoded.keys, values, [()] * count
+
+
+def decode_uniform_keys(data: bytes, pos: int, end: int, count: int, shape: Shape,
+                        base_offset: int) -> tuple[Sequence[int], list[bytes | None]] | None:
+    """Offsets and keys of the ``count`` records at data[pos:end] (as decode_uniform has them), if they all have
+    ``shape``, else None: what the log cleaner's offset map takes of a batch."""
+    rows = _rows(data, pos, end, count, shape, capture_value=False, capture_timestamp=False)
+    if rows is None:
+        return None
+    offsets = _offsets(tuple(map(itemgetter(0), rows)), count, base_offset)
+    return offsets, [None] * count if shape.key_size is None else list(map(itemgetter(1), rows))
+
+
+def decode_uniform_spans(data: bytes, pos: int, end: int, count: int, shape: Shape, base_offset: int, timestamp: int,
+                         log_append_time: bool) -> tuple[list[int], list[int], list[bytes | None], list[int]] | None:
+    """Offsets, timestamps and keys of the ``count`` records at data[pos:end] (as decode_uniform has them), and where
+    each record starts (``count + 1`` positions: the last is ``end``), if they all have ``shape``, else None. Values
+    are not copied: the log cleaner copies the records it keeps whole, from their positions."""
+    rows = _rows(data, pos, end, count, shape, capture_value=False)
+    if rows is None:
+        return None
+    decoded = _decoded(rows, count, shape, base_offset, timestamp, log_append_time)
+    sizes = map(_record_sizes(shape).__getitem__, map(add, map(len, decoded.timestamp_deltas),
+                                                       map(len, decoded.offset_deltas)))
+    return decoded.offsets, decoded.timestamps, decoded.keys, list(accumulate(sizes, initial=pos))
+
+
+@lru_cache(maxsize=64)
+def _record_sizes(shape: Shape) -> dict[int, int]:
+    """The bytes of a record of ``shape`` (its length's varint included) by the bytes of its two deltas."""
+    fixed = _fixed_bytes(shape)
+    return {deltas: len(encode_varint(fixed + deltas)) + fixed + deltas for deltas in _DELTAS_OF_SIZE}

@@ -8,7 +8,6 @@ import signal
 import socket
 import subprocess
 import uuid
-from collections import Counter
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -117,22 +116,21 @@ def _wait_listening(broker: KafkaBroker) -> None:
              timeout_s=START_TIMEOUT_S, interval_s=0.2)
 
 
-
-def send_recorded(bootstrap: str, history: HistoryWriter, topic: str, records: Iterable[tuple[int, bytes, bytes]],
-                  **producer_options: object) -> Counter[int]:
+def send_recorded(bootstrap: str, history: HistoryWriter, topic: str,
+                  records: Iterable[tuple[int, bytes, bytes | None]], **producer_options: object) -> list[Outcome]:
     """Send (partition, key, value) records with Kafka's Python client (acks=all, linger.ms 5, ``producer_options``),
-    wait for every acknowledgement and write each to the history; the records acknowledged per partition."""
+    wait for every acknowledgement and write each to the history; the acknowledgements, in the records' order."""
     producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=5, request_timeout_ms=30_000,
                              **producer_options)
     try:
         sent = [(key, value, producer.send(topic, key=key, value=value, partition=partition))
                 for partition, key, value in records]
         producer.flush(timeout=60)
-        counts: Counter[int] = Counter()
+        outcomes = []
         for key, value, future in sent:
             metadata = future.get(timeout=60)
-            history.write(Outcome(topic, metadata.partition, metadata.offset, key, value, OK))
-            counts[metadata.partition] += 1
-        return counts
+            outcomes.append(Outcome(topic, metadata.partition, metadata.offset, key, value, OK))
+            history.write(outcomes[-1])
+        return outcomes
     finally:
         producer.close()

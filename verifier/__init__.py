@@ -1,7 +1,8 @@
 """The PySpark replica verifier: reads broker log directories (minikafka's or Apache Kafka's) and proves, per
 partition, that every batch is intact and every offset accounted for, that the replicas agree below their high
 watermarks, that the leader-epoch checkpoints match the batches, that the checkpoints are sane, and, given a
-producer history, that no acknowledged record is missing.
+producer history, that no acknowledged record is missing. Compacted partitions are checked by the compaction
+contract instead of batch for batch (verifier.compaction).
 
 ``verify(log_dirs, history=None, master=None)`` returns a Report whose ``to_json()`` is ``minikafka verify
 --json``'s object.
@@ -9,7 +10,7 @@ producer history, that no acknowledged record is missing.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -26,15 +27,16 @@ __all__ = ["HistoryError", "LayoutError", "verify"]
 
 def verify(log_dirs: Sequence[Path | str], history: Path | str | None = None, master: str | None = None, *,
            output: Path | str | None = None, spark: SparkSession | None = None,
-           progress: Callable[[str], None] | None = None) -> Report:
+           progress: Callable[[str], None] | None = None, compacted_topics: Collection[str] = ()) -> Report:
     """Verify the log directories (and the history file, if given) on ``master`` (default local[*]; a running or
-    given session is used as it is). Raises LayoutError or HistoryError for input that cannot be read, before any
-    Spark work."""
+    given session is used as it is). ``compacted_topics`` are checked as compacted even where no
+    cleaner-offset-checkpoint names them (verifier.layout). Raises LayoutError or HistoryError for input that cannot
+    be read, before any Spark work."""
     from verifier.job import run_job
     from verifier.session import get_session
 
     say = progress or (lambda _: None)
-    layout = read_layout([Path(p) for p in log_dirs])
+    layout = read_layout([Path(p) for p in log_dirs], compacted_topics)
     outcomes = read_history(history) if history is not None else None
     if spark is None:
         spark, started_s = get_session(master)

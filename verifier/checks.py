@@ -80,15 +80,27 @@ def replica_summary(views: Views, layout: Layout) -> DataFrame:
 def violations(views: Views, layout: Layout) -> DataFrame:
     """Every violation the views ``batches`` and ``summary`` and the layout's epoch files show, and every torn tail
     (kind TORN_TAIL), unordered (VIOLATION_COLUMNS). It needs no Spark job before it: the driver can plan it while
-    the first query of the summary is still reading the segment files. Adds the view ``epochs``."""
+    the first query of the summary is still reading the segment files. Adds the view ``epochs``.
+
+    The replicas of compacted partitions (``layout.compacted``) have gaps the cleaner left between and inside their
+    segments, and may differ batch for batch: for them the gaps, the batches' agreement and an epoch's first batch
+    are not checked here: the compaction contract is (verifier.compaction)."""
     views.add("epochs", _epoch_table(views.spark, layout))
-    return views.sql(" UNION ALL ".join([_batch_checks(), _replica_checks(), _agreement(), _epoch_cache()]))
+    compacted = layout.compacted_replicas
+    cleaned = f"replica_id IN ({', '.join(map(str, compacted))})" if compacted else None
+    return views.sql(" UNION ALL ".join([_batch_checks(cleaned), _replica_checks(cleaned), _agreement(cleaned),
+                                         _epoch_cache(cleaned)]))
+
+
+def _unless(condition: str, cleaned: str | None) -> str:
+    """``condition``, checked only on replicas of partitions that are not compacted (``cleaned`` names those)."""
+    return condition if cleaned is None else f"{condition} AND NOT {cleaned}"
 
 
 Check = tuple[str, str, str | None, str]  # SQL of (condition, kind, offset, detail)
 
 
-def _flagged(rows: str, checks: list[Check]) -> str:
+def flagged(rows: str, checks: list[Check]) -> str:
     """A query of the violations of every row of ``rows`` (a FROM clause) for each check whose condition holds: one
     pass over the rows."""
     candidates = ", ".join(
@@ -100,20 +112,22 @@ def _flagged(rows: str, checks: list[Check]) -> str:
         WHERE v IS NOT NULL"""
 
 
-def _batch_checks() -> str:
+def _batch_checks(cleaned: str | None) -> str:
     """Check 1 on every row of the batch table, in file order per replica: of the whole batches (valid or with a bad
     CRC), the CRC32C valid, offsets contiguous within and between batches and segments, leader epochs never
     decreasing, each segment named after its first batch; bytes where a batch should be that are not one (a bad
     length or magic, a batch cut short); and the torn tails, in the violations' columns (kind TORN_TAIL). The batch
     before a whole batch is the whole batch before it (``lag ... IGNORE NULLS`` of values only whole batches
-    have)."""
+    have). On compacted partitions (``cleaned``) offsets may skip, and a segment's first batch may come after the
+    offset it is named after, never before it."""
     def before(column: str) -> str:
         return f"lag(CASE WHEN {_IS_READABLE} THEN {column} END) IGNORE NULLS OVER w"
 
     rows = f"""(SELECT *, {before('last_offset')} AS prev_last, {before('leader_epoch')} AS prev_epoch
                 FROM {{batches}} WINDOW w AS (PARTITION BY replica_id ORDER BY segment, `position`))"""
+    misnamed = "`position` = 0 AND base_offset != segment"
     of_whole_batches: list[Check] = [
-        ("base_offset > prev_last + 1", "offset-gap", "prev_last + 1",
+        (_unless("base_offset > prev_last + 1", cleaned), "offset-gap", "prev_last + 1",
          "format_string('offsets %d..%d are missing: the batch before ends at %d, the next (%s) starts at %d', "
          f"prev_last + 1, base_offset - 1, prev_last, {_PLACE}, base_offset)"),
         ("base_offset <= prev_last", "offset-gap", "base_offset",
@@ -124,10 +138,11 @@ def _batch_checks() -> str:
         ("leader_epoch < prev_epoch", "epoch-cache", "base_offset",
          "format_string('the partition leader epoch goes down from %d to %d at %s', prev_epoch, leader_epoch, "
          f"{_PLACE})"),
-        ("`position` = 0 AND base_offset != segment", "offset-gap", "segment",
+        (misnamed if cleaned is None else f"{misnamed} AND (base_offset < segment OR NOT {cleaned})", "offset-gap",
+         "segment",
          "format_string('segment %020d.log starts with offset %d', segment, base_offset)"),
     ]
-    return _flagged(rows, [
+    return flagged(rows, [
         (f"status = '{CRC}'", "crc", "base_offset",
          f"format_string('%s: the batch of offsets %d..%d: %s', {_PLACE}, base_offset, last_offset, detail)"),
         *[(f"{_IS_READABLE} AND {condition}", kind, offset, detail)
@@ -139,10 +154,11 @@ def _batch_checks() -> str:
     ])
 
 
-def _replica_checks() -> str:
+def _replica_checks(cleaned: str | None) -> str:
     """Check 4 (log start <= HW <= LEO, recovery point <= LEO, an entry in the HW and recovery-point checkpoints for
-    every partition directory) and check 1's last segment not named past the batches."""
-    return _flagged("{summary}", [
+    every partition directory) and check 1's last segment not named past the batches (except on compacted
+    partitions: ``cleaned``)."""
+    return flagged("{summary}", [
         ("hw_checkpoint IS NULL", "checkpoint", None,
          "CASE WHEN hw_file THEN 'no entry in replication-offset-checkpoint' "
          "ELSE 'no replication-offset-checkpoint in its log directory' END"),
@@ -155,20 +171,23 @@ def _replica_checks() -> str:
          "format_string('high watermark %d is above the log end offset %d', hw_checkpoint, leo)"),
         ("recovery_point > leo", "checkpoint", "recovery_point",
          "format_string('recovery point %d is above the log end offset %d', recovery_point, leo)"),
-        ("last_segment > batch_end", "offset-gap", "batch_end",
+        (_unless("last_segment > batch_end", cleaned), "offset-gap", "batch_end",
          "format_string('offsets %d..%d are missing: the batches end at %d, the last segment is named %020d', "
          "batch_end, last_segment - 1, batch_end, last_segment)"),
     ])
 
 
-def _agreement() -> str:
+def _agreement(cleaned: str | None) -> str:
     """Check 2: for each pair of replicas of a partition, the batches below min(HW) of the two (and from the later
     of their first offsets) are identical: offsets, leader epoch and CRC. One violation per pair: the first
     divergent offset, with each side's epoch and CRC.
 
     The batch rows move once, by partition: grouped by base offset (each replica's batch there), each offset meets
     its partition's replicas, and every pair whose range holds the offset compares its two sides there. Joining each
-    pair of replicas with each side's batches instead took Spark twice as long to plan."""
+    pair of replicas with each side's batches instead took Spark twice as long to plan. The batches of compacted
+    partitions (``cleaned``) are not compared."""
+    compared = _READABLE_BATCHES if cleaned is None else \
+        f"(SELECT * FROM {{batches}} WHERE {_IS_READABLE} AND NOT {cleaned})"
     replicas = """(
         SELECT topic, `partition`,
                collect_list(named_struct('id', replica_id, 'broker', broker, 'hw', hw, 'first', first_offset)) AS rs
@@ -177,7 +196,7 @@ def _agreement() -> str:
         SELECT topic, `partition`, base_offset,
                collect_list(named_struct('id', replica_id, 'batch', named_struct(
                    'last_offset', last_offset, 'leader_epoch', leader_epoch, 'crc', crc))) AS here
-        FROM (SELECT /*+ REPARTITION(topic, `partition`) */ * FROM {_READABLE_BATCHES})
+        FROM (SELECT /*+ REPARTITION(topic, `partition`) */ * FROM {compared})
         GROUP BY topic, `partition`, base_offset)"""
 
     def side(replica: str) -> str:
@@ -197,7 +216,7 @@ def _agreement() -> str:
               FROM {offsets} JOIN {replicas} USING (topic, `partition`))
         WHERE NOT p.a <=> p.b
         GROUP BY topic, `partition`, p.id_a, p.id_b, p.broker_a, p.broker_b, p.`limit`)"""
-    return _flagged(found, [("TRUE", "divergence", "m.base_offset", (
+    return flagged(found, [("TRUE", "divergence", "m.base_offset", (
         "format_string('brokers %d and %d differ at offset %d, below both high watermarks (min %d): broker %d has "
         "%s, broker %d has %s', broker_a, broker_b, m.base_offset, `limit`, broker_a, "
         f"{_batch_text('m.a_leader_epoch', 'm.a_crc')}, broker_b, {_batch_text('m.b_leader_epoch', 'm.b_crc')})"))])
@@ -208,24 +227,28 @@ def _batch_text(epoch: str, crc: str) -> str:
             f"ELSE format_string('a batch of leader epoch %d, crc 0x%08x', {epoch}, {crc}) END")
 
 
-def _epoch_cache() -> str:
+def _epoch_cache(cleaned: str | None) -> str:
     """Check 3: leader-epoch-checkpoint entries strictly increasing; each entry's start offset is the first offset
     of a batch with that epoch (within the retained log, below the LEO); no batch carries an epoch it lacks. One
-    join of the entries with each replica's epochs as its batches show them."""
+    join of the entries with each replica's epochs as its batches show them. On a compacted partition (``cleaned``)
+    the cleaner may have removed an epoch's first batches, or all of them: there an epoch's first batch must only
+    not come before the entry's start offset."""
+    first_differs = "epoch_first != start_offset" if cleaned is None else \
+        f"epoch_first != start_offset AND (epoch_first < start_offset OR NOT {cleaned})"
     rows = f"""(
         SELECT * FROM {{epochs}} FULL OUTER JOIN (
             SELECT replica_id, leader_epoch AS epoch, min(base_offset) AS epoch_first
             FROM {_READABLE_BATCHES} GROUP BY replica_id, leader_epoch) USING (replica_id, epoch)
         JOIN {{summary}} USING (replica_id))"""
     in_log = "(start_offset >= coalesce(first_offset, leo) AND start_offset < leo)"
-    return _flagged(rows, [
+    return flagged(rows, [
         ("epoch <= prev_epoch OR start_offset <= prev_start", "epoch-cache", "start_offset",
          "format_string('leader-epoch-checkpoint entry %d (epoch %d at %d) does not follow the one before "
          "(epoch %d at %d)', entry + 1, epoch, start_offset, prev_epoch, prev_start)"),
-        (f"{in_log} AND epoch_first IS NULL", "epoch-cache", "start_offset",
+        (_unless(f"{in_log} AND epoch_first IS NULL", cleaned), "epoch-cache", "start_offset",
          "format_string('leader-epoch-checkpoint says epoch %d starts at %d, but no batch has that epoch', epoch, "
          "start_offset)"),
-        (f"{in_log} AND epoch_first != start_offset", "epoch-cache", "start_offset",
+        (f"{in_log} AND {first_differs}", "epoch-cache", "start_offset",
          "format_string('leader-epoch-checkpoint says epoch %d starts at %d, but its first batch starts at %d', "
          "epoch, start_offset, epoch_first)"),
         ("start_offset >= leo AND epoch_first IS NOT NULL", "epoch-cache", "epoch_first",

@@ -19,10 +19,13 @@ log_dirs_argument = click.argument("log_dirs", nargs=-1, type=click.Path(path_ty
 
 
 def verify_options(f: Callable[..., Any]) -> Callable[..., Any]:
-    """--history, --json, --master and --output."""
+    """--history, --compacted, --json, --master and --output."""
     for option in reversed([
         click.option("--history", "history_file", type=click.Path(path_type=Path),
                      help="A producer history (JSON lines, as `produce --history` writes it) to check against."),
+        click.option("--compacted", "compacted_topics", multiple=True, metavar="TOPIC",
+                     help="Check TOPIC as compacted even where no cleaner-offset-checkpoint names its partitions "
+                          "(repeatable)."),
         click.option("--json", "as_json", is_flag=True, help="Print one JSON object."),
         click.option("--master", metavar="URL", help="Spark master [default: local[*], or spark-submit's]."),
         click.option("--output", type=click.Path(file_okay=False, path_type=Path),
@@ -41,8 +44,8 @@ def _progress(message: str) -> None:
     click.echo(message, err=True)
 
 
-def run_verification(log_dirs: tuple[Path, ...], history_file: Path | None, as_json: bool, master: str | None,
-                     output: Path | None) -> NoReturn:
+def run_verification(log_dirs: tuple[Path, ...], history_file: Path | None, compacted_topics: tuple[str, ...],
+                     as_json: bool, master: str | None, output: Path | None) -> NoReturn:
     """Verify the log directories, print the report (a table, or with `as_json` one JSON object) and exit with
     CONSISTENT or VIOLATION; BAD_INPUT with one line saying why for unreadable input or Spark failing."""
     from verifier import HistoryError, LayoutError, verify
@@ -52,7 +55,8 @@ def run_verification(log_dirs: tuple[Path, ...], history_file: Path | None, as_j
     try:
         # spark-submit merges the application's stderr into its stdout: there, --json prints the object alone.
         quiet = as_json and under_spark_submit()
-        report = verify(list(log_dirs), history_file, master, output=output, progress=None if quiet else _progress)
+        report = verify(list(log_dirs), history_file, master, output=output, progress=None if quiet else _progress,
+                        compacted_topics=compacted_topics)
     except (LayoutError, HistoryError) as e:
         fail(str(e))
     except SPARK_ERRORS as e:

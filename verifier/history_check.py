@@ -20,6 +20,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from protocol.history import OK, History, Outcome
+from verifier.compaction import Superseded
 from verifier.record_digest import record_digest
 from verifier.report import Violation
 from verifier.views import Views, local_table
@@ -50,19 +51,26 @@ def history_table(spark: SparkSession, history: History) -> DataFrame:
     return local_table(spark, rows, HISTORY_SCHEMA)
 
 
-def check_history(views: Views, history: History, records: DataFrame, summary: DataFrame) -> HistoryFindings:
+def check_history(views: Views, history: History, records: DataFrame, summary: DataFrame,
+                  superseded: Superseded | None = None) -> HistoryFindings:
     """Compare the history with the records (RECORD_SCHEMA) of every replica (summary: hw per replica). Adds the
     views ``acked`` (the acknowledged outcomes) and ``found`` (which replicas hold each), cached: the check's queries
-    read them several times."""
+    read them several times. Acknowledged records of compacted partitions that may be gone (``superseded``,
+    verifier.compaction) are not lost where they are missing."""
     outcomes = history_table(views.spark, history)
     acked = views.add("acked", outcomes.filter(F.col("status") == OK), cached=True)
     found = views.add("found", acked.join(records, ["topic", "partition", "offset", "digest"])
                       .select("outcome", "replica_id").distinct(), cached=True)
-    lost = acked.join(found, "outcome", "left_anti").select("outcome").collect()
+    unfound = acked.join(found, "outcome", "left_anti")
     expected = acked.join(summary.select("replica_id", "broker", "topic", "partition", "hw"),
                           ["topic", "partition"]).filter(F.col("hw") > F.col("offset"))
     missing = (expected.join(found, ["outcome", "replica_id"], "left_anti")
                .join(found.select("outcome").distinct(), "outcome"))
+    if superseded is not None:
+        unfound = unfound.join(superseded.anywhere(), "outcome", "left_anti")
+        missing = (missing.join(superseded.by_history, "outcome", "left_anti")
+                   .join(superseded.on_replica, ["outcome", "replica_id"], "left_anti"))
+    lost = unfound.select("outcome").collect()
     missing_rows = missing.groupBy("topic", "partition", "broker", "hw").agg(
         F.count("*").alias("count"), F.min("offset").alias("offset"), F.max("offset").alias("last")).select(
         F.lit("lost").alias("kind"), "topic", "partition", "broker", "offset", F.format_string(

@@ -11,11 +11,11 @@ from pyspark import inheritable_thread_target
 from pyspark.sql import DataFrame, Row, SparkSession
 
 from protocol.history import History
-from verifier import checks
+from verifier import checks, compaction
 from verifier.history_check import check_history
 from verifier.layout import Layout
 from verifier.report import ReplicaRow, Report, TornTail, Violation
-from verifier.source import read_batches, read_records
+from verifier.source import read_batches, read_keyed_records, read_records
 from verifier.splits import Split, plan_splits
 from verifier.views import Views, local_table
 
@@ -70,6 +70,9 @@ def _verify_splits(spark: SparkSession, layout: Layout, splits: list[Split], tas
                    output: Path | None, progress: Progress) -> Report:
     with Views(spark) as views:
         batches = cache_batches(views, splits, tasks)
+        if layout.compacted:
+            views.add("keyed", read_keyed_records(spark, [s for s in splits if (s.topic, s.partition) in
+                                                           layout.compacted]), cached=True)
         summary = views.add("summary", checks.replica_summary(views, layout), cached=True)
         summary_rows, found = _summary_and_violations(summary, views, layout)
         progress(f"read {sum(r['batches'] for r in summary_rows)} batches, "
@@ -83,7 +86,8 @@ def _verify_splits(spark: SparkSession, layout: Layout, splits: list[Split], tas
             progress(f"checking {len(history.outcomes)} history records")
             topics = {o.topic for o in history.outcomes}
             records = read_records(spark, [s for s in splits if s.topic in topics])
-            findings = check_history(views, history, records, summary)
+            gone = compaction.superseded(views, history.outcomes, layout.compacted) if layout.compacted else None
+            findings = check_history(views, history, records, summary, gone)
             violations += findings.violations
             history_counts = {"acked": findings.acked, "lost": findings.lost, "failed": findings.failed,
                               "failed_present": findings.failed_present, "unknown": findings.unknown,
@@ -109,7 +113,10 @@ def _summary_and_violations(summary: DataFrame, views: Views, layout: Layout) ->
     thread even when the violations' query fails: the views it reads are dropped afterwards."""
     with ThreadPoolExecutor(max_workers=1) as pool:
         collecting_summary = pool.submit(inheritable_thread_target(views.spark)(summary.collect))
-        found = checks.violations(views, layout).collect()
+        found = checks.violations(views, layout)
+        if layout.compacted:
+            found = found.unionByName(views.sql(compaction.agreement()))
+        found = found.collect()
     return collecting_summary.result(), found
 
 

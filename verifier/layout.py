@@ -13,11 +13,13 @@ from __future__ import annotations
 import os
 import re
 from collections import Counter
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from broker.log.checkpoint import (
     CLEAN_SHUTDOWN_MARKER,
+    CLEANER_OFFSET_CHECKPOINT,
     LEADER_EPOCH_CHECKPOINT,
     LOG_START_OFFSET_CHECKPOINT,
     META_PROPERTIES,
@@ -38,7 +40,7 @@ _PARTITION_DIR = re.compile(r"(?P<topic>.+)-(?P<partition>0|[1-9][0-9]*)")
 _SEGMENT_FILE = re.compile(r"(?P<base>[0-9]{20})\.(?P<suffix>log|index|timeindex)")
 _NUMBERED_FILE = re.compile(r"[0-9]{20}\..+")
 #: Files of a log directory's root that the verifier knows and does not need (beyond the checkpoints).
-_KNOWN_ROOT_FILES = {CLEAN_SHUTDOWN_MARKER, META_PROPERTIES, "cleaner-offset-checkpoint", ".lock", "state-change.log",
+_KNOWN_ROOT_FILES = {CLEAN_SHUTDOWN_MARKER, META_PROPERTIES, CLEANER_OFFSET_CHECKPOINT, ".lock", "state-change.log",
                      *OFFSET_CHECKPOINTS}
 
 
@@ -89,6 +91,8 @@ class LogDir:
     broker: int
     #: checkpoint file name -> entries (missing file: absent; unreadable file: absent, and a finding)
     checkpoints: dict[str, dict[TopicPartition, int]]
+    #: The partitions its cleaner-offset-checkpoint names: those whose segments the log cleaner has rewritten here.
+    cleaned: frozenset[TopicPartition] = frozenset()
 
 
 @dataclass
@@ -97,14 +101,26 @@ class Layout:
     replicas: list[Replica] = field(default_factory=list)
     findings: list[Violation] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    #: The compacted partitions: checked by the compaction contract instead of batch for batch (verifier.compaction).
+    compacted: frozenset[tuple[str, int]] = frozenset()
 
     @property
     def partitions(self) -> set[tuple[str, int]]:
         return {(r.topic, r.partition) for r in self.replicas}
 
+    @property
+    def compacted_replicas(self) -> list[int]:
+        """The replica ids of the compacted partitions' replicas."""
+        return [r.replica_id for r in self.replicas if (r.topic, r.partition) in self.compacted]
 
-def read_layout(paths: list[Path]) -> Layout:
-    """The layout of the given log directories; LayoutError for a path that is not one."""
+
+def read_layout(paths: list[Path], compacted_topics: Collection[str] = ()) -> Layout:
+    """The layout of the given log directories; LayoutError for a path that is not one.
+
+    A partition is compacted if a cleaner-offset-checkpoint of one of the directories names it (the log cleaner has
+    rewritten its segments there: Kafka writes an entry after each cleaning, minikafka before its first replacement
+    of a partition's segments), or if its topic is one of ``compacted_topics`` (for directories that cannot say so,
+    such as Kafka's killed during its first cleaning of a partition)."""
     layout = Layout()
     ignored: Counter[str] = Counter()
     seen: dict[Path, int] = {}
@@ -122,12 +138,23 @@ def read_layout(paths: list[Path]) -> Layout:
                 ignored[f"file {entry.name} in a log directory's root"] += 1
     for what, count in sorted(ignored.items()):
         layout.notes.append(f"ignored {count} x {what}" if count > 1 else f"ignored {what}")
+    named = {(tp.topic, tp.partition) for d in layout.log_dirs for tp in d.cleaned}
+    layout.compacted = frozenset(p for p in layout.partitions if p in named or p[0] in compacted_topics)
+    if layout.compacted:
+        layout.notes.append(f"{len(layout.compacted)} compacted partitions ({_named(layout.compacted)}) are checked "
+                            "by the compaction contract: offsets only increase and replicas agree on each key's latest"
+                            " record, instead of batch for batch")
     brokers = Counter((r.broker, r.topic, r.partition) for r in layout.replicas)
     for (broker, topic, partition), count in sorted(brokers.items()):
         if count > 1:
             layout.notes.append(f"broker {broker} has {count} directories of {topic}-{partition} (in different "
                                 "log directories): each is verified as a replica of its own")
     return layout
+
+
+def _named(partitions: Collection[tuple[str, int]], shown: int = 5) -> str:
+    names = [f"{topic}-{partition}" for topic, partition in sorted(partitions)]
+    return ", ".join(names[:shown]) + (f" and {len(names) - shown} more" if len(names) > shown else "")
 
 
 def _read_log_dir(index: int, path: Path, layout: Layout) -> LogDir:
@@ -153,7 +180,13 @@ def _read_log_dir(index: int, path: Path, layout: Layout) -> LogDir:
             checkpoints[name] = OffsetCheckpointFile(file).read()
         except (CheckpointError, OSError) as e:
             layout.findings.append(Violation("checkpoint", None, None, broker, None, f"{file} cannot be read: {e}"))
-    return LogDir(index, str(path), broker, checkpoints)
+    cleaned: dict[TopicPartition, int] = {}
+    try:
+        cleaned = OffsetCheckpointFile(path / CLEANER_OFFSET_CHECKPOINT).read()
+    except (CheckpointError, OSError) as e:
+        layout.findings.append(Violation("checkpoint", None, None, broker, None,
+                                         f"{path / CLEANER_OFFSET_CHECKPOINT} cannot be read: {e}"))
+    return LogDir(index, str(path), broker, checkpoints, frozenset(cleaned))
 
 
 def _read_partition_dir(log_dir: LogDir, path: Path, layout: Layout, ignored: Counter[str]) -> None:

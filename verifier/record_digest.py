@@ -19,8 +19,17 @@ _NULL = _LENGTH.pack(-1)
 def record_digest(key: bytes | None, value: bytes | None) -> bytes:
     """The digest of a record's key and value: each is hashed after its length (-1 for null, as in a batch), so
     that a null and an empty key differ and so do the key "ab" with the value "c" and the key "a" with "bc"."""
+    return _digest(key, value)
+
+
+def key_digest(key: bytes | None) -> bytes | None:
+    """The digest of a record's key alone (None for no key): the compaction checks group records by it."""
+    return None if key is None else _digest(key)
+
+
+def _digest(*parts: bytes | None) -> bytes:
     digest = blake2b(digest_size=DIGEST_BYTES)
-    for part in (key, value):
+    for part in parts:
         if part is None:
             digest.update(_NULL)
         else:

@@ -17,7 +17,7 @@ from itertools import chain
 
 from pyspark.sql import DataFrame, SparkSession
 
-from verifier.record_digest import record_digest
+from verifier.record_digest import key_digest, record_digest
 from verifier.scanner import scan_file, scan_records
 from verifier.splits import Split, group_splits
 
@@ -25,6 +25,7 @@ _WHERE = "replica_id int, broker int, topic string, partition int"
 BATCH_SCHEMA = (f"{_WHERE}, segment bigint, position bigint, size int, base_offset bigint, last_offset bigint, "
                 "leader_epoch int, crc bigint, records int, max_timestamp bigint, status string, detail string")
 RECORD_SCHEMA = f"{_WHERE}, offset bigint, digest binary"
+KEYED_RECORD_SCHEMA = f"{_WHERE}, offset bigint, key_digest binary, digest binary, tombstone boolean"
 Rows = Iterator[tuple[object, ...]]
 
 
@@ -37,6 +38,12 @@ def read_records(spark: SparkSession, splits: list[Split]) -> DataFrame:
     """One row per record of the splits' valid batches (RECORD_SCHEMA: its offset and the digest of its key and
     value, verifier.record_digest)."""
     return _read(spark, splits, _records_of, RECORD_SCHEMA)
+
+
+def read_keyed_records(spark: SparkSession, splits: list[Split]) -> DataFrame:
+    """One row per record of the splits' valid batches, for the compaction checks (KEYED_RECORD_SCHEMA: its offset,
+    the digests of its key and of its key and value, and whether it is a tombstone)."""
+    return _read(spark, splits, _keyed_records_of, KEYED_RECORD_SCHEMA)
 
 
 def _read(spark: SparkSession, splits: list[Split], rows_of: Callable[[Split], Rows], schema: str) -> DataFrame:
@@ -56,3 +63,9 @@ def _records_of(split: Split) -> Rows:
     where = (split.replica_id, split.broker, split.topic, split.partition)
     return ((*where, record.offset, record_digest(record.key, record.value))
             for record in scan_records(split.path, split.start, split.end))
+
+
+def _keyed_records_of(split: Split) -> Rows:
+    where = (split.replica_id, split.broker, split.topic, split.partition)
+    return ((*where, record.offset, key_digest(record.key), record_digest(record.key, record.value),
+             record.value is None) for record in scan_records(split.path, split.start, split.end))

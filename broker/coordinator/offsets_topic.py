@@ -54,8 +54,8 @@ NOT_AVAILABLE = CoordinatorNode(ErrorCode.COORDINATOR_NOT_AVAILABLE)
 
 
 def offsets_topic_configs(config: GroupCoordinatorConfig) -> dict[str, str]:
-    """Kafka's topic configs of __consumer_offsets (GroupCoordinator.offsetsTopicConfigs), those minikafka's logs
-    have (cleanup.policy and compression.type are topic configs once its logs compact and compress)."""
+    """Kafka's topic configs of __consumer_offsets (GroupCoordinator.offsetsTopicConfigs): compacted, so that the
+    log cleaner keeps each group's and each committed offset's latest record, stored as its producer compressed it."""
     kafkas = {"cleanup.policy": "compact", "segment.bytes": str(config.offsets_topic_segment_bytes),
               "compression.type": "producer"}
     return {name: value for name, value in kafkas.items() if name in TOPIC_NAMES}

@@ -7,6 +7,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 NEVER = 2**63 - 1  # Kafka's Long.MAX_VALUE: "no limit"
+COMPACT = "compact"
+DELETE = "delete"
+CLEANUP_POLICIES = (COMPACT, DELETE)
 
 #: compression.type's values: keep the producer's codec, store uncompressed, or recompress with a codec.
 COMPRESSION_TYPES = ("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd")
@@ -35,6 +38,22 @@ class LogConfig:
     max_message_bytes: int = 1024 * 1024 + 12
     min_insync_replicas: int = 1
     unclean_leader_election_enable: bool = False
+    #: cleanup.policy: ``delete`` (retention), ``compact`` (the log cleaner), both, or neither (an empty list).
+    cleanup_policy: tuple[str, ...] = (DELETE,)
+    min_cleanable_dirty_ratio: float = 0.5
+    min_compaction_lag_ms: int = 0
+    max_compaction_lag_ms: int = NEVER
+    delete_retention_ms: int = 24 * 60 * 60 * 1000
+
+    @property
+    def compact(self) -> bool:
+        """Whether the log cleaner compacts this log (cleanup.policy includes compact)."""
+        return COMPACT in self.cleanup_policy
+
+    @property
+    def delete(self) -> bool:
+        """Whether retention.ms and retention.bytes delete old segments (cleanup.policy includes delete)."""
+        return DELETE in self.cleanup_policy
     compression_type: str = "producer"
 
     @classmethod
@@ -81,9 +100,25 @@ class LogConfig:
             raise LogConfigError("segment.ms and flush.messages must be >= 1, flush.ms >= 0")
         if self.min_insync_replicas < 1:
             raise LogConfigError(f"min.insync.replicas must be >= 1, got {self.min_insync_replicas}")
+        ratio, min_lag, max_lag = self.min_cleanable_dirty_ratio, self.min_compaction_lag_ms, self.max_compaction_lag_ms
+        if not 0 <= ratio <= 1:
+            raise LogConfigError(f"min.cleanable.dirty.ratio must be between 0 and 1, got {ratio}")
+        if min_lag < 0 or max_lag < 1 or self.delete_retention_ms < 0:
+            raise LogConfigError("min.compaction.lag.ms and delete.retention.ms must be >= 0, "
+                                 "max.compaction.lag.ms >= 1")
+        if min_lag > max_lag:
+            raise LogConfigError(f"conflict topic config setting min.compaction.lag.ms ({min_lag}) > "
+                                 f"max.compaction.lag.ms ({max_lag})")
 
 
 def _parse(name: str, text: str, source: str) -> object:
+    if name == "cleanup_policy":
+        return _parse_policy(text, source)
+    if name == "min_cleanable_dirty_ratio":
+        try:
+            return float(text.strip())
+        except ValueError:
+            raise LogConfigError(f"{_display(name, source)} must be a number, got {text!r}") from None
     if name == "compression_type":
         lowered = text.strip().lower()
         if lowered not in COMPRESSION_TYPES:
@@ -99,6 +134,16 @@ def _parse(name: str, text: str, source: str) -> object:
         return int(text.strip())
     except ValueError:
         raise LogConfigError(f"{_display(name, source)} must be an integer, got {text!r}") from None
+
+
+def _parse_policy(text: str, source: str) -> tuple[str, ...]:
+    """A comma-separated list of cleanup policies, as Kafka's ValidList reads it (an empty list is allowed)."""
+    policies = tuple(item.strip() for item in text.split(",")) if text.strip() else ()
+    wrong = [item for item in policies if item not in CLEANUP_POLICIES]
+    if wrong:
+        raise LogConfigError(f"{_display('cleanup_policy', source)}: invalid value {wrong[0]!r}, "
+                             f"expected a list of {' and '.join(CLEANUP_POLICIES)}")
+    return policies
 
 
 def _display(field_name: str, source: str) -> str:
@@ -119,6 +164,11 @@ TOPIC_NAMES: dict[str, str] = {
     "max.message.bytes": "max_message_bytes",
     "min.insync.replicas": "min_insync_replicas",
     "unclean.leader.election.enable": "unclean_leader_election_enable",
+    "cleanup.policy": "cleanup_policy",
+    "min.cleanable.dirty.ratio": "min_cleanable_dirty_ratio",
+    "min.compaction.lag.ms": "min_compaction_lag_ms",
+    "max.compaction.lag.ms": "max_compaction_lag_ms",
+    "delete.retention.ms": "delete_retention_ms",
     "compression.type": "compression_type",
 }
 
@@ -135,5 +185,10 @@ BROKER_NAMES: dict[str, str] = {
     "message.max.bytes": "max_message_bytes",
     "min.insync.replicas": "min_insync_replicas",
     "unclean.leader.election.enable": "unclean_leader_election_enable",
+    "log.cleanup.policy": "cleanup_policy",
+    "log.cleaner.min.cleanable.ratio": "min_cleanable_dirty_ratio",
+    "log.cleaner.min.compaction.lag.ms": "min_compaction_lag_ms",
+    "log.cleaner.max.compaction.lag.ms": "max_compaction_lag_ms",
+    "log.cleaner.delete.retention.ms": "delete_retention_ms",
     "compression.type": "compression_type",
 }

@@ -31,12 +31,24 @@ from broker.log.epoch_cache import LeaderEpochCache
 from broker.log.open_files import SEGMENT_FILES, OpenFiles
 from broker.log.producer_state import ProducerStateManager
 from broker.log.results import AppendInfo
-from broker.log.segment import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, LogSegment
+from broker.log.segment import (
+    CLEANED_SUFFIX,
+    DELETED_SUFFIX,
+    INDEX_SUFFIX,
+    LOG_SUFFIX,
+    SWAP_SUFFIX,
+    TIME_INDEX_SUFFIX,
+    LogSegment,
+    segment_path,
+)
+from broker.log.swap import complete_interrupted_swaps
 from broker.log.validator import needs_validation, validate_for_leader
+from protocol.errors import ErrorCode, KafkaError
 from protocol.records import (
     LOG_OVERHEAD,
     BatchHeader,
     RecordBatchError,
+    decode_batch_columns,
     iter_batches,
     set_base_offset,
     set_partition_leader_epoch,
@@ -71,6 +83,15 @@ class EmptyAppendError(RecordBatchError):
     """An append with no batches in it."""
 
 
+class ReplacementRefusedError(LogError):
+    """The log cleaner's replacement of segments that are no longer the log's (truncated, deleted, or the log
+    closed since the cleaning began): nothing was replaced."""
+
+
+def _no_step(_step: str) -> None:
+    """Where :meth:`Log.replace_segments` reports its steps by default: nowhere."""
+
+
 def parse_log_dir_name(name: str) -> TopicPartition:
     """``"my-topic-3"`` -> ``TopicPartition("my-topic", 3)``; ValueError if the name has no partition."""
     topic, sep, partition = name.rpartition("-")
@@ -93,11 +114,12 @@ class Log:
                  files: OpenFiles = SEGMENT_FILES) -> None:
         self.dir = directory
         self.tp = tp
-        self.config = config
+        self._config = config
         self._clock = clock
         self._files = files
         self._flush_lock = threading.Lock()
         self._truncations = 0
+        self._closed = False
         self._topic_id_unwritten = False
         self._topic_id_lock = threading.Lock()  # a closed log's partition.metadata is never written
         checkpoint = LeaderEpochCheckpointFile(directory / LEADER_EPOCH_CHECKPOINT)
@@ -145,9 +167,7 @@ class Log:
         """Open every segment; recover those past the recovery point (after an unclean shutdown)
         or with bad indexes. A damaged segment loses its tail and every later segment."""
         now = self._clock()
-        for path in self.dir.iterdir():
-            if path.suffix in (".tmp", ".deleted", ".cleaned", ".swap"):
-                path.unlink()
+        swapped = complete_interrupted_swaps(self.dir, self._end_of_swap_segment)
         bases = sorted(int(p.stem) for p in self.dir.glob(f"*{LOG_SUFFIX}") if p.stem.isdigit())
         for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX):
             for orphan in self.dir.glob(f"*{suffix}"):
@@ -158,7 +178,7 @@ class Log:
         for i, segment in enumerate(self._segments):
             unflushed = needs_recovery and (i + 1 == len(self._segments)
                                              or self._segments[i + 1].base_offset > recovery_point)
-            if unflushed or not segment.indexes_trusted:
+            if unflushed or not segment.indexes_trusted or segment.base_offset in swapped:
                 cut = segment.recover(self.epoch_cache)
                 truncated += cut
                 if cut:
@@ -173,12 +193,32 @@ class Log:
             self._segments = [self._segment(0, now)]
         return truncated
 
+    def _end_of_swap_segment(self, base_offset: int) -> int:
+        """The offset after the last batch of the ``.swap`` segment at ``base_offset``."""
+        segment = LogSegment(self.dir, base_offset, self.config, self._clock(), self._files, SWAP_SUFFIX)
+        try:
+            if not segment.indexes_trusted:
+                segment.recover(None)
+            return segment.next_offset
+        finally:
+            segment.close()
+
     def _assign_epochs_from(self, segment: LogSegment) -> None:
         for header in segment.headers():
             if header.partition_leader_epoch >= 0:
                 self.epoch_cache.assign(header.partition_leader_epoch, header.base_offset)
 
     # -- offsets ----------------------------------------------------------------------------
+
+    @property
+    def config(self) -> LogConfig:
+        return self._config
+
+    @config.setter
+    def config(self, config: LogConfig) -> None:
+        """A new config (the topic's, read when a LeaderAndIsr names the log): the active segment rolls by it too."""
+        self._config = config
+        self.active_segment.configure(config)
 
     @property
     def active_segment(self) -> LogSegment:
@@ -191,6 +231,12 @@ class Log:
     @property
     def log_end_offset(self) -> int:
         return self._segments[-1].next_offset
+
+    @property
+    def truncations(self) -> int:
+        """How many times the log end moved back: a cleaning that began before a truncation must not replace
+        segments after it (:meth:`replace_segments`)."""
+        return self._truncations
 
     @property
     def size_in_bytes(self) -> int:
@@ -232,6 +278,8 @@ class Log:
         if needs_validation(batches, self.config.compression_type):
             data, batches = validate_for_leader(data, batches, self.config.compression_type)
             self._check_sizes(batches)
+        if self.config.compact:
+            self._check_keys(data, batches)
         if any(header.producer_id >= 0 for _position, header in batches):
             duplicate = self.producer_state().check_append([header for _position, header in batches])
             if duplicate is not None:
@@ -272,6 +320,14 @@ class Log:
             if header.batch_length + LOG_OVERHEAD > limit:
                 raise RecordTooLargeError(f"{self.tp}: batch of {header.size_in_bytes} bytes is larger than "
                                           f"max.message.bytes={limit}")
+
+    def _check_keys(self, data: bytes | bytearray | memoryview, batches: list[tuple[int, BatchHeader]]) -> None:
+        """Kafka's LogValidator.validateKey: a compacted log takes no record without a key (INVALID_RECORD)."""
+        for position, _header in batches:
+            keys = decode_batch_columns(data, position)[1].keys
+            if None in keys:
+                raise KafkaError(ErrorCode.INVALID_RECORD, f"Compacted topic cannot accept message without key in "
+                                 f"topic partition {self.tp} (record {keys.index(None)} of its batch)")
 
     def _append(self, data: bytes | bytearray | memoryview, batches: list[tuple[int, BatchHeader]]) -> AppendInfo:
         """Write batches to the active segment, rolling first whenever the next batch would not fit,
@@ -422,8 +478,11 @@ class Log:
         self._delete_leading_segments(lambda segment, next_base: next_base <= offset)
 
     def delete_retained_segments(self) -> int:
-        """Apply retention.ms and retention.bytes: delete whole old segments (never the active one,
-        never one reaching past the HW) and advance the log start offset. Returns segments deleted."""
+        """Apply retention.ms and retention.bytes where cleanup.policy includes delete: delete whole old segments
+        (never the active one, never one reaching past the HW) and advance the log start offset. Returns segments
+        deleted."""
+        if not self.config.delete:
+            return 0
         now = self._clock()
         retention_ms, retention_bytes = self.config.retention_ms, self.config.retention_bytes
         excess = self.size_in_bytes - retention_bytes
@@ -445,6 +504,45 @@ class Log:
             self.log_start_offset = max(self.log_start_offset, self._segments[0].base_offset)
             self.epoch_cache.truncate_from_start(self.log_start_offset)
         return deleted
+
+    def new_cleaned_segment(self, base_offset: int) -> LogSegment:
+        """An empty segment at ``base_offset`` whose files are named ``.cleaned``, for the log cleaner to write (on
+        its own thread, inside the segment's :meth:`LogSegment.pinned`) and :meth:`replace_segments` to put in
+        place; what an earlier cleaning left under those names goes first."""
+        for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+            segment_path(self.dir, base_offset, suffix + CLEANED_SUFFIX).unlink(missing_ok=True)
+        return LogSegment(self.dir, base_offset, self.config, self._clock(), self._files, CLEANED_SUFFIX)
+
+    def replace_segments(self, cleaned: LogSegment, old: Sequence[LogSegment], truncations: int,
+                         step: Callable[[str], None] = _no_step) -> None:
+        """Put the log cleaner's ``cleaned`` segment (its files complete, flushed and named ``.cleaned``) in the place
+        of the consecutive segments ``old``, with Kafka's renames (broker/log/swap.py says how a crash between two
+        is resolved): ``cleaned`` to ``.swap`` (``step("swap")`` then), ``old`` to ``.deleted`` (``step("deleted")``),
+        ``cleaned`` to its final names. The old segments' files are left for the caller to remove. Offsets, epochs,
+        the HW and the LEO do not change. On the thread that owns the log. ReplacementRefusedError, with nothing
+        changed, if the log was closed or truncated since the cleaning began (``truncations``) or ``old`` are not
+        consecutive segments of it before the active one any more."""
+        if self._closed or truncations != self._truncations:
+            raise ReplacementRefusedError(f"{self.tp}: the log was closed or truncated while it was cleaned")
+        start = next((i for i, segment in enumerate(self._segments) if segment is old[0]), None)
+        stop = None if start is None else start + len(old)
+        if start is None or stop >= len(self._segments) or self._segments[start:stop] != list(old):
+            raise ReplacementRefusedError(f"{self.tp}: segments {[s.base_offset for s in old]} changed while they "
+                                          "were cleaned")
+        renamed: list[LogSegment] = []
+        try:
+            cleaned.rename_files(SWAP_SUFFIX)
+            step("swap")
+            for segment in old:
+                segment.rename_files(DELETED_SUFFIX)
+                renamed.append(segment)
+            step("deleted")
+            cleaned.rename_files("")
+        except OSError:
+            for segment in renamed:  # put the old segments back: the log stays what it was
+                segment.rename_files("")
+            raise
+        self._segments[start:stop] = [cleaned]
 
     def _delete_leading_segments(self, predicate: Callable[[LogSegment, int], bool]) -> int:
         count = 0
@@ -483,6 +581,7 @@ class Log:
             self._last_flush_ms = self._clock()
 
     def close(self) -> None:
+        self._closed = True
         with self._topic_id_lock:  # waits for a partition.metadata write under way; none starts after
             self._topic_id_unwritten = False
         self.epoch_cache.close()  # the same for the leader-epoch-checkpoint

@@ -18,6 +18,10 @@ from broker.log.checkpoint import (
     read_meta_properties,
     write_meta_properties,
 )
+from broker.log.cleaner.cleaner import Owner, StepHook, no_step
+from broker.log.cleaner.config import CleanerConfig
+from broker.log.cleaner.log_cleaner import LogCleaner
+from broker.log.cleaner.manager import LogCleanerManager
 from broker.log.config import LogConfig
 from broker.log.log import Clock, Log, log_dir_name, parse_log_dir_name, wall_clock_ms
 from protocol.topic_partition import TopicPartition
@@ -35,8 +39,9 @@ class LogDirError(Exception):
 
 class LogManager:
     """Opens every ``<topic>-<partition>`` directory under the log dirs at start-up, creates and
-    deletes logs, applies retention and flush policy, and writes the per-dir checkpoint files
-    (recovery points, log start offsets, high watermarks) and the clean-shutdown marker.
+    deletes logs, applies retention and flush policy, runs the log cleaner over compacted logs, and
+    writes the per-dir checkpoint files (recovery points, log start offsets, high watermarks, cleaner
+    offsets) and the clean-shutdown marker.
 
     Blocking work (fsync, checkpoint writes) happens in the calling thread; an asyncio owner
     calls these methods through a worker thread.
@@ -57,6 +62,8 @@ class LogManager:
         self._written: dict[str, dict[Path, dict[TopicPartition, int]]] = {}
         #: Per log dir: whether the last shutdown was clean (no recovery was needed).
         self.clean_shutdown: dict[Path, bool] = {}
+        self.cleaner_manager = LogCleanerManager(self.log_dirs, self._logs)
+        self._cleaner: LogCleaner | None = None
 
     # -- start and stop ---------------------------------------------------------------------
 
@@ -67,6 +74,14 @@ class LogManager:
             self._claim(log_dir)
         for log_dir in self.log_dirs:
             self._load_dir(log_dir)
+        self.cleaner_manager.load()
+
+    def start_cleaner(self, config: CleanerConfig, owner: Owner, step: StepHook = no_step) -> None:
+        """Start the log cleaner's threads (if log.cleaner.enable, with log.cleaner.threads > 0); ``owner`` runs what
+        they hand to the thread that owns the logs."""
+        if config.enable and config.threads > 0:
+            self._cleaner = LogCleaner(config, self.cleaner_manager, owner, self._clock, step)
+            self._cleaner.start()
 
     def _claim(self, log_dir: Path) -> None:
         meta = read_meta_properties(log_dir)
@@ -109,7 +124,11 @@ class LogManager:
         marker.unlink(missing_ok=True)
 
     def shutdown(self) -> None:
-        """Flush every log, write all checkpoints, close the logs and leave the clean-shutdown marker."""
+        """Stop the cleaner, flush every log, write all checkpoints, close the logs and leave the clean-shutdown
+        marker (blocking: while the cleaner stops, the thread that owns the logs must keep taking its work)."""
+        if self._cleaner is not None:
+            self._cleaner.stop()
+            self._cleaner = None
         for each in self._logs.values():
             each.flush()
         self.checkpoint_all()
@@ -172,6 +191,7 @@ class LogManager:
         if removed is None:
             return None
         self._logs_per_dir[removed.dir.parent] -= 1
+        self.cleaner_manager.forget(tp)
         removed.close()
         renamed = removed.dir.with_name(f"{removed.dir.name}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}")
         removed.dir.rename(renamed)
@@ -188,8 +208,10 @@ class LogManager:
         return len(due)
 
     def cleanup_logs(self) -> int:
-        """Apply retention to every log; returns the number of segments deleted."""
-        return sum(each.delete_retained_segments() for each in list(self._logs.values()))
+        """Apply retention to every log a cleaner thread does not have at the moment (as Kafka's cleaner keeps its
+        logs from retention while it cleans them); returns the number of segments deleted."""
+        in_progress = self.cleaner_manager.in_progress
+        return sum(each.delete_retained_segments() for tp, each in list(self._logs.items()) if not in_progress(tp))
 
     def checkpoint_snapshot(self, name: str) -> dict[Path, dict[TopicPartition, int]] | None:
         """What checkpoint file ``name`` should hold now, per log dir; None when that is what it last got.

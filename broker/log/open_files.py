@@ -42,20 +42,25 @@ class OpenFiles:
     def descriptor(self, owner: object, path: str) -> int:
         """The open descriptor of ``path`` (opened read-write, created if missing) for ``owner``."""
         with self._lock:
-            fd = self._open.get(owner)
-            if fd is not None:
-                self._open.move_to_end(owner)
-                return fd
-            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-            self._open[owner] = fd
-            self._close_excess()
+            return self._descriptor(owner, path)
+
+    def _descriptor(self, owner: object, path: str, create: bool = True) -> int:
+        fd = self._open.get(owner)
+        if fd is not None:
+            self._open.move_to_end(owner)
             return fd
+        fd = os.open(path, os.O_RDWR | (os.O_CREAT if create else 0), 0o644)
+        self._open[owner] = fd
+        self._close_excess()
+        return fd
 
     @contextmanager
-    def pinned(self, owner: object, path: str) -> Iterator[int]:
-        """The descriptor, kept open until the block ends (for work on another thread)."""
-        fd = self.descriptor(owner, path)
+    def pinned(self, owner: object, path: str, *, create: bool = True) -> Iterator[int]:
+        """The descriptor, kept open until the block ends (for work on another thread: every descriptor the owner
+        asks for inside the block is this one). Without ``create``, FileNotFoundError if the file is not there (a
+        thread other than the owner's must not bring back a file the owner removed)."""
         with self._lock:
+            fd = self._descriptor(owner, path, create)
             self._pins[owner] = self._pins.get(owner, 0) + 1
         try:
             yield fd

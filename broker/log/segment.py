@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import struct
 from collections.abc import Iterator
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 from broker.log.config import LogConfig
@@ -27,6 +28,12 @@ from protocol.records import (
 LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
 TIME_INDEX_SUFFIX = ".timeindex"
+#: The suffixes a segment's files take while the log cleaner replaces segments (Kafka's): a cleaned segment is
+#: written as ``.cleaned`` files, renamed ``.swap`` once complete, and the segments it replaces are renamed
+#: ``.deleted`` before it takes their place.
+CLEANED_SUFFIX = ".cleaned"
+SWAP_SUFFIX = ".swap"
+DELETED_SUFFIX = ".deleted"
 MAX_RELATIVE_OFFSET = 2**31 - 1
 _BATCH_LENGTH = struct.Struct(">i")
 _SCAN_CHUNK = 64 * 1024
@@ -48,33 +55,41 @@ def segment_path(directory: Path, base_offset: int, suffix: str) -> Path:
     return directory / f"{base_offset:020d}{suffix}"
 
 
+def file_with_suffix(path: Path, old: str, new: str) -> Path:
+    """``path`` with its name's trailing ``old`` suffix (maybe "") replaced by ``new`` (maybe "")."""
+    name = path.name[:len(path.name) - len(old)] if old else path.name
+    return path.with_name(name + new)
+
+
 class LogSegment:
     """A contiguous run of batches starting at ``base_offset``.
 
     Positions are byte offsets in the .log file. The segment keeps its size, the offset after
     its last batch and its largest timestamp in memory; the indexes map offsets and timestamps
-    to positions so a read never scans from the start of the file.
+    to positions so a read never scans from the start of the file. Its files may carry a suffix
+    (``suffix``, :meth:`rename_files`) while the log cleaner replaces segments.
     """
 
     def __init__(self, directory: Path, base_offset: int, config: LogConfig, now_ms: int,
-                 files: OpenFiles = SEGMENT_FILES) -> None:
+                 files: OpenFiles = SEGMENT_FILES, suffix: str = "") -> None:
         self.base_offset = base_offset
-        self.log_path = segment_path(directory, base_offset, LOG_SUFFIX)
+        self.suffix = suffix
+        self.log_path = segment_path(directory, base_offset, LOG_SUFFIX + suffix)
         self._path = str(self.log_path)
         self._files = files
         self._config = config
-        self._segment_bytes = config.segment_bytes
-        self._segment_ms = config.segment_ms
-        self._index_interval_bytes = config.index_interval_bytes
-        self.size = os.fstat(self._fd()).st_size
+        self.configure(config)
+        with self.pinned() as fd:
+            self.size = os.fstat(fd).st_size
         self.created_ms = now_ms
         self.next_offset = base_offset
         self.max_timestamp = -1
         self.offset_of_max_timestamp = base_offset
         self._first_batch_timestamp: int | None = None
         self._bytes_since_last_index_entry = 0
-        index_path = segment_path(directory, base_offset, INDEX_SUFFIX)
-        time_index_path = segment_path(directory, base_offset, TIME_INDEX_SUFFIX)
+        self._deleted = False
+        index_path = segment_path(directory, base_offset, INDEX_SUFFIX + suffix)
+        time_index_path = segment_path(directory, base_offset, TIME_INDEX_SUFFIX + suffix)
         #: False when an index was missing or unreadable: the segment must be recovered before use.
         self.indexes_trusted = self.size == 0 or (index_path.exists() and time_index_path.exists())
         self.offset_index = self._open_index(OffsetIndex, index_path)
@@ -82,13 +97,33 @@ class LogSegment:
         if self.indexes_trusted:
             try:
                 self.offset_index.check_within(self.size)
-                self._load_tail_state()
+                with self.pinned():  # segments are opened on worker threads too
+                    self._load_tail_state()
             except (CorruptIndexError, RecordBatchError):
                 self.indexes_trusted = False
+
+    def configure(self, config: LogConfig) -> None:
+        """Roll and index by ``config`` from now on (a topic's config changed, or replaced the broker's defaults the
+        log was loaded with)."""
+        self._segment_bytes = config.segment_bytes
+        self._segment_ms = config.segment_ms
+        self._index_interval_bytes = config.index_interval_bytes
 
     def _fd(self) -> int:
         """The .log file's descriptor: fetch it right before each system call, never keep it."""
         return self._files.descriptor(self, self._path)
+
+    def pinned(self, *, create: bool = True) -> AbstractContextManager[int]:
+        """Keep the .log file's descriptor open inside the block: a thread other than the log's owner works on the
+        segment only inside it (no other thread may close the descriptor under it); without ``create`` it raises
+        FileNotFoundError for a segment whose file was removed."""
+        return self._files.pinned(self, self._path, create=create)
+
+    @property
+    def first_batch_timestamp(self) -> int | None:
+        """The maxTimestamp of the first batch (None while there is none): segment.ms and max.compaction.lag.ms
+        count from it."""
+        return self._first_batch_timestamp
 
     def _open_index(self, kind: type[OffsetIndex] | type[TimeIndex], path: Path) -> OffsetIndex | TimeIndex:
         max_bytes = self._config.segment_index_bytes
@@ -200,6 +235,12 @@ class LogSegment:
 
     # -- reading ----------------------------------------------------------------------------
 
+    def batches(self, position: int = 0) -> Iterator[tuple[bytes, int]]:
+        """(buffer, index in it) of each whole batch from ``position`` (a batch start) to the end, unchecked: the
+        log cleaner's reads, inside :meth:`pinned` (TruncatedBatchError for a torn tail)."""
+        for _position, buf, at, _size in self._scan(position, self.size, whole_batches=True):
+            yield buf, at
+
     def headers(self) -> Iterator[BatchHeader]:
         """The header of every batch, in order (no CRC check)."""
         for _position, buf, at, _size in self._scan(0, self.size, whole_batches=False):
@@ -301,8 +342,11 @@ class LogSegment:
     # -- files ------------------------------------------------------------------------------
 
     def flush(self) -> None:
-        """fsync the log file and both indexes."""
-        with self._files.pinned(self, self._path) as fd:
+        """fsync the log file and both indexes (nothing once the segment is deleted: a flush on another thread may
+        still hold it)."""
+        if self._deleted:
+            return
+        with self.pinned(create=False) as fd:
             os.fsync(fd)
         self.offset_index.flush()
         self.time_index.flush()
@@ -315,10 +359,28 @@ class LogSegment:
 
     def delete(self) -> None:
         """Close and remove the three files."""
+        self._deleted = True
         self._files.close(self)
         self.log_path.unlink(missing_ok=True)
         self.offset_index.delete()
         self.time_index.delete()
+
+    def rename_files(self, suffix: str) -> None:
+        """Rename the segment's files (the indexes if they exist: they are written lazily) to carry ``suffix``
+        instead of the one they have (Kafka's changeFileSuffixes); an open descriptor stays valid."""
+        self.log_path = self._renamed(self.log_path, suffix)
+        self._path = str(self.log_path)
+        for index in (self.offset_index, self.time_index):
+            try:
+                index.path = self._renamed(index.path, suffix)
+            except FileNotFoundError:
+                index.path = file_with_suffix(index.path, self.suffix, suffix)
+        self.suffix = suffix
+
+    def _renamed(self, path: Path, suffix: str) -> Path:
+        renamed = file_with_suffix(path, self.suffix, suffix)
+        os.rename(path, renamed)
+        return renamed
 
     def __repr__(self) -> str:
         return f"LogSegment(base_offset={self.base_offset}, size={self.size}, next_offset={self.next_offset})"

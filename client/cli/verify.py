@@ -15,7 +15,8 @@ from verifier.command import fail, log_dirs_argument, run_verification, verify_o
 @log_dirs_argument
 @dir_option
 @verify_options
-def verify_command(log_dirs: tuple[Path, ...], directory: Path, history_file: Path | None, as_json: bool,
+def verify_command(log_dirs: tuple[Path, ...], directory: Path, history_file: Path | None,
+                   compacted_topics: tuple[str, ...], as_json: bool,
                    master: str | None, output: Path | None) -> None:
     """Check that the replicas in broker log directories agree and that nothing acknowledged is lost.
 
@@ -28,4 +29,4 @@ def verify_command(log_dirs: tuple[Path, ...], directory: Path, history_file: Pa
         except ClusterError as e:
             fail(f"no LOG_DIR given, and {e}")
         log_dirs = tuple(Path(broker.log_dir) for broker in cluster.brokers)
-    run_verification(log_dirs, history_file, as_json, master, output)
+    run_verification(log_dirs, history_file, compacted_topics, as_json, master, output)

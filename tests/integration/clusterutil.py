@@ -36,7 +36,7 @@ from client.cluster import (
     start_broker,
     wait_until_ready,
 )
-from client.consumer import Consumer
+from client.consumer import Consumer, ConsumerRecord
 from client.metadata import PartitionInfo
 from client.producer import Producer
 from protocol.apis.fetch import CONSUMER_REPLICA_ID, FetchPartition, FetchRequest, FetchResponse
@@ -374,9 +374,14 @@ async def produce_values(cluster: ClusterState, topic: str, values: Sequence[byt
 
 async def consume_all(cluster: ClusterState, topic: str) -> dict[tuple[int, int], bytes]:
     """Every record below the high watermark of every partition, {(partition, offset): value}."""
+    return {(record.partition, record.offset): record.value or b"" for record in await consume_records(cluster, topic)}
+
+
+async def consume_records(cluster: ClusterState, topic: str) -> list[ConsumerRecord]:
+    """Every record below the high watermark of every partition, in offset order per partition."""
     partitions = sorted(await describe_topic(cluster, topic))
     tps = [(topic, p) for p in partitions]
-    found: dict[tuple[int, int], bytes] = {}
+    found: list[ConsumerRecord] = []
     async with Consumer(cluster.bootstrap_servers, request_timeout_ms=REQUEST_TIMEOUT_MS) as consumer:
         consumer.assign(tps)
         await consumer.seek_to_end(tps)
@@ -386,8 +391,7 @@ async def consume_all(cluster: ClusterState, topic: str) -> dict[tuple[int, int]
         async def read_to_the_ends() -> bool:
             behind = [p for p in partitions if await consumer.position((topic, p)) < ends[p]]
             if behind:
-                for record in await consumer.poll(timeout_ms=500):
-                    found[(record.partition, record.offset)] = record.value or b""
+                found.extend(await consumer.poll(timeout_ms=500))
             return not behind
 
         await eventually(read_to_the_ends, f"{topic} read up to {ends}", interval_s=0)

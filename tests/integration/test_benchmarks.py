@@ -1,8 +1,8 @@
 """Short runs of the benchmarks behind `make bench-log`, `make bench-produce`, `make bench-failover`,
-`make bench-kafka`, `make bench-compression`, `make bench-verify`, `make bench-scale` and `make bench-groups`, as a
-user runs them (`python -m bench.NAME`), so that they keep working. What they measure is not asserted: only that each
-run completes and reports every figure (the scale benchmark also fails a run in which an acknowledged record is
-lost, a broker exits or a periodic task fails)."""
+`make bench-kafka`, `make bench-compression`, `make bench-verify`, `make bench-scale`, `make bench-groups` and
+`make bench-cleaner`, as a user runs them (`python -m bench.NAME`), so that they keep working. What they measure is not
+asserted: only that each run completes and reports every figure (the scale benchmark also fails a run in which an
+acknowledged record is lost, a broker exits or a periodic task fails)."""
 
 from __future__ import annotations
 
@@ -40,6 +40,18 @@ def test_the_log_benchmark_reports_write_append_and_read_rates(tmp_path: Path):
     median = next(line for line in out.splitlines() if line.startswith("median of 1 runs"))
     assert re.search(rf"raw write {NUMBER} MB/s, log append {NUMBER} MB/s", median), median
     assert re.search(rf"log read {NUMBER} MB/s, append/raw {NUMBER}$", median), median
+    assert list(tmp_path.iterdir()) == []  # the benchmark removes what it wrote
+
+
+def test_the_cleaner_benchmark_reports_the_cleaning_rate_and_what_was_kept(tmp_path: Path):
+    out = run_bench("cleaner_bench", "--size-mb", "8", "--segment-mb", "2", "--runs", "1", "--dir", str(tmp_path))
+    lines = out.splitlines()
+    assert re.fullmatch(rf"dirty log: \d+ records \(10% distinct keys, 100-byte values\), {NUMBER} MB in segments "
+                        rf"of 2 MiB \(written in {NUMBER} s\)", lines[0]), lines[0]
+    assert re.fullmatch(rf"run 1: {NUMBER} MB cleaned in {NUMBER} s \(\d+ passes\): {NUMBER} MB/s, {NUMBER} MB/s of "
+                        rf"CPU time; \d+ records to \d+, {NUMBER} MB to {NUMBER} MB", lines[1]), lines[1]
+    assert re.fullmatch(rf"median of 1 runs \({NUMBER} MB, 10% distinct keys\): cleaner {NUMBER} MB/s, {NUMBER} MB/s "
+                        rf"of CPU time \(one core\)", lines[-1]), lines[-1]
     assert list(tmp_path.iterdir()) == []  # the benchmark removes what it wrote
 
 

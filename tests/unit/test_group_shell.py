@@ -107,16 +107,16 @@ async def settle() -> None:
         await asyncio.sleep(0)
 
 
-def join_request(member_id: str = "") -> JoinRequest:
+def join_request(member_id: str = "", session_ms: int = SESSION_MS) -> JoinRequest:
     protocols = (("range", encode_subscription(Subscription(("orders",)))),)
-    return JoinRequest(GROUP, member_id, None, "consumer", protocols, SESSION_MS, 1000, "client", "/127.0.0.1")
+    return JoinRequest(GROUP, member_id, None, "consumer", protocols, session_ms, 1000, "client", "/127.0.0.1")
 
 
-async def form_group(shell: GroupCoordinatorShell) -> tuple[str, int]:
+async def form_group(shell: GroupCoordinatorShell, session_ms: int = SESSION_MS) -> tuple[str, int]:
     """One member joins (asked for its id first) and syncs; its member id and generation."""
-    first = await shell.join(join_request())
+    first = await shell.join(join_request(session_ms=session_ms))
     assert first.error is ErrorCode.MEMBER_ID_REQUIRED
-    joined = await asyncio.wait_for(shell.join(join_request(first.member_id)), 5)
+    joined = await asyncio.wait_for(shell.join(join_request(first.member_id, session_ms)), 5)
     assert joined.error is ErrorCode.NONE, joined
     synced = await asyncio.wait_for(shell.sync(SyncRequest(
         GROUP, joined.generation_id, joined.member_id, assignments={joined.member_id: b"assigned"})), 5)

@@ -9,6 +9,7 @@ import struct
 import pytest
 
 from broker.log.checkpoint import LEADER_EPOCH_CHECKPOINT, EpochEntry, LeaderEpochCheckpointFile
+from broker.log.config import LogConfig
 from broker.log.log import (
     EmptyAppendError,
     Log,
@@ -224,6 +225,14 @@ def test_segments_roll_by_time(tmp_path):
     info = log.append_as_leader(batch(b"c", timestamp=clock.now_ms), leader_epoch=0)
     assert info.rolled and info.flush_needed
     assert [s.base_offset for s in log.segments] == [0, 2]
+
+
+def test_a_log_loaded_with_the_brokers_defaults_rolls_by_its_topics_config_once_given(tmp_path):
+    log = open_log(tmp_path)  # as a broker loads its logs: the broker's defaults, 1 GB segments
+    fill(log, 10)
+    log.config = LogConfig(segment_bytes=1000)  # then a LeaderAndIsr brings the topic's config
+    fill(log, 20)
+    assert len(log.segments) >= 3 and all(s.size <= 1000 for s in log.segments[1:])
 
 
 def test_follower_segments_match_the_leader_byte_for_byte(tmp_path):

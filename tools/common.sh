@@ -10,6 +10,7 @@ TEST_TOOL_PACKAGES=(kcat maven)  # kcat: a stock Kafka client the tests drive; m
 KAFKA_POM=tools/kafka/pom.xml
 KAFKA_LIBS=build/kafka/libs
 NFTABLES_PACKAGE=nftables  # nft, for network partitions between a cluster's members
+BROWSER_PACKAGE=chromium  # a real browser for the tests of the console's page and the chaos report
 CONTAINER_PACKAGES=(podman runc netavark aardvark-dns catatonit iptables mmdebstrap)  # netavark 1.4 drives iptables
 
 LOGS=build/setup

@@ -87,7 +87,7 @@ prepare_images() {
 prepare_fresh() {
   local wanted have packages
   packages=("${PREREQUISITE_PACKAGES[@]}" "$JAVA_PACKAGE" "$ZOOKEEPER_PACKAGE" "${TEST_TOOL_PACKAGES[@]}"
-            "$NFTABLES_PACKAGE")
+            "$NFTABLES_PACKAGE" "$BROWSER_PACKAGE")
   wanted=$(echo "${packages[*]}" | digest - requirements/dev.lock "$KAFKA_POM")
   have=$(cat "$FRESH/digest" 2>/dev/null || true)
   if [ "$wanted" = "$have" ]; then say "fresh-machine cache: ok ($FRESH)"; return; fi

@@ -26,6 +26,7 @@ PURE_MODULES = [
     "broker/replication/truncation.py",
     "controller/assignment.py",
     "controller/election.py",
+    "client/console/model.py",
     "zk/znodes.py",
     "zk/ops.py",
 ]

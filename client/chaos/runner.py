@@ -11,7 +11,8 @@
 The summary counts records attempted, acknowledged, failed and unknown; acknowledged records missing from the
 final read (lost); what the consumer saw change or go backwards (divergences); faults per kind; each partition's
 longest time without an acknowledgement; and the verifier's JSON. A run passes only when nothing was lost or
-divergent and the verifier found nothing.
+divergent and the verifier found nothing. Beside it, DIR/report.html draws the run (client/chaos/report.py): the
+faults, each partition's leader and ISR as ZooKeeper held them, writes per second, the verdict.
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ from typing import Any
 from client import netsplit
 from client.admin import Admin, NewTopic
 from client.chaos.nemesis import Nemesis, Timeouts
+from client.chaos.observer import LeadershipObserver
+from client.chaos.report import REPORT_FILE, SoakRecord, render_report, report_data
 from client.chaos.schedule import FAULT_KINDS, schedule
 from client.chaos.workload import CheckingConsumer, HistoryProducers, ReadRecord
 from client.cluster import (
@@ -133,7 +136,7 @@ async def run_chaos(options: ChaosOptions, verify: Verifier) -> dict[str, Any]:
     except Exception as e:
         raise ChaosError(f"the cluster did not start: {e}") from None
     try:
-        summary = await _soak(options, state, progress)
+        summary, record = await _soak(options, state, progress)
     finally:
         with contextlib.suppress(Exception):
             await asyncio.to_thread(netsplit.heal, load_cluster(directory).addresses)
@@ -146,13 +149,16 @@ async def run_chaos(options: ChaosOptions, verify: Verifier) -> dict[str, Any]:
     summary["verify"] = report
     summary["passed"] = summary["lost"] == 0 and summary["divergences"] == 0 and bool(report.get("consistent"))
     summary["replay"] = options.replay_command()
+    summary["report"] = str(directory / REPORT_FILE)
     progress(f"verifier: {'consistent' if report.get('consistent') else 'VIOLATIONS'}; soak "
              f"{'passed' if summary['passed'] else 'FAILED'}")
     (directory / SUMMARY_FILE).write_text(json.dumps(summary, indent=2) + "\n")
+    (directory / REPORT_FILE).write_text(render_report(report_data(summary, record)), encoding="utf-8")
+    progress(f"report: {directory / REPORT_FILE}")
     return summary
 
 
-async def _soak(options: ChaosOptions, state: ClusterState, progress: _Progress) -> dict[str, Any]:
+async def _soak(options: ChaosOptions, state: ClusterState, progress: _Progress) -> tuple[dict[str, Any], SoakRecord]:
     directory = state.directory
     partitions = options.brokers
     async with Admin(state.bootstrap_servers, request_timeout_ms=10_000) as admin:
@@ -167,6 +173,8 @@ async def _soak(options: ChaosOptions, state: ClusterState, progress: _Progress)
         producers = HistoryProducers(state.bootstrap_servers, TOPIC, partitions, history, label=f"s{options.seed}",
                                      count=options.producers, rate=options.rate)
         consumer = CheckingConsumer(state.bootstrap_servers, TOPIC, partitions)
+        observer = LeadershipObserver(nemesis.partition_state, partitions)
+        observing = asyncio.create_task(observer.run())
         workload = [asyncio.create_task(producers.run()), asyncio.create_task(consumer.run())]
         started = time.monotonic()
         try:
@@ -181,6 +189,8 @@ async def _soak(options: ChaosOptions, state: ClusterState, progress: _Progress)
             await asyncio.gather(workload[0], return_exceptions=True)
             consumer.stop()
             await asyncio.gather(workload[1], return_exceptions=True)
+            observing.cancel()
+            await asyncio.gather(observing, return_exceptions=True)
         for task in workload:
             if task.exception() is not None:
                 raise ChaosError(f"the workload failed: {task.exception()!r}")
@@ -195,6 +205,8 @@ async def _soak(options: ChaosOptions, state: ClusterState, progress: _Progress)
                for p, seen in consumer.seen.items() for o, r in seen.items() if final[p].get(o) != r]
     violations = consumer.violations + changed
     unavailable = stats.unavailable_ms(range(partitions), started, stopped)
+    record = SoakRecord(TOPIC, partitions, REPLICATION_FACTOR, int(options.config["min.insync.replicas"]), started,
+                        stopped, nemesis.injected, observer.changes, stats.times)
     return {
         "seed": options.seed,
         "duration_s": options.duration_s,
@@ -211,7 +223,7 @@ async def _soak(options: ChaosOptions, state: ClusterState, progress: _Progress)
         "full_isr_at_end": full_isr,
         "consumer": {"read": consumer.read, "violations": violations[:20]},
         "lost_examples": [f"{TOPIC}-{a.partition} offset {a.offset}: {a.value!r}" for a in lost[:20]],
-    }
+    }, record
 
 
 async def _unleash(nemesis: Nemesis, options: ChaosOptions, started: float) -> None:

@@ -84,6 +84,7 @@ def describe_summary(summary: dict[str, Any]) -> str:
         *[f"  lost {example}" for example in summary["lost_examples"]],
         *[f"  divergence: {violation}" for violation in summary["consumer"]["violations"]],
         *[f"  verifier: {v}" for v in verify.get("violations", [])[:20]],
+        f"report: {summary['report']}",
         "PASSED" if summary["passed"] else "FAILED",
     ]
     return "\n".join(lines)

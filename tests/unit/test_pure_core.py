@@ -27,6 +27,8 @@ PURE_MODULES = [
     "controller/assignment.py",
     "controller/election.py",
     "client/console/model.py",
+    "client/chaos/record.py",
+    "client/chaos/report.py",
     "zk/znodes.py",
     "zk/ops.py",
 ]

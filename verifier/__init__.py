@@ -19,6 +19,7 @@ from verifier.layout import LayoutError, read_layout
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
+    from verifier.job import Ticking
     from verifier.report import Report
 
 __all__ = ["HistoryError", "LayoutError", "verify"]
@@ -26,10 +27,11 @@ __all__ = ["HistoryError", "LayoutError", "verify"]
 
 def verify(log_dirs: Sequence[Path | str], history: Path | str | None = None, master: str | None = None, *,
            output: Path | str | None = None, spark: SparkSession | None = None,
-           progress: Callable[[str], None] | None = None) -> Report:
+           progress: Callable[[str], None] | None = None, ticking: Ticking | None = None) -> Report:
     """Verify the log directories (and the history file, if given) on ``master`` (default local[*]; a running or
-    given session is used as it is). Raises LayoutError or HistoryError for input that cannot be read, before any
-    Spark work."""
+    given session is used as it is), telling ``progress`` each step and ``ticking`` (a status line's, see
+    verifier.job) how far the scan and the checks are. Raises LayoutError or HistoryError for input that cannot be
+    read, before any Spark work."""
     from verifier.job import run_job
     from verifier.session import get_session
 
@@ -40,4 +42,4 @@ def verify(log_dirs: Sequence[Path | str], history: Path | str | None = None, ma
         spark, started_s = get_session(master)
         if started_s:
             say(f"Spark session started in {started_s:.1f} s")
-    return run_job(spark, layout, outcomes, Path(output) if output is not None else None, say)
+    return run_job(spark, layout, outcomes, Path(output) if output is not None else None, say, ticking)

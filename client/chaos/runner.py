@@ -22,7 +22,6 @@ import contextlib
 import json
 import shlex
 import shutil
-import sys
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -46,6 +45,7 @@ from client.cluster import (
     load_cluster,
 )
 from client.consumer import Consumer
+from client.progress import Progress
 from protocol.history import HistoryWriter
 from zk.client import ZkClient
 
@@ -110,17 +110,20 @@ class ChaosOptions:
 
 
 class _Progress:
-    """One line per event on stderr, stamped with the seconds since the soak started."""
+    """One line per event on stderr, stamped with the seconds since the soak started, said through the command's
+    status line (`terminal`), which shows how far the faults and the verification are while they run."""
 
-    def __init__(self) -> None:
+    def __init__(self, terminal: Progress) -> None:
+        self.terminal = terminal
         self.start = time.monotonic()
 
     def __call__(self, message: str) -> None:
-        print(f"[{time.monotonic() - self.start:7.1f}s] {message}", file=sys.stderr, flush=True)
+        self.terminal.say(f"[{time.monotonic() - self.start:7.1f}s] {message}")
 
 
-async def run_chaos(options: ChaosOptions, verify: Verifier) -> dict[str, Any]:
-    """Run the soak; returns the summary (its "passed" says whether nothing was lost or found divergent)."""
+async def run_chaos(options: ChaosOptions, verify: Verifier, terminal: Progress | None = None) -> dict[str, Any]:
+    """Run the soak; returns the summary (its "passed" says whether nothing was lost or found divergent). Event
+    lines go to stderr, and to `terminal`'s status line how far it is (none if not given)."""
     if options.brokers < REPLICATION_FACTOR:
         raise ChaosError(f"the soak's topic has replication factor {REPLICATION_FACTOR}: it needs at least "
                          f"{REPLICATION_FACTOR} brokers, not {options.brokers}")
@@ -128,7 +131,7 @@ async def run_chaos(options: ChaosOptions, verify: Verifier) -> dict[str, Any]:
         raise ChaosError("the soak cuts the network with nftables rules, which needs root and nft (Debian's "
                          "nftables); nothing was started")
     directory = _prepare_directory(options.directory)
-    progress = _Progress()
+    progress = _Progress(terminal or Progress(enabled=False))
     progress(f"seed {options.seed}: faults {', '.join(options.faults)} for {options.duration_s:g} s on "
              f"{options.brokers} brokers in {directory}")
     try:
@@ -144,8 +147,9 @@ async def run_chaos(options: ChaosOptions, verify: Verifier) -> dict[str, Any]:
         progress("cluster stopped")
     log_dirs = [Path(b.log_dir) for b in state.brokers]
     progress(f"verifying {len(log_dirs)} log directories with the history")
-    report = dict(await asyncio.to_thread(verify, log_dirs, directory / HISTORY_FILE,
-                                          lambda message: progress(f"verifier: {message}")))
+    with progress.terminal.ticking(lambda seconds: f"chaos: verifying the replicas ({seconds:.0f} s)"):
+        report = dict(await asyncio.to_thread(verify, log_dirs, directory / HISTORY_FILE,
+                                              lambda message: progress(f"verifier: {message}")))
     summary["verify"] = report
     summary["passed"] = summary["lost"] == 0 and summary["divergences"] == 0 and bool(report.get("consistent"))
     summary["replay"] = options.replay_command()
@@ -177,12 +181,19 @@ async def _soak(options: ChaosOptions, state: ClusterState, progress: _Progress)
         observing = asyncio.create_task(observer.run())
         workload = [asyncio.create_task(producers.run()), asyncio.create_task(consumer.run())]
         started = time.monotonic()
+
+        def status(seconds: float) -> str:
+            stats = producers.stats
+            return (f"chaos: {seconds:.0f} of {options.duration_s:g} s, {sum(nemesis.faults.values())} faults, "
+                    f"{len(stats.acked)} acked, {stats.failed} failed, {stats.unknown} unknown")
+
         try:
-            await _unleash(nemesis, options, started)
-            progress("healing everything; waiting for every partition's full ISR")
-            await nemesis.heal_everything()
-            await nemesis.wait_recovered()
-            full_isr = await nemesis.wait_full_isr()
+            with progress.terminal.ticking(status):
+                await _unleash(nemesis, options, started)
+                progress("healing everything; waiting for every partition's full ISR")
+                await nemesis.heal_everything()
+                await nemesis.wait_recovered()
+                full_isr = await nemesis.wait_full_isr()
         finally:
             producers.stop()
             stopped = time.monotonic()

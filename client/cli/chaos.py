@@ -15,6 +15,7 @@ from client.chaos.runner import ChaosError, ChaosOptions, run_chaos
 from client.chaos.schedule import FAULT_KINDS, parse_kinds
 from client.chaos.verdict import verify_log_dirs
 from client.cli.common import key_values, run
+from client.progress import Progress
 
 
 @click.group("chaos")
@@ -54,7 +55,7 @@ def chaos_run_command(directory: Path, duration: float, seed: int | None, faults
                            seed=random.SystemRandom().randrange(1 << 31) if seed is None else seed,
                            faults=faults, brokers=brokers, overrides=overrides)
     try:
-        summary = run(run_chaos(options, verify_log_dirs))
+        summary = run(run_chaos(options, verify_log_dirs, Progress(enabled=not as_json)))
     except ChaosError as e:
         click.echo(f"Error: {e}", err=True)
         sys.exit(2)

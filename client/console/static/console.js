@@ -134,9 +134,10 @@ function drawReplica(p, broker, y, lo, hi, x) {
   const isLeader = broker === p.leader;
   const remote = p.remote_leo[String(broker)];
   const out = [];
-  const role = log ? log.role + (log.current ? "" : " (last seen)") : "no answer";
+  const role = log ? log.role : "no answer";
   out.push(`<text class="label ${isLeader ? "role-leader" : ""}" x="0" y="${y + 24}">broker ${broker} · ${esc(role)}</text>`);
-  out.push(`<text class="${inIsr ? "isr-in" : "isr-out"}" x="0" y="${y + 40}">${inIsr ? "in ISR" : "out of ISR"}</text>`);
+  out.push(`<text x="0" y="${y + 40}"><tspan class="${inIsr ? "isr-in" : "isr-out"}">${inIsr ? "in ISR" : "out of ISR"}</tspan>` +
+           `${log && !log.current ? '<tspan class="muted"> · last seen</tspan>' : ""}</text>`);
   if (!log) {
     out.push(`<text class="muted" x="${LABEL_W}" y="${y + 32}">broker ${broker} has not described this replica</text>`);
     return `<g class="replica" data-broker="${broker}" data-in-isr="${inIsr}" data-current="false">${out.join("")}</g>`;

@@ -7,6 +7,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from broker.coordinator.config import GroupCoordinatorConfig
 from broker.listeners import ListenerConfig
 from broker.log.config import LogConfig, LogConfigError
 from broker.network import NetworkConfig
@@ -107,6 +108,7 @@ class BrokerConfig:
     source_address: str | None = None
     network: NetworkConfig = field(default_factory=NetworkConfig)
     log: LogConfig = field(default_factory=LogConfig)
+    group_coordinator: GroupCoordinatorConfig = field(default_factory=GroupCoordinatorConfig)
     #: Every property as given (server.properties and overrides), for DescribeConfigs.
     properties: Mapping[str, str] = field(default_factory=dict)
 
@@ -143,6 +145,10 @@ class BrokerConfig:
             log_config = LogConfig.from_broker_properties(props)
         except LogConfigError as e:
             raise ConfigError(str(e)) from None
+        try:
+            group_coordinator = GroupCoordinatorConfig.from_broker_properties(props)
+        except ValueError as e:
+            raise ConfigError(f"group coordinator settings: {e}") from None
         session_timeout_ms = reader.integer("zookeeper.session.timeout.ms", 18000)
         network = NetworkConfig(
             listeners=listeners.listeners,
@@ -194,6 +200,7 @@ class BrokerConfig:
             source_address=reader.text("source.address", "").strip() or None,
             network=network,
             log=log_config,
+            group_coordinator=group_coordinator,
             properties=dict(props),
         )
         if config.leader_imbalance_check_interval_seconds < 1:

@@ -58,8 +58,18 @@ def topic_config_entries(broker_defaults: LogConfig, overrides: Mapping[str, str
     return entries
 
 
-def broker_config_entries(properties: Mapping[str, str], keys: list[str] | None) -> list[ConfigEntry]:
-    """The properties the broker was started with (or those in `keys`), read-only, STATIC_BROKER_CONFIG."""
-    return [ConfigEntry(name=name, value=value, read_only=True, config_source=ConfigSource.STATIC_BROKER_CONFIG,
-                        config_type=ConfigType.STRING)
-            for name, value in sorted(properties.items()) if keys is None or name in keys]
+#: Kafka's type of each group coordinator setting the broker describes (INT unless named here).
+GROUP_SETTING_TYPES: dict[str, ConfigType] = {"offsets.retention.check.interval.ms": ConfigType.LONG}
+
+
+def broker_config_entries(properties: Mapping[str, str], keys: list[str] | None,
+                          defaults: Mapping[str, str]) -> list[ConfigEntry]:
+    """The properties the broker was started with, read-only, STATIC_BROKER_CONFIG, and the `defaults` (the group
+    coordinator's settings) it was not given, DEFAULT_CONFIG; all of them, or those in `keys`."""
+    given = [ConfigEntry(name=name, value=value, read_only=True, config_source=ConfigSource.STATIC_BROKER_CONFIG,
+                         config_type=ConfigType.STRING) for name, value in properties.items()]
+    defaulted = [ConfigEntry(name=name, value=value, read_only=True, config_source=ConfigSource.DEFAULT_CONFIG,
+                             config_type=GROUP_SETTING_TYPES.get(name, ConfigType.INT))
+                 for name, value in defaults.items() if name not in properties]
+    return sorted((entry for entry in given + defaulted if keys is None or entry.name in keys),
+                  key=lambda entry: entry.name)

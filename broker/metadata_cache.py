@@ -6,7 +6,9 @@ from dataclasses import dataclass, field
 
 from protocol.apis.metadata import MetadataBroker, MetadataPartition, MetadataResponse, MetadataTopic
 from protocol.apis.replica_control import LEADER_DURING_DELETE, UpdateMetadataPartitionState, UpdateMetadataRequest
+from protocol.consumer_offsets import OFFSETS_TOPIC
 from protocol.errors import ErrorCode
+from protocol.topic_partition import TopicPartition
 
 NO_LEADER = -1
 
@@ -51,6 +53,20 @@ class MetadataCache:
     def topics(self) -> list[str]:
         return sorted(self.topic_partitions)
 
+    def has_topic(self, topic: str) -> bool:
+        return topic in self.topic_partitions
+
+    def contains(self, tp: TopicPartition) -> bool:
+        """Whether the partition exists, as the controller last said."""
+        return tp.partition in self.topic_partitions.get(tp.topic, {})
+
+    def partition_state(self, tp: TopicPartition) -> UpdateMetadataPartitionState | None:
+        return self.topic_partitions.get(tp.topic, {}).get(tp.partition)
+
+    @property
+    def live_broker_count(self) -> int:
+        return len(self.brokers)
+
     def metadata(self, topics: list[str] | None, listener_name: str) -> MetadataResponse:
         """Answer a Metadata request that arrived on `listener_name` (topics None: all of them), whatever codec
         decoded it: brokers are given with their endpoints on that listener, as Kafka does, and brokers without
@@ -70,7 +86,8 @@ class MetadataCache:
         if not partitions:
             return MetadataTopic(error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name=name, partitions=[])
         answer = MetadataTopic(error_code=ErrorCode.NONE, name=name, partitions=[
-            self._partition(state, listener_name) for _number, state in sorted(partitions.items())])
+            self._partition(state, listener_name) for _number, state in sorted(partitions.items())],
+            is_internal=name == OFFSETS_TOPIC)
         self._answers.setdefault(name, {})[listener_name] = answer
         return answer
 

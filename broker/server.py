@@ -18,6 +18,10 @@ import uvloop
 
 from broker.apis.kafka_apis import KafkaApis
 from broker.config import BrokerConfig
+from broker.controller_client import ControllerClient, ControllerUnreachableError
+from broker.coordinator.group_shell import GroupCoordinatorShell
+from broker.coordinator.offsets_log import OffsetsLog
+from broker.coordinator.offsets_topic import OffsetsTopic
 from broker.log.config import LogConfig
 from broker.log.durable_writer import DURABLE_WRITER
 from broker.log.log import wall_clock_ms
@@ -33,9 +37,9 @@ from controller.channel import ControllerChannelManager
 from controller.controller import KafkaController
 from protocol.apis.replica_control import ControlledShutdownRequest, ControlledShutdownResponse
 from protocol.endpoint import EndPoint
-from protocol.errors import ErrorCode, KafkaError
+from protocol.errors import ErrorCode
 from protocol.state_change import install_state_change_file
-from transport.connection import BrokerConnection, KafkaConnectionError
+from transport.connection import BrokerConnection
 from zk.client import ZkClient, ZkState
 from zk.ops import request_budget
 
@@ -74,8 +78,17 @@ class BrokerServer:
                                           leader_imbalance_per_broker_percentage=(
                                               config.leader_imbalance_per_broker_percentage))
         self.producer_ids = ProducerIdManager(self.zk, config.broker_id)
+        self.controller_client = ControllerClient(self.metadata_cache, config.listeners.inter_broker_listener_name,
+                                                  self._controller_connection)
+        groups = config.group_coordinator
+        self.group_coordinator = GroupCoordinatorShell(
+            groups, OffsetsLog(self.replica_manager, groups.offsets_commit_timeout_ms, groups.offsets_load_buffer_size),
+            wall_clock_ms)
+        self.replica_manager.on_leadership_change = self.group_coordinator.on_leadership_change
+        offsets_topic = OffsetsTopic(groups, self.metadata_cache, self.controller_client.create_topics,
+                                     self.group_coordinator.partition_for)
         self.apis = KafkaApis(config.broker_id, self.replica_manager, self.metadata_cache, self.controller,
-                              self.zk_state, self.producer_ids)
+                              self.zk_state, self.producer_ids, self.group_coordinator, offsets_topic)
         self.socket_server = SocketServer(config.network, self.apis.handle)
         self.endpoints: tuple[EndPoint, ...] = ()  # what this broker registered, once started
         self.host, self.port = "", -1  # its inter-broker endpoint, once started
@@ -108,6 +121,7 @@ class BrokerServer:
                                                   wait_ms=2 * config.zookeeper_session_timeout_ms)
         self.zk.add_state_listener(self._on_zk_state)
         self.replica_manager.start()
+        self.group_coordinator.start()
         await self.controller.startup()
         log.info("broker %d started on %s (broker epoch %d)", config.broker_id, ",".join(map(str, self.endpoints)),
                  self.broker_epoch)
@@ -145,20 +159,13 @@ class BrokerServer:
 
     async def _request_controlled_shutdown(self) -> int | None:
         """Partitions the controller says this broker still leads, or None if it could not be asked."""
-        endpoint = self.metadata_cache.endpoint(self.controller.controller_id,
-                                                self.config.listeners.inter_broker_listener_name)
-        if endpoint is None:
-            return None
-        connection = self._controller_connection(*endpoint)
         try:
-            await connection.connect()
-            response: ControlledShutdownResponse = await connection.request(
+            response = await self.controller_client.send(
                 ControlledShutdownRequest(broker_id=self.config.broker_id, broker_epoch=self.broker_epoch))
-        except (KafkaConnectionError, KafkaError, OSError) as e:
+        except ControllerUnreachableError as e:
             log.info("broker %d: controlled shutdown request failed: %s", self.config.broker_id, e)
             return None
-        finally:
-            await connection.close()
+        assert isinstance(response, ControlledShutdownResponse)
         if response.error_code != ErrorCode.NONE:
             log.info("broker %d: controlled shutdown answered %s", self.config.broker_id,
                      ErrorCode.from_code(response.error_code).name)
@@ -175,6 +182,7 @@ class BrokerServer:
         await self.controller.shutdown()
         await self.fetchers.shutdown()
         await self.socket_server.stop()
+        await self.group_coordinator.shutdown()
         await self.replica_manager.shutdown()
         await self.zk_state.close()
         await self.channel.shutdown()

@@ -169,6 +169,13 @@ def server_properties(
     return "\n".join(lines) + "\n"
 
 
+def development_settings(brokers: int) -> dict[str, str]:
+    """What `cluster up` sets unless told otherwise, as Kafka's own config/server.properties does for a development
+    cluster: the offsets topic replicated on as many brokers as there are (up to Kafka's 3), and no initial rebalance
+    delay (Kafka's 3 s wait for more members before a new group's first rebalance)."""
+    return {"offsets.topic.replication.factor": str(min(3, brokers)), "group.initial.rebalance.delay.ms": "0"}
+
+
 def broker_command(config: Path | str) -> list[str]:
     """The command line that runs one broker in the foreground."""
     return [sys.executable, "-m", "client.cli", "broker", "--config", str(config)]
@@ -451,7 +458,8 @@ async def cluster_up(
     """Start ZooKeeper and `brokers` brokers (ids 1..N) described in `directory` and wait until every broker
     lists all of them and a controller. Data of an earlier cluster in the directory is kept. On failure,
     everything started is stopped again. ZooKeeper's JVM gets `zookeeper_jvm_flags`; a -Djute.maxbuffer=N among
-    them is the brokers' zookeeper.jute.maxbuffer too, unless `overrides` set it."""
+    them is the brokers' zookeeper.jute.maxbuffer too, unless `overrides` set it; so are the development settings
+    (`development_settings`)."""
     if not 1 <= brokers <= MAX_BROKERS:
         raise ClusterError(f"a cluster has 1 to {MAX_BROKERS} brokers, not {brokers}")
     directory = directory.resolve()
@@ -462,9 +470,10 @@ async def cluster_up(
     directory.mkdir(parents=True, exist_ok=True)
     zk_server = ZooKeeperServer(directory / "zookeeper", port=zookeeper_port, host=member_address(block, 0),
                                 jvm_flags=zookeeper_jvm_flags)
+    overrides = {**development_settings(brokers), **(overrides or {})}
     maxbuffer = jute_maxbuffer(zookeeper_jvm_flags)
     if maxbuffer is not None:
-        overrides = {"zookeeper.jute.maxbuffer": str(maxbuffer), **(overrides or {})}
+        overrides = {"zookeeper.jute.maxbuffer": str(maxbuffer), **overrides}
     try:
         await asyncio.to_thread(zk_server.start, detach=True)
     except ZooKeeperError as e:

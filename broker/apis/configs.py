@@ -62,7 +62,8 @@ class ConfigDescriber:
                 result.error_code, result.error_message = ErrorCode.INVALID_CONFIG, str(e)
         elif resource.resource_type == ConfigResourceType.BROKER and resource.resource_name in ("",
                                                                                              str(self.broker_id)):
-            result.configs = broker_config_entries(self.config.properties, resource.configuration_keys)
+            result.configs = broker_config_entries(self.config.properties, resource.configuration_keys,
+                                                   self.config.group_coordinator.settings())
         else:
             result.error_code = ErrorCode.INVALID_REQUEST
             result.error_message = (f"broker {self.broker_id} cannot describe resource type {resource.resource_type} "

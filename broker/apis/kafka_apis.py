@@ -9,6 +9,9 @@ from broker.apis import (
     api_versions,
     elections,
     fetch,
+    group_admin,
+    group_offsets,
+    groups,
     metadata,
     offsets,
     produce,
@@ -19,6 +22,9 @@ from broker.apis import (
 )
 from broker.apis.configs import ConfigDescriber, TopicConfigSource
 from broker.apis.elections import LeaderElector
+from broker.apis.group_admin import GroupAdmin
+from broker.apis.group_offsets import GroupOffsets
+from broker.apis.groups import CoordinatorLocator, GroupMembership
 from broker.apis.handler import Handled, Handler
 from broker.apis.producer_ids import ProducerIdSource
 from broker.apis.replica_control import ShutdownController
@@ -30,6 +36,15 @@ from protocol.apis.api_versions import ApiVersionsRequest
 from protocol.apis.configs import DescribeConfigsRequest
 from protocol.apis.elections import ElectLeadersRequest
 from protocol.apis.fetch import FetchRequest
+from protocol.apis.group_admin import DeleteGroupsRequest, DescribeGroupsRequest, ListGroupsRequest
+from protocol.apis.group_offsets import OffsetCommitRequest, OffsetDeleteRequest, OffsetFetchRequest
+from protocol.apis.groups import (
+    FindCoordinatorRequest,
+    HeartbeatRequest,
+    JoinGroupRequest,
+    LeaveGroupRequest,
+    SyncGroupRequest,
+)
 from protocol.apis.metadata import MetadataRequest
 from protocol.apis.offsets import ListOffsetsRequest, OffsetsForLeaderEpochRequest
 from protocol.apis.produce import ProduceRequest
@@ -49,11 +64,16 @@ class ControllerApi(TopicController, LeaderElector, ShutdownController, Protocol
     """The part of the controller the handlers use."""
 
 
+class GroupCoordinatorApi(GroupMembership, GroupOffsets, GroupAdmin, Protocol):
+    """The part of the group coordinator the handlers use."""
+
+
 class KafkaApis:
     """Dispatches each decoded request to the handler registered for its type; every handler answers, none raises."""
 
     def __init__(self, broker_id: int, replica_manager: ReplicaManager, metadata_cache: MetadataCache,
-                 controller: ControllerApi, zk_state: TopicConfigSource, producer_id_source: ProducerIdSource) -> None:
+                 controller: ControllerApi, zk_state: TopicConfigSource, producer_id_source: ProducerIdSource,
+                 group_coordinator: GroupCoordinatorApi, coordinator_locator: CoordinatorLocator) -> None:
         configs = ConfigDescriber(broker_id, replica_manager.config, metadata_cache, zk_state)
         self._handlers: dict[type, Handler] = {
             ApiVersionsRequest: api_versions.handle_api_versions,
@@ -73,6 +93,17 @@ class KafkaApis:
             CreatePartitionsRequest: partial(topics.handle_create_partitions, controller),
             ElectLeadersRequest: partial(elections.handle_elect_leaders, controller),
             DescribeReplicasRequest: partial(replicas.handle_describe_replicas, broker_id, replica_manager),
+            FindCoordinatorRequest: partial(groups.handle_find_coordinator, coordinator_locator),
+            JoinGroupRequest: partial(groups.handle_join_group, group_coordinator),
+            SyncGroupRequest: partial(groups.handle_sync_group, group_coordinator),
+            HeartbeatRequest: partial(groups.handle_heartbeat, group_coordinator),
+            LeaveGroupRequest: partial(groups.handle_leave_group, group_coordinator),
+            OffsetCommitRequest: partial(group_offsets.handle_offset_commit, group_coordinator, metadata_cache),
+            OffsetFetchRequest: partial(group_offsets.handle_offset_fetch, group_coordinator),
+            OffsetDeleteRequest: partial(group_offsets.handle_offset_delete, group_coordinator, metadata_cache),
+            DescribeGroupsRequest: partial(group_admin.handle_describe_groups, group_coordinator),
+            ListGroupsRequest: partial(group_admin.handle_list_groups, group_coordinator),
+            DeleteGroupsRequest: partial(group_admin.handle_delete_groups, group_coordinator),
         }
 
     @property

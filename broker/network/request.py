@@ -20,6 +20,11 @@ class Request:
     size: int  # bytes of the frame, length prefix included
     listener_name: str = "PLAINTEXT"  # the listener the connection came in on
 
+    @property
+    def client_host(self) -> str:
+        """The peer's address as Kafka gives a client's host ("/127.0.0.1")."""
+        return "/" + self.connection_id.rpartition("-")[0].rpartition(":")[0]
+
 
 @dataclass(slots=True)
 class Response:

@@ -14,6 +14,7 @@ from broker.replication.error_codes import error_code_of
 from broker.replication.hosted import HostedPartitions
 from broker.replication.parked import ParkedRequests
 from protocol.apis.produce import ProducePartitionResponse, ProduceRequest, ProduceResponse
+from protocol.consumer_offsets import OFFSETS_TOPIC
 from protocol.errors import ErrorCode
 from protocol.topic_partition import TopicPartition
 
@@ -36,7 +37,9 @@ def _settle(waiting: asyncio.Future[T], result: asyncio.Future[T]) -> None:
 class ProducePath:
     """Appends to each partition as leader. acks=0/1 are answered at once; acks=all (-1) waits in the produce
     purgatory until the HW passes every batch or the request's timeout. While new leader epochs are being written
-    (:meth:`hold`), requests for those partitions wait, and so does every produce request after them."""
+    (:meth:`hold`), requests for those partitions wait, and so does every produce request after them. Only the
+    broker's own coordinator appends to the internal topic (__consumer_offsets): clients are refused
+    INVALID_TOPIC_EXCEPTION, as Kafka does."""
 
     def __init__(self, hosted: HostedPartitions, parked: ParkedRequests, flush: Callable[[Log], None]) -> None:
         self._hosted = hosted
@@ -46,17 +49,18 @@ class ProducePath:
         #: The partitions whose new leader epoch is being written before they lead at it, and the produce
         #: requests waiting for that (append_records).
         self._epoch_pending: frozenset[TopicPartition] = frozenset()
-        self._waiting_produces: list[tuple[ProduceRequest, asyncio.Future[ProduceResponse]]] = []
+        self._waiting_produces: list[tuple[ProduceRequest, bool, asyncio.Future[ProduceResponse]]] = []
 
-    def append_records(self, request: ProduceRequest) -> ProduceResponse | asyncio.Future[ProduceResponse]:
+    def append_records(self, request: ProduceRequest, internal_topics_allowed: bool = False
+                       ) -> ProduceResponse | asyncio.Future[ProduceResponse]:
         """Append the request's batches (or wait with it, see :meth:`hold`); its response, or a future of it."""
         if self._waiting_produces or (self._epoch_pending and any(
                 TopicPartition(topic.name, data.partition) in self._epoch_pending
                 for topic in request.topics for data in topic.partitions)):
             waiting: asyncio.Future[ProduceResponse] = asyncio.get_running_loop().create_future()
-            self._waiting_produces.append((request, waiting))
+            self._waiting_produces.append((request, internal_topics_allowed, waiting))
             return waiting
-        return self._append_records(request)
+        return self._append_records(request, internal_topics_allowed)
 
     def hold(self, tps: frozenset[TopicPartition]) -> None:
         """Make produce requests for ``tps`` (whose new leader epochs are being written) wait, and every produce
@@ -67,14 +71,15 @@ class ProducePath:
         """Append the produce requests that waited for leader epochs to be written, in arrival order."""
         self._epoch_pending = frozenset()
         waiting, self._waiting_produces = self._waiting_produces, []
-        for request, future in waiting:
-            result = self._append_records(request)
+        for request, internal_topics_allowed, future in waiting:
+            result = self._append_records(request, internal_topics_allowed)
             if isinstance(result, asyncio.Future):
                 result.add_done_callback(functools.partial(_settle, future))
             elif not future.done():
                 future.set_result(result)
 
-    def _append_records(self, request: ProduceRequest) -> ProduceResponse | asyncio.Future[ProduceResponse]:
+    def _append_records(self, request: ProduceRequest, internal_topics_allowed: bool
+                        ) -> ProduceResponse | asyncio.Future[ProduceResponse]:
         hosted = self._hosted
         order: list[TopicPartition] = []
         responses: dict[TopicPartition, ProducePartitionResponse] = {}
@@ -86,6 +91,10 @@ class ProducePath:
                 response = ProducePartitionResponse(partition=data.partition, error_code=ErrorCode.NONE,
                                                     base_offset=-1)
                 responses[tp] = response
+                if tp.topic == OFFSETS_TOPIC and not internal_topics_allowed:
+                    response.error_code = ErrorCode.INVALID_TOPIC_EXCEPTION
+                    response.error_message = f"Cannot append to internal topic {tp.topic}"
+                    continue
                 try:
                     partition = hosted.leader_partition(tp, data.current_leader_epoch)
                     info = partition.append_records_to_leader(data.records, request.acks)

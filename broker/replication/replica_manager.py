@@ -18,6 +18,7 @@ from broker.replication.partition import Partition
 from broker.replication.produce_path import ProducePath
 from broker.replication.transitions import (
     FollowCallback,
+    LeadershipCallback,
     ReplicaTransitions,
     StopFollowingCallback,
     TopicConfigSource,
@@ -94,6 +95,15 @@ class ReplicaManager:
     def on_stop_following(self, callback: StopFollowingCallback) -> None:
         self._transitions.on_stop_following = callback
 
+    @property
+    def on_leadership_change(self) -> LeadershipCallback:
+        """Called with the partitions this broker became leader of and those it no longer leads."""
+        return self._transitions.on_leadership_change
+
+    @on_leadership_change.setter
+    def on_leadership_change(self, callback: LeadershipCallback) -> None:
+        self._transitions.on_leadership_change = callback
+
     def partition(self, tp: TopicPartition) -> Partition[Log] | None:
         return self._hosted.get(tp)
 
@@ -104,9 +114,11 @@ class ReplicaManager:
 
     # -- clients' and followers' requests ---------------------------------------------------
 
-    def append_records(self, request: ProduceRequest) -> ProduceResponse | asyncio.Future[ProduceResponse]:
-        """Append to each partition as leader (produce_path.py); acks=all answers once the HW passes the batches."""
-        return self._produce.append_records(request)
+    def append_records(self, request: ProduceRequest, internal_topics_allowed: bool = False
+                       ) -> ProduceResponse | asyncio.Future[ProduceResponse]:
+        """Append to each partition as leader (produce_path.py); acks=all answers once the HW passes the batches.
+        Only the broker's own coordinators may append to internal topics."""
+        return self._produce.append_records(request, internal_topics_allowed)
 
     def fetch(self, request: FetchRequest) -> FetchResponse | asyncio.Future[FetchResponse]:
         """Serve a fetch (fetch_path.py), at once or once there is data."""

@@ -34,6 +34,9 @@ TopicConfigSource = Callable[[str], Awaitable[dict[str, str]]]
 FollowCallback = Callable[[dict[TopicPartition, int], dict[int, tuple[str, int]]], None]
 #: Told the partitions that stopped following (they lead now, or are no longer hosted).
 StopFollowingCallback = Callable[[Iterable[TopicPartition]], None]
+#: Told, after a LeaderAndIsr or StopReplica, the partitions this broker became leader of and those it no longer
+#: leads (Kafka's onLeadershipChange: the coordinators load and unload the partitions of their internal topics).
+LeadershipCallback = Callable[[Collection[TopicPartition], Collection[TopicPartition]], None]
 
 
 class ProduceHold(Protocol):
@@ -66,6 +69,7 @@ class ReplicaTransitions:
         #: partitions that stopped following; set by the fetcher manager.
         self.on_follow: FollowCallback = lambda _p, _l: None
         self.on_stop_following: StopFollowingCallback = lambda _tps: None
+        self.on_leadership_change: LeadershipCallback = lambda _led, _resigned: None
         #: LeaderAndIsr requests are applied one at a time, in arrival order.
         self._state_change_lock = asyncio.Lock()
 
@@ -103,6 +107,7 @@ class ReplicaTransitions:
             else:
                 self._apply_partition_state(self._hosted.partitions[tp], state, request)
                 followed[tp] = state.leader
+        leading_before = {tp for tp in leading if self._hosted.partitions[tp].role is Role.LEADER}
         codes.update(await self._make_leaders(leading, request))
         if created:  # their partition.metadata after the leaders' epochs: one batch of durable writes at a time
             self._run_in_thread(flush_topic_ids, created)
@@ -110,6 +115,8 @@ class ReplicaTransitions:
         if followed:
             self.on_follow(followed, endpoints)
         self._wake_all([tp for tp, code in codes.items() if code is ErrorCode.NONE])
+        self.on_leadership_change([tp for tp in leading if codes[tp] is ErrorCode.NONE and tp not in leading_before],
+                                  list(followed))
         return LeaderAndIsrResponse(error_code=ErrorCode.NONE, partition_errors=[
             PartitionError(topic=state.topic, partition=state.partition,
                            error_code=codes[TopicPartition(state.topic, state.partition)])
@@ -311,3 +318,4 @@ class ReplicaTransitions:
                 partition.role = Role.NONE
                 removed.append(tp)
         self._wake_all(removed)
+        self.on_leadership_change((), removed)

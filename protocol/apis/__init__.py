@@ -4,8 +4,7 @@ Each module of this package is one api family (Kafka's grouping): its messages (
 protocol.codec reads), one `Api` registration per api, each api's error response, and its Kafka-wire codec where
 the Kafka listener serves it. Both codecs read the tables here: minikafka's own (protocol.envelope) reads APIS,
 the Kafka listener reads KAFKA_APIS, and each lists what it serves in ApiVersions; so an api is listed here once the
-broker has its handler (broker/apis/kafka_apis.py), never before. The group families (groups, group_admin,
-group_offsets) are declared and wait for theirs.
+broker has its handler (broker/apis/kafka_apis.py), never before.
 """
 
 from protocol.apis import (
@@ -13,6 +12,9 @@ from protocol.apis import (
     configs,
     elections,
     fetch,
+    group_admin,
+    group_offsets,
+    groups,
     metadata,
     offsets,
     produce,
@@ -35,6 +37,15 @@ APIS: dict[int, Api] = {api.api_key: api for api in (
     replica_control.STOP_REPLICA,
     replica_control.UPDATE_METADATA,
     replica_control.CONTROLLED_SHUTDOWN,
+    group_offsets.OFFSET_COMMIT,
+    group_offsets.OFFSET_FETCH,
+    groups.FIND_COORDINATOR,
+    groups.JOIN_GROUP,
+    groups.HEARTBEAT,
+    groups.LEAVE_GROUP,
+    groups.SYNC_GROUP,
+    group_admin.DESCRIBE_GROUPS,
+    group_admin.LIST_GROUPS,
     api_versions.API_VERSIONS,
     topics.CREATE_TOPICS,
     topics.DELETE_TOPICS,
@@ -42,7 +53,9 @@ APIS: dict[int, Api] = {api.api_key: api for api in (
     configs.DESCRIBE_CONFIGS,
     offsets.OFFSETS_FOR_LEADER_EPOCH,
     topics.CREATE_PARTITIONS,
+    group_admin.DELETE_GROUPS,
     elections.ELECT_LEADERS,
+    group_offsets.OFFSET_DELETE,
     replicas.DESCRIBE_REPLICAS,
 )}
 

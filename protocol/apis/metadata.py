@@ -44,11 +44,12 @@ class MetadataPartition:
 
 @message
 class MetadataTopic:
-    """A topic's partitions, or an error for the topic."""
+    """A topic's partitions, or an error for the topic; an internal topic (__consumer_offsets) says so."""
 
     error_code: Int16
     name: str
     partitions: list[MetadataPartition]
+    is_internal: bool = False
 
 
 @message
@@ -78,7 +79,7 @@ def _kafka_response(body: MetadataResponse, _version: int) -> Message:
         "cluster_id": None,
         "controller_id": body.controller_id,
         "topics": [{
-            "error_code": t.error_code, "name": t.name, "is_internal": False,
+            "error_code": t.error_code, "name": t.name, "is_internal": t.is_internal,
             "topic_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
             "partitions": [{
                 "error_code": p.error_code, "partition_index": p.partition, "leader_id": p.leader,

@@ -48,11 +48,10 @@ RECORDS = 40  # from each producer
 PRODUCERS = ["kcat", "confluent-kafka", "kafka-python", "aiokafka", "kafka-console-producer", "minikafka"]
 CODEC_NAMES = ["gzip", "snappy", "lz4", "zstd"]
 #: (producer, codec) whose batches librdkafka sends uncompressed, by its own choice (it logs "Broker does not support
-#: compression type"): it compresses with lz4 only for a broker that advertises FindCoordinator (which minikafka
-#: serves once it has a group coordinator), and Debian's kcat (librdkafka 2.0) compresses with gzip, snappy or lz4
-#: only for a broker whose Produce versions start at 0 (Kafka 4.0's, like minikafka's, start at 3; librdkafka fixed
-#: that check in 2.11).
-UNCOMPRESSED_BY_THE_CLIENT = {("kcat", "gzip"), ("kcat", "snappy"), ("kcat", "lz4"), ("confluent-kafka", "lz4")}
+#: compression type"): Debian's kcat (librdkafka 2.0) compresses with gzip, snappy or lz4 only for a broker whose
+#: Produce versions start at 0 (Kafka 4.0's, like minikafka's, start at 3; librdkafka fixed that check in 2.11).
+#: (librdkafka 2.x compresses with lz4 only for a broker that advertises FindCoordinator, which minikafka does.)
+UNCOMPRESSED_BY_THE_CLIENT = {("kcat", "gzip"), ("kcat", "snappy"), ("kcat", "lz4")}
 
 
 def codec_written(producer: str, codec: str) -> int:

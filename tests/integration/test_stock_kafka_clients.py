@@ -24,7 +24,8 @@ from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource, New
 
 from client.cluster import ClusterState
 from protocol.records import iter_batches
-from tests.integration.clusterutil import PROJECT_ROOT, cluster_fixture, create_topic
+from tests.integration.clusterutil import cluster_fixture, create_topic
+from tests.kafka_broker import kafka_tool
 from tests.polling import eventually
 from zk import znodes
 from zk.client import ZkClient
@@ -237,7 +238,7 @@ def _raw_request(cluster: ClusterState, api_key: int, version: int, body: bytes 
 def test_api_versions_above_ours_gets_the_v0_error_answer_and_unknown_apis_close(cluster: ClusterState) -> None:
     assert _raw_request(cluster, 18, 3) == bytes.fromhex("0000002a" "0023" "00000001" "0012" "0000" "0002")
     assert _raw_request(cluster, 18, 0)[:6] == bytes.fromhex("0000002a" "0000")
-    assert _raw_request(cluster, 11, 5) == b""  # JoinGroup: not served, the connection is closed
+    assert _raw_request(cluster, 17, 1) == b""  # SaslHandshake: not served, the connection is closed
     assert _raw_request(cluster, 0, 2) == b""  # Produce v2: below the served versions
     assert _raw_request(cluster, 3, 8, b"\x7f\xff\xff\xff") == b""  # a malformed Metadata body
     assert _raw_request(cluster, 18, 2)[:6] == bytes.fromhex("0000002a" "0000")  # and the broker still serves
@@ -253,20 +254,6 @@ def test_a_frame_over_socket_request_max_bytes_is_refused_before_it_is_read(clus
 
 
 # ------------------------------------------------------------------------------------------------ Kafka's Java tools
-
-
-KAFKA_LIBS = PROJECT_ROOT / "build" / "kafka" / "libs"  # Apache Kafka 3.9.1's jars, fetched by `make setup`
-JAVA_TIMEOUT_S = 90
-
-
-def kafka_tool(main_class: str, *args: str, stdin: str | None = None) -> str:
-    """Run one of Kafka's tools from its jars; its stdout, after checking it exited 0."""
-    if not any(KAFKA_LIBS.glob("kafka-tools-*.jar")):
-        pytest.fail(f"Apache Kafka's jars are not in {KAFKA_LIBS}: run make setup")
-    result = subprocess.run(["java", "-Xmx256m", "-XX:TieredStopAtLevel=1", "-cp", f"{KAFKA_LIBS}/*", main_class,
-                             *args], input=stdin, capture_output=True, text=True, timeout=JAVA_TIMEOUT_S)
-    assert result.returncode == 0, f"{main_class} {' '.join(args)} failed:\n{result.stdout}\n{result.stderr}"
-    return result.stdout
 
 
 def test_kafkas_tools_create_describe_produce_consume_and_dump_minikafkas_segments(cluster: ClusterState) -> None:

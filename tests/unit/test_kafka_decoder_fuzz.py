@@ -35,7 +35,8 @@ def valid_frames(draw: st.DrawFn) -> bytes:
     client_id = draw(st.one_of(st.none(), st.text(max_size=5)))
     header = struct.pack(">hhi", api.key, version, 1) + (
         b"\xff\xff" if client_id is None else struct.pack(">h", len(client_id.encode())) + client_id.encode())
-    return header + body
+    tagged_fields = b"\x00" if version in api.flexible else b""  # request header v2: none after the client id
+    return header + tagged_fields + body
 
 
 @_SETTINGS

@@ -115,6 +115,7 @@ from protocol.envelope import (
 )
 from protocol.errors import ErrorCode, ProtocolError
 from protocol.topic_partition import TopicPartition
+from tests.unit.test_kafka_group_apis import EXPECTED_REQUESTS, GROUP_APIS, RESPONSES_DECLARED
 
 BATCH = bytes(range(256)) * 4
 
@@ -472,6 +473,12 @@ SAMPLES: dict[int, tuple[Any, Any]] = {
 }
 
 
+#: The group apis' samples: those of their Kafka-wire tests, at the newest version each speaks.
+SAMPLES.update({api.api_key: (EXPECTED_REQUESTS[name](api.kafka.versions.high),
+                              RESPONSES_DECLARED[name](api.kafka.versions.high))
+                for name, api in GROUP_APIS.items() if api.kafka is not None})
+
+
 def header(api_key: int, correlation_id: int = 42) -> RequestHeader:
     return RequestHeader(api_key=api_key, api_version=0, correlation_id=correlation_id, client_id="test")
 
@@ -499,6 +506,15 @@ def test_api_table() -> None:
         5: "StopReplica",
         6: "UpdateMetadata",
         7: "ControlledShutdown",
+        8: "OffsetCommit",
+        9: "OffsetFetch",
+        10: "FindCoordinator",
+        11: "JoinGroup",
+        12: "Heartbeat",
+        13: "LeaveGroup",
+        14: "SyncGroup",
+        15: "DescribeGroups",
+        16: "ListGroups",
         18: "ApiVersions",
         19: "CreateTopics",
         20: "DeleteTopics",
@@ -506,7 +522,9 @@ def test_api_table() -> None:
         23: "OffsetsForLeaderEpoch",
         32: "DescribeConfigs",
         37: "CreatePartitions",
+        42: "DeleteGroups",
         43: "ElectLeaders",
+        47: "OffsetDelete",
         1000: "DescribeReplicas",
     }
     for key, api in APIS.items():

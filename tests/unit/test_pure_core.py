@@ -12,8 +12,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 PROJECT_PACKAGES = ("protocol", "zk", "transport", "broker", "controller", "client", "verifier", "bench")
-PURE_PACKAGES = ["protocol", "broker/coordinator/group"]
+PURE_PACKAGES = ["protocol", "broker/coordinator/group", "client/assignors"]
 PURE_MODULES = [
+    "broker/coordinator/config.py",
     "broker/listeners.py",
     "broker/isr_changes.py",
     "broker/log/config.py",
@@ -24,6 +25,10 @@ PURE_MODULES = [
     "broker/replication/partition.py",
     "broker/replication/partition_log.py",
     "broker/replication/truncation.py",
+    "client/group/descriptions.py",
+    "client/group/heartbeat.py",
+    "client/group/offset_reset.py",
+    "client/group/offsets.py",
     "controller/assignment.py",
     "controller/election.py",
     "client/console/model.py",

@@ -252,6 +252,17 @@ def _free_ports(hosts: list[str]) -> list[int]:
         return [s.getsockname()[1] for s in sockets]
 
 
+def metrics_ports(hosts: list[str], overrides: Mapping[str, str]) -> list[int]:
+    """Each broker's metrics.port: a free one on its host, unless `overrides` set one for all (0: no metrics)."""
+    text = overrides.get("metrics.port")
+    if text is None:
+        return _free_ports(hosts)
+    try:
+        return [int(text)] * len(hosts)
+    except ValueError:
+        raise ClusterError(f"metrics.port must be a port number, got {text!r}") from None
+
+
 # ----------------------------------------------------------------------------------------- addresses
 
 
@@ -494,8 +505,8 @@ async def cluster_up(
         _heal_if_possible(state)  # cuts left by an earlier cluster on these addresses
         hosts = [member_address(block, broker_id) for broker_id in range(1, brokers + 1)]
         ports = [base_port + i for i in range(brokers)] if base_port else _free_ports(hosts)
-        metrics_ports = _free_ports(hosts)
-        for broker_id, (host, port, metrics_port) in enumerate(zip(hosts, ports, metrics_ports, strict=True), start=1):
+        scraped = metrics_ports(hosts, overrides)
+        for broker_id, (host, port, metrics_port) in enumerate(zip(hosts, ports, scraped, strict=True), start=1):
             broker_dir = directory / f"broker-{broker_id}"
             broker_dir.mkdir(exist_ok=True)
             config = broker_dir / "server.properties"

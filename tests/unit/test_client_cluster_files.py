@@ -25,6 +25,7 @@ from client.cluster import (
     kill_broker,
     load_cluster,
     member_address,
+    metrics_ports,
     process_running,
     save_cluster,
     server_properties,
@@ -187,3 +188,11 @@ async def test_cluster_down_stops_stopped_and_stubborn_brokers(tmp_path):
         for process in processes:
             process.kill()
             process.wait()
+
+
+def test_cluster_up_gives_each_broker_a_free_metrics_port_unless_metrics_port_is_set():
+    hosts = ["127.0.0.1", "127.0.0.2"]
+    assert all(port > 0 for port in metrics_ports(hosts, {}))
+    assert metrics_ports(hosts, {"metrics.port": "0"}) == [0, 0]  # no metrics
+    with pytest.raises(ClusterError, match=r"metrics\.port"):
+        metrics_ports(hosts, {"metrics.port": "nine"})

@@ -90,12 +90,14 @@ class RequestHandlerPool:
 
 
 _NAMES = {int(key): api.name for key, api in APIS.items()}
+_FETCH = int(ApiKey.FETCH)
 
 
 def request_name(request: Request) -> str:
     """The request label of Kafka's RequestMetrics: the api's name, Fetch split into FetchConsumer and
     FetchFollower."""
     key = request.header.api_key
-    if key == ApiKey.FETCH:
+    if key == _FETCH:
         return "FetchFollower" if getattr(request.body, "replica_id", -1) >= 0 else "FetchConsumer"
-    return _NAMES.get(key) or str(key)
+    name = _NAMES.get(key)
+    return name if name is not None else str(key)

@@ -11,6 +11,7 @@ import click
 
 from client.cli.common import client_options, resolve_bootstrap, run
 from client.cluster import ClusterError, load_cluster
+from client.console.groups import GroupWatch
 from client.console.server import Console, serve
 from client.console.timeline import StateChangeTail
 from client.console.watch import ClusterWatch
@@ -44,16 +45,17 @@ def console_command(bootstrap_server: str | None, directory: Path, host: str, po
             tail, note = StateChangeTail({f"broker {b.id}": Path(b.log_dir) / STATE_CHANGE_LOG
                                           for b in state.brokers}), ""
     source = f"the cluster in {directory.resolve()}" if bootstrap_server is None else bootstrap
-    run(_serve(ClusterWatch(bootstrap, brokers), tail, source, note, host, port))
+    run(_serve(ClusterWatch(bootstrap, brokers), GroupWatch(bootstrap), tail, source, note, host, port))
 
 
-async def _serve(watch: ClusterWatch, tail: StateChangeTail | None, source: str, note: str, host: str,
-                 port: int) -> None:
-    console = Console(watch, tail, source=source, timeline_note=note)
+async def _serve(watch: ClusterWatch, groups: GroupWatch, tail: StateChangeTail | None, source: str, note: str,
+                 host: str, port: int) -> None:
+    console = Console(watch, tail, source=source, timeline_note=note, groups=groups)
     try:
         runner, url = await serve(console, host, port)
     except OSError as e:
         await watch.close()
+        await groups.close()
         raise click.ClickException(f"cannot serve on {host}:{port}: {e.strerror or e}") from None
     click.echo(url)
     click.echo(f"watching {source}; Ctrl-C stops", err=True)
@@ -61,6 +63,7 @@ async def _serve(watch: ClusterWatch, tail: StateChangeTail | None, source: str,
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, stop.set)
+    groups.start()
     updates = asyncio.create_task(console.run())
     try:
         await stop.wait()
@@ -70,3 +73,4 @@ async def _serve(watch: ClusterWatch, tail: StateChangeTail | None, source: str,
             await updates
         await runner.cleanup()
         await watch.close()
+        await groups.close()

@@ -14,6 +14,7 @@ from typing import Any
 from aiohttp import web
 
 from client.console import model
+from client.console.groups import GroupWatch
 from client.console.timeline import StateChangeTail, entry_json
 from client.console.watch import ClusterWatch
 
@@ -31,9 +32,10 @@ class Console:
     None."""
 
     def __init__(self, watch: ClusterWatch, tail: StateChangeTail | None, *, source: str,
-                 timeline_note: str = "") -> None:
+                 timeline_note: str = "", groups: GroupWatch | None = None) -> None:
         self.watch = watch
         self.tail = tail
+        self.groups = groups
         self.source = source
         self.timeline_note = timeline_note
         self.state: model.Json = self._state()
@@ -73,7 +75,8 @@ class Console:
 
     def _state(self) -> model.Json:
         timeline = {"available": self.tail is not None, "note": self.timeline_note}
-        return {"source": self.source, "timeline": timeline, **self.watch.snapshot()}
+        groups = {"groups": self.groups.groups} if self.groups is not None else {}
+        return {"source": self.source, "timeline": timeline, **self.watch.snapshot(), **groups}
 
     def _push(self, event: str, data: object) -> None:
         message = _event(event, data)

@@ -1,7 +1,8 @@
 """`minikafka console` in a real browser: headless Chromium (tests/devtools.py) loads the page served by the command
 against a real cluster; a partition's drawing shows the leader, ISR, LEO and HW that `topic describe --replicas
 --json` reports, and a follower stopped with SIGSTOP leaves the ISR on the page within replica.lag.time.max.ms plus
-a few seconds, then comes back. The page must say nothing on its console.
+a few seconds, then comes back; a consumer group's committed offsets and lag are shown as consumer-groups
+--describe gives them. The page must say nothing on its console.
 
 Screenshots of each step are kept under the test's tmp directory, in `screenshots/` (pytest prints where; it keeps
 the last runs' tmp directories, e.g. /tmp/pytest-of-root/pytest-current/test_console_draws_*/screenshots/).
@@ -27,6 +28,7 @@ from tests.integration.clusterutil import (
     cli,
     cluster_fixture,
     connect,
+    consume_in_group,
     controller_of,
     create_topic,
     pause,
@@ -239,3 +241,47 @@ async def test_console_over_the_wire_says_the_timeline_is_unavailable(cluster: C
 async def _all_up(browser: Browser, ids: set[str]) -> dict[str, str] | None:
     statuses = await browser.evaluate(BROKERS_JS)
     return statuses if set(statuses) == ids and set(statuses.values()) == {"up"} else None
+
+
+#: What the page shows of one consumer group: its state, lag, and each partition's row.
+GROUP_JS = """
+(() => {
+  const g = document.querySelector('div.group[data-group="%s"]');
+  if (!g) return null;
+  return {
+    state: g.querySelector(".badge").textContent, lag: Number(g.dataset.lag),
+    rows: [...g.querySelectorAll("tbody tr")].map(r => [...r.querySelectorAll("td")].map(td => td.textContent)),
+  };
+})()
+"""
+
+
+async def test_console_shows_a_consumer_groups_committed_offsets_and_lag(cluster: ClusterState,
+                                                                          tmp_path: Path) -> None:
+    topic, group = "console-grouped", "console-readers"
+    await create_topic(cluster, topic, partitions=1, replication_factor=3)
+    await produce_values(cluster, topic, [f"value {i}".encode() for i in range(10)])
+    consumer = consume_in_group(cluster, topic, group, {"auto.commit.interval.ms": 100})
+    async with console("--dir", str(cluster.directory)) as url, Browser(tmp_path / "chromium") as browser:
+        await browser.open(url)
+        try:
+            async def caught_up() -> dict[str, Any] | None:
+                page = await browser.evaluate(GROUP_JS % group)
+                return page if page and page["state"] == "Stable" and page["rows"] and \
+                    page["rows"][0][:4] == [f"{topic}-0", "10", "10", "0"] else None
+
+            page = await eventually(caught_up, f"group {group} shown Stable at offset 10, lag 0", timeout_s=30)
+            assert page["lag"] == 0 and page["rows"][0][4] != "-"  # a member holds the partition
+        finally:
+            consumer.terminate()
+            assert consumer.wait(timeout=15) == 0, consumer.stderr.read() if consumer.stderr else ""
+        await produce_values(cluster, topic, [f"value {i}".encode() for i in range(10, 15)])
+
+        async def behind() -> dict[str, Any] | None:
+            page = await browser.evaluate(GROUP_JS % group)
+            return page if page and page["state"] == "Empty" and page["lag"] == 5 else None
+
+        page = await eventually(behind, f"group {group} shown Empty with lag 5", timeout_s=30)
+        assert page["rows"] == [[f"{topic}-0", "10", "15", "5", "-"]]
+        await browser.screenshot(tmp_path / "screenshots" / "group-lag.png")
+    assert browser.problems == []

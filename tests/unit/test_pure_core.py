@@ -28,6 +28,7 @@ PURE_MODULES = [
     "broker/replication/truncation.py",
     "client/group/descriptions.py",
     "client/group/heartbeat.py",
+    "client/group/lag.py",
     "client/group/offset_reset.py",
     "client/group/offsets.py",
     "controller/assignment.py",

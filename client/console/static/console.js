@@ -250,12 +250,35 @@ function renderTimeline() {
   document.querySelector("#timeline tbody").innerHTML = rows.join("");
 }
 
+// --- the consumer groups -------------------------------------------------------------------------------------
+
+function cell(value) {
+  return value === null || value === undefined ? "-" : esc(String(value));
+}
+
+function renderGroups() {
+  const groups = Object.entries(state.groups || {});
+  document.getElementById("groups").innerHTML = groups.map(([id, g]) => {
+    const rows = (g.partitions || []).map(r => `<tr data-topic="${esc(r.topic)}" data-partition="${r.partition}">
+      <td>${esc(r.topic)}-${r.partition}</td><td>${cell(r.committed)}</td><td>${cell(r.log_end)}</td>
+      <td class="lag">${cell(r.lag)}</td><td>${cell(r.member)}</td></tr>`);
+    return `<div class="group" data-group="${esc(id)}" data-lag="${g.lag}">
+      <div><span class="name">${esc(id)}</span> <span class="badge ${g.state === "Stable" ? "ok" : "warn"}">${esc(g.state)}</span>
+      <span class="detail">${g.members} members · lag ${g.lag}</span></div>
+      ${g.problem ? `<div class="detail">${esc(g.problem)}</div>` : ""}
+      <table><thead><tr><th>partition</th><th>committed</th><th>log end</th><th>lag</th><th>member</th></tr></thead>
+      <tbody>${rows.join("")}</tbody></table>
+    </div>`;
+  }).join("") || "<p>No consumer group.</p>";
+}
+
 // --- the stream ----------------------------------------------------------------------------------------------
 
 function render() {
   renderHeader();
   renderBrokers();
   renderTopics();
+  renderGroups();
 }
 
 function live(on) {

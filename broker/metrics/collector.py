@@ -5,6 +5,7 @@ without a Kafka MBean (the controller epoch, a replica's HW) are named minikafka
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
@@ -40,6 +41,7 @@ class BrokerCollector(Collector):
         self._controller = controller
         self._fetchers = fetchers
         self._socket_server = socket_server
+        self._last_clocks = (time.monotonic(), time.thread_time())
 
     def collect(self) -> Iterator[Metric]:
         counters = self._replica_manager.counters
@@ -52,6 +54,16 @@ class BrokerCollector(Collector):
                      "leader's HW (MaxLag)", self._fetchers.max_lag(), clientId="Replica")
         yield _gauge("kafka_network_requestchannel_requestqueuesize", "Requests waiting for a handler task",
                      self._socket_server.channel.size())
+        yield _gauge("kafka_network_socketserver_networkprocessoravgidlepercent", "Fraction of the time since the "
+                     "last scrape the event loop (which serves the network) spent idle", self._idle_fraction())
+
+    def _idle_fraction(self) -> float:
+        """1 - the event loop thread's CPU time over the wall time since the last scrape (scrapes run on it)."""
+        wall, cpu = time.monotonic(), time.thread_time()
+        last_wall, last_cpu = self._last_clocks
+        self._last_clocks = (wall, cpu)
+        elapsed = wall - last_wall
+        return min(1.0, max(0.0, 1.0 - (cpu - last_cpu) / elapsed)) if elapsed > 0 else 1.0
 
     def _replica_manager_metrics(self, counters: BrokerCounters) -> Iterator[Metric]:
         partitions = list(self._replica_manager.partitions.values())

@@ -80,6 +80,7 @@ async def test_metrics_follow_a_follower_stopped_killed_and_restarted(cluster: C
     assert value(start, "kafka_network_requestmetrics_totaltimems_count", request="Produce") >= 1
     assert value(start, "kafka_log_log_logendoffset", topic="watched", partition="0") == len(produced)
     assert value(start, "kafka_server_replicamanager_leadercount") >= 1
+    assert 0 <= value(start, "kafka_network_socketserver_networkprocessoravgidlepercent") <= 1
     shrinks = value(start, "kafka_server_replicamanager_isrshrinks_total")
     expands = value(start, "kafka_server_replicamanager_isrexpands_total")
 

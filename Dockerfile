@@ -2,6 +2,7 @@
 # PyPI, pinned by requirements/*.lock. Targets:
 #   broker    ZooKeeper (Debian's) and the minikafka broker and CLI: Python 3.11, a headless JRE, the runtime lock
 #   verifier  the broker image plus PySpark, for `minikafka verify`
+#   prometheus  Debian's Prometheus, scraping every broker's /metrics, with minikafka's alert rules
 # pip behind a TLS-intercepting proxy: pass its CA bundle as the optional build secret `pip_ca` (docker-compose.yml
 # does, from $PIP_CA_BUNDLE); without it the secret is empty and pip uses the image's CAs.
 
@@ -48,3 +49,15 @@ RUN pip install --no-cache-dir --disable-pip-version-check --no-index --no-deps 
 USER minikafka
 WORKDIR /var/lib/minikafka
 CMD ["minikafka", "--help"]
+
+FROM debian:bookworm-slim AS prometheus
+ENV DEBIAN_FRONTEND=noninteractive LANG=C.UTF-8
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends prometheus \
+ && apt-get clean && rm -rf /var/lib/apt/lists/* \
+ && install -d -o prometheus -g prometheus /var/lib/prometheus/data
+COPY docker/prometheus.yml docker/alerts.yml /etc/prometheus/
+USER prometheus
+EXPOSE 9090
+CMD ["prometheus", "--config.file=/etc/prometheus/prometheus.yml", "--storage.tsdb.path=/var/lib/prometheus/data", \
+     "--web.listen-address=:9090"]

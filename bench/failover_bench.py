@@ -45,6 +45,7 @@ from client.cluster import (
     load_cluster,
     start_broker,
 )
+from client.progress import Progress
 from protocol.apis.metadata import MetadataRequest, MetadataResponse
 from protocol.apis.produce import ProducePartition, ProduceRequest, ProduceResponse
 from protocol.apis.replicas import DescribeReplicasRequest, DescribeReplicasResponse
@@ -223,10 +224,12 @@ async def main(runs: int, keep: Path | None) -> int:
           f"not the controller; probes: acks=all, 1 record, every {PROBE_INTERVAL_S * 1000:.0f} ms to each survivor")
     killed: list[float] = []
     terminated: list[float] = []
+    progress = Progress()
     for run in range(1, runs + 1):
         base = Path(tempfile.mkdtemp(prefix="failover-bench-", dir=keep))
         try:
-            kill, term = await one_run(base / "cluster")
+            with progress.ticking(f"bench-failover: run {run} of {runs}"):
+                kill, term = await one_run(base / "cluster")
         except BenchError as e:
             print(f"run {run}: not measured: {e}", file=sys.stderr)
             return 1

@@ -45,6 +45,7 @@ from bench.produce_bench import (
 from bench.produce_bench import consume as minikafka_consume
 from bench.produce_bench import produce as minikafka_produce
 from client.cluster import ClusterState, load_cluster
+from client.progress import Progress
 
 CLIENTS = ("librdkafka", "minikafka")
 LIBRDKAFKA = {"linger.ms": 5, "batch.size": 1_000_000, "compression.type": "none",
@@ -261,10 +262,13 @@ async def repeated_runs(args: argparse.Namespace, one_run: Callable[[float], Awa
                         heading: str) -> None:
     """A warm-up run (at most ``warm_up_seconds`` a phase), then --runs runs of --seconds, each printed, then the
     median of every figure, under "median of N runs ``heading``:"."""
-    await one_run(min(args.seconds, warm_up_seconds))
+    progress = Progress()
+    with progress.ticking("warm-up"):
+        await one_run(min(args.seconds, warm_up_seconds))
     results = []
     for number in range(1, args.runs + 1):
-        results.append(await one_run(args.seconds))
+        with progress.ticking(f"run {number} of {args.runs}"):
+            results.append(await one_run(args.seconds))
         print(f"run {number}:", *describe_figures(results[-1]), sep="\n", flush=True)
     median = {name: statistics.median(r[name] for r in results) for name in results[0]}
     print(f"median of {len(results)} runs {heading}:", *describe_figures(median), sep="\n")

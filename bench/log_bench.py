@@ -21,6 +21,7 @@ from pathlib import Path
 
 from broker.log.config import LogConfig
 from broker.log.log import Log
+from client.progress import Progress
 from protocol.records import BatchBuilder, iter_batches
 from protocol.topic_partition import TopicPartition
 
@@ -121,8 +122,10 @@ def main() -> None:
     try:
         raw_write(work / "warm-up.bin", data, count)  # the first touch of fresh memory is slow on a VM
         (work / "warm-up.bin").unlink()
+        progress = Progress()
         for run in range(1, args.runs + 1):
-            results.append(one_run(work, data, count, log_first=run % 2 == 0))
+            with progress.ticking(f"bench-log: run {run} of {args.runs}"):
+                results.append(one_run(work, data, count, log_first=run % 2 == 0))
             print(f"run {run}: {describe(results[-1])}", flush=True)
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -44,6 +44,7 @@ from client.admin import Admin, NewTopic
 from client.cluster import ClusterState, cluster_down, cluster_up
 from client.consumer import Consumer
 from client.producer import Producer
+from client.progress import Progress
 
 PARTITIONS = 3
 REPLICATION_FACTOR = 3
@@ -243,12 +244,15 @@ async def run(args: argparse.Namespace) -> None:
     options = {"batch_size": args.batch_size, "linger_ms": args.linger_ms, "buffer_memory": args.buffer_memory}
     print(f"producer: {', '.join(f'{name} {value}' for name, value in options.items())}", flush=True)
     values = random_values(args.value_size, random.Random(0))
+    progress = Progress()
 
     async def runs(bootstrap: str) -> list[RunResult]:
-        await one_run(bootstrap, values, min(args.seconds, 1.0), min(args.records, 20_000), options)  # warm-up
+        with progress.ticking("bench-produce: warm-up"):
+            await one_run(bootstrap, values, min(args.seconds, 1.0), min(args.records, 20_000), options)
         results = []
         for number in range(1, args.runs + 1):
-            results.append(await one_run(bootstrap, values, args.seconds, args.records, options))
+            with progress.ticking(f"bench-produce: run {number} of {args.runs}"):
+                results.append(await one_run(bootstrap, values, args.seconds, args.records, options))
             print(f"run {number}:", *describe(results[-1].figures()), sep="\n", flush=True)
         return results
 

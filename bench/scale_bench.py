@@ -50,6 +50,7 @@ from client.cluster import (
 )
 from client.consumer import Consumer, ConsumerError
 from client.producer import Producer, ProducerError
+from client.progress import Progress
 from protocol.apis.metadata import MetadataRequest, MetadataResponse
 from protocol.errors import KafkaError
 from transport.connection import BrokerConnection, KafkaConnectionError
@@ -344,10 +345,12 @@ async def main(runs: int, total: int, big: int, size: int, keep: Path | None) ->
     # next run's logs took several times as long, and that is the file system's cost, not the cluster's.
     parent = keep if keep is not None else Path(tempfile.mkdtemp(prefix="scale-bench-"))
     try:
+        progress = Progress()
         for run in range(1, runs + 1):
             base = Path(tempfile.mkdtemp(prefix="scale-bench-", dir=parent))
             try:
-                figures = await one_run(base / "cluster", total, big, size)
+                with progress.ticking(f"bench-scale: run {run} of {runs}"):
+                    figures = await one_run(base / "cluster", total, big, size)
             except (BenchError, AdminError, ClusterError, ConsumerError, ProducerError, KafkaError,
                     KafkaConnectionError) as e:
                 print(f"run {run}: failed: {e}", file=sys.stderr)

@@ -43,6 +43,7 @@ from broker.log.checkpoint import write_meta_properties
 from client.admin import Admin, NewTopic
 from client.cluster import ClusterState, cluster_down, cluster_up
 from client.producer import Producer
+from client.progress import Progress
 
 BROKERS = 3
 PARTITIONS = 3
@@ -176,8 +177,10 @@ def main() -> None:
               flush=True)
         runs = []
         try:
+            progress = Progress()
             for number in range(1, args.runs + 1):
-                runs.append(figures(one_run(log_dirs, files, spark), size_mb))
+                with progress.ticking(f"bench-verify: run {number} of {args.runs}"):
+                    runs.append(figures(one_run(log_dirs, files, spark), size_mb))
                 print(_line(f"run {number}", runs[-1]), flush=True)
         finally:
             spark.stop()

@@ -107,6 +107,9 @@ class BrokerConfig:
     #: source.address: the local address every connection this broker opens (fetchers, controller channel,
     #: ZooKeeper) is bound to, so that each link between two members is identifiable; None: the kernel chooses.
     source_address: str | None = None
+    #: metrics.port: where /metrics is served (Prometheus' text format), on the inter-broker listener's host;
+    #: 0: no metrics server.
+    metrics_port: int = 0
     network: NetworkConfig = field(default_factory=NetworkConfig)
     log: LogConfig = field(default_factory=LogConfig)
     cleaner: CleanerConfig = field(default_factory=CleanerConfig)
@@ -210,6 +213,7 @@ class BrokerConfig:
             num_partitions=reader.integer("num.partitions", 1),
             replication_truncation_mode=mode,
             source_address=reader.text("source.address", "").strip() or None,
+            metrics_port=reader.integer("metrics.port", 0),
             network=network,
             log=log_config,
             cleaner=cleaner,
@@ -222,6 +226,8 @@ class BrokerConfig:
         if not 0 <= config.leader_imbalance_per_broker_percentage <= 100:
             raise ConfigError("leader.imbalance.per.broker.percentage must be between 0 and 100, got "
                               f"{config.leader_imbalance_per_broker_percentage}")
+        if not 0 <= config.metrics_port <= 65535:
+            raise ConfigError(f"metrics.port must be between 0 and 65535, got {config.metrics_port}")
         if config.replica_fetch_wait_max_ms >= config.replica_lag_time_max_ms:
             log.warning("replica.fetch.wait.max.ms (%d) should be less than replica.lag.time.max.ms (%d)",
                         config.replica_fetch_wait_max_ms, config.replica_lag_time_max_ms)

@@ -31,6 +31,8 @@ from broker.log.durable_writer import DURABLE_WRITER
 from broker.log.log import wall_clock_ms
 from broker.log.manager import LogManager
 from broker.metadata_cache import MetadataCache
+from broker.metrics.collector import BrokerCollector, ControllerGauges
+from broker.metrics.http import MetricsServer
 from broker.network import SocketServer
 from broker.producer_ids import ProducerIdManager
 from broker.registration import register_broker
@@ -94,11 +96,21 @@ class BrokerServer:
                                      self.group_coordinator.partition_for)
         self.apis = KafkaApis(config.broker_id, self.replica_manager, self.metadata_cache, self.controller,
                               self.zk_state, self.producer_ids, self.group_coordinator, offsets_topic)
-        self.socket_server = SocketServer(config.network, self.apis.handle)
+        self.socket_server = SocketServer(config.network, self.apis.handle, self.replica_manager.counters)
+        self.metrics = MetricsServer(BrokerCollector(self.replica_manager, self._controller_gauges, self.fetchers,
+                                                     self.socket_server))
         self.endpoints: tuple[EndPoint, ...] = ()  # what this broker registered, once started
         self.host, self.port = "", -1  # its inter-broker endpoint, once started
         self.broker_epoch = -1
         self._reregistration: asyncio.Task | None = None
+
+    def _controller_gauges(self) -> ControllerGauges:
+        controller = self.controller
+        if not controller.is_active:
+            return ControllerGauges(False, controller.epoch, 0, 0, 0)
+        context = controller.context
+        return ControllerGauges(True, controller.epoch, len(context.offline_partitions()), len(context.assignments),
+                                len(context.partitions()))
 
     def _fetcher_connection(self, host: str, port: int) -> BrokerConnection:
         return BrokerConnection(host, port, client_id=f"broker-{self.config.broker_id}-fetcher",
@@ -123,6 +135,9 @@ class BrokerServer:
         inter_broker = next(e for e in self.endpoints
                             if e.listener_name == config.listeners.inter_broker_listener_name)
         self.host, self.port = inter_broker.host, inter_broker.port
+        if config.metrics_port:
+            listener = next(e for e in config.listeners.listeners if e.listener_name == inter_broker.listener_name)
+            await self.metrics.start(listener.host, config.metrics_port)
         # A broker restarted right after a crash finds its old registration until that session expires.
         self.broker_epoch = await register_broker(self.zk, config.broker_id, self.endpoints,
                                                   wait_ms=2 * config.zookeeper_session_timeout_ms)
@@ -189,6 +204,7 @@ class BrokerServer:
         await self.controller.shutdown()
         await self.fetchers.shutdown()
         await self.socket_server.stop()
+        await self.metrics.stop()
         await self.group_coordinator.shutdown()
         await self.replica_manager.shutdown()
         await self.zk_state.close()

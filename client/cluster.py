@@ -71,7 +71,7 @@ class ZooKeeperProcess:
 
 @dataclass(frozen=True, slots=True)
 class BrokerProcess:
-    """One broker: its id, listener, process, server.properties and log directory."""
+    """One broker: its id, listener, process, server.properties and log directory, and its metrics port (0: none)."""
 
     id: int
     host: str
@@ -79,10 +79,16 @@ class BrokerProcess:
     pid: int
     config: str
     log_dir: str
+    metrics_port: int = 0
 
     @property
     def address(self) -> str:
         return f"{self.host}:{self.port}"
+
+    @property
+    def metrics_address(self) -> str | None:
+        """Where it serves /metrics ("host:port"), if it does."""
+        return f"{self.host}:{self.metrics_port}" if self.metrics_port else None
 
     @property
     def server_log(self) -> Path:
@@ -140,6 +146,7 @@ class ClusterState:
                     pid=int(b["pid"]),
                     config=str(b["config"]),
                     log_dir=str(b["log_dir"]),
+                    metrics_port=int(b.get("metrics_port", 0)),
                 )
                 for b in data["brokers"]
             ),
@@ -152,16 +159,17 @@ class ClusterState:
 
 def server_properties(
     broker_id: int, port: int, log_dir: Path, zookeeper_connect: str, overrides: Mapping[str, str] | None = None,
-    *, host: str = HOST,
+    *, host: str = HOST, metrics_port: int = 0,
 ) -> str:
     """A broker's server.properties: id, listener and source address on `host`, log.dirs and zookeeper.connect,
-    then the overrides (which replace those keys too)."""
+    metrics.port when given, then the overrides (which replace those keys too)."""
     settings = {
         "broker.id": str(broker_id),
         "listeners": f"PLAINTEXT://{host}:{port}",
         "source.address": host,
         "log.dirs": str(log_dir),
         "zookeeper.connect": zookeeper_connect,
+        **({"metrics.port": str(metrics_port)} if metrics_port else {}),
         **(overrides or {}),
     }
     lines = [f"# minikafka broker {broker_id}, written by `minikafka cluster up`"]
@@ -242,6 +250,17 @@ def _free_ports(hosts: list[str]) -> list[int]:
         for s, host in zip(sockets, hosts, strict=True):
             s.bind((host, 0))
         return [s.getsockname()[1] for s in sockets]
+
+
+def metrics_ports(hosts: list[str], overrides: Mapping[str, str]) -> list[int]:
+    """Each broker's metrics.port: a free one on its host, unless `overrides` set one for all (0: no metrics)."""
+    text = overrides.get("metrics.port")
+    if text is None:
+        return _free_ports(hosts)
+    try:
+        return [int(text)] * len(hosts)
+    except ValueError:
+        raise ClusterError(f"metrics.port must be a port number, got {text!r}") from None
 
 
 # ----------------------------------------------------------------------------------------- addresses
@@ -486,14 +505,16 @@ async def cluster_up(
         _heal_if_possible(state)  # cuts left by an earlier cluster on these addresses
         hosts = [member_address(block, broker_id) for broker_id in range(1, brokers + 1)]
         ports = [base_port + i for i in range(brokers)] if base_port else _free_ports(hosts)
-        for broker_id, (host, port) in enumerate(zip(hosts, ports, strict=True), start=1):
+        scraped = metrics_ports(hosts, overrides)
+        for broker_id, (host, port, metrics_port) in enumerate(zip(hosts, ports, scraped, strict=True), start=1):
             broker_dir = directory / f"broker-{broker_id}"
             broker_dir.mkdir(exist_ok=True)
             config = broker_dir / "server.properties"
             log_dir = broker_dir / "data"
             config.write_text(server_properties(broker_id, port, log_dir, zookeeper.connect + CHROOT, overrides,
-                                                host=host))
-            broker = BrokerProcess(broker_id, host, port, _spawn_broker(config), str(config), str(log_dir))
+                                                host=host, metrics_port=metrics_port))
+            broker = BrokerProcess(broker_id, host, port, _spawn_broker(config), str(config), str(log_dir),
+                                   metrics_port)
             state = ClusterState(directory, zookeeper, (*state.brokers, broker))
         save_cluster(state)
         await wait_until_ready(list(state.brokers), {b.id for b in state.brokers}, timeout_s)
@@ -539,9 +560,8 @@ async def start_broker(directory: Path, broker_id: int, *, timeout_s: float = 60
     broker = state.broker(broker_id)
     if broker_running(broker):
         raise ClusterError(f"broker {broker_id} is already running (pid {broker.pid})")
-    restarted = BrokerProcess(
-        broker.id, broker.host, broker.port, _spawn_broker(Path(broker.config)), broker.config, broker.log_dir
-    )
+    restarted = BrokerProcess(broker.id, broker.host, broker.port, _spawn_broker(Path(broker.config)), broker.config,
+                              broker.log_dir, broker.metrics_port)
     save_cluster(state.with_broker(restarted))
     await wait_until_ready([restarted], {broker_id}, timeout_s)
     return restarted
@@ -577,9 +597,10 @@ def _cuts(state: ClusterState) -> list[str] | None:
 
 async def cluster_status(directory: Path) -> dict[str, Any]:
     """{"controller", "controller_epoch", "zookeeper": {"host", "port", "pid", "alive"}, "brokers": [{"id", "pid",
-    "host", "port", "kafka_address", "log_dir", "alive", "exit_status"}], "cuts": ["1 <-> 2,3,zk", ...] or None
-    when they cannot be listed}: alive means the pid runs the broker and the broker answers Metadata;
+    "host", "port", "kafka_address", "metrics_address", "log_dir", "alive", "exit_status"}], "cuts": ["1 <-> 2,3,zk",
+    ...] or None when they cannot be listed}: alive means the pid runs the broker and the broker answers Metadata;
     kafka_address is where Kafka's own clients connect ("host:port": the listener serves both protocols);
+    metrics_address is where it serves /metrics ("host:port", null without metrics.port);
     exit_status is how a broker that no longer runs ended (128+N: killed by signal N), null while it runs or if
     unknown."""
     state = load_cluster(directory)
@@ -598,6 +619,7 @@ async def cluster_status(directory: Path) -> dict[str, Any]:
                 "host": b.host,
                 "port": b.port,
                 "kafka_address": b.address,
+                "metrics_address": b.metrics_address,
                 "log_dir": b.log_dir,
                 "alive": answer is not None,
                 "exit_status": None if broker_running(b) else exit_status(b),

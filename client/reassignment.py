@@ -7,9 +7,11 @@ The plan functions are pure; `execute` and `statuses` talk to ZooKeeper.
 
 from __future__ import annotations
 
+import asyncio
 import enum
 import json
-from collections.abc import Iterable, Mapping
+import time
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from controller.assignment import TopicCreationError, assign_replicas
@@ -182,3 +184,17 @@ async def read_statuses(zk: ZkClient, plan: Plan) -> dict[tuple[str, int], Reass
     got = await zk.get_or_none(znodes.REASSIGN_PARTITIONS_PATH)
     running = znodes.decode_reassignment(got[0]) if got is not None else {}
     return statuses(plan, await read_assignments(zk, (t for t, _ in plan)), running)
+
+
+async def wait_statuses(zk: ZkClient, plan: Plan, timeout_s: float,
+                        seen: Callable[[Mapping[tuple[str, int], ReassignmentStatus]], None] = lambda _: None,
+                        interval_s: float = 0.5) -> dict[tuple[str, int], ReassignmentStatus]:
+    """The statuses once no partition of the plan is in progress, or at the deadline (some still are); each
+    reading is shown to `seen` on the way."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        found = await read_statuses(zk, plan)
+        seen(found)
+        if ReassignmentStatus.IN_PROGRESS not in found.values() or time.monotonic() >= deadline:
+            return found
+        await asyncio.sleep(interval_s)  # the poll's cadence

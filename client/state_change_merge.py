@@ -42,18 +42,20 @@ def read_log(path: Path) -> tuple[list[Entry], int]:
         lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
     except OSError as e:
         raise MergeError(f"cannot read {path}: {e.strerror}") from None
-    entries, skipped = [], 0
-    for line in lines:
-        try:
-            fields = json.loads(line)
-        except ValueError:
-            skipped += 1
-            continue
-        if not isinstance(fields, dict) or not isinstance(fields.get("time_ms"), int):
-            skipped += 1
-            continue
-        entries.append(Entry(fields["time_ms"], str(path), fields))
-    return entries, skipped
+    parsed = [parse_entry(line, str(path)) for line in lines]
+    entries = [entry for entry in parsed if entry is not None]
+    return entries, len(parsed) - len(entries)
+
+
+def parse_entry(line: str, log: str) -> Entry | None:
+    """One line of the state-change log `log` as an entry; None if it is not a state change."""
+    try:
+        fields = json.loads(line)
+    except ValueError:
+        return None
+    if not isinstance(fields, dict) or not isinstance(fields.get("time_ms"), int):
+        return None
+    return Entry(fields["time_ms"], log, fields)
 
 
 def merge(logs: Iterable[tuple[str, list[Entry]]], *, topic: str | None = None,
@@ -74,15 +76,30 @@ def merge(logs: Iterable[tuple[str, list[Entry]]], *, topic: str | None = None,
         yield entry
 
 
-def format_entry(entry: Entry) -> str:
-    """One readable line: time (UTC), who, which partition, the state and why."""
+@dataclass(frozen=True, slots=True)
+class Described:
+    """An entry in words: who made the change, to which partition, the state, and why."""
+
+    who: str
+    where: str
+    what: str
+    why: str
+
+
+def describe_entry(entry: Entry) -> Described:
+    """The parts of an entry a reader wants, in words."""
     f = entry.fields
-    when = datetime.fromtimestamp(entry.time_ms / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
-    who = f"{f.get('source', '?')} {f.get('broker', '?')}"
-    where = f"{f.get('topic', '?')}-{f.get('partition', '?')}"
     if "replica_state" in f:
         what = f"replica {f.get('replica')} {f.get('replica_state')}"
     else:
         what = (f"leader {f.get('leader')} leader_epoch {f.get('leader_epoch')} isr {f.get('isr')} "
                 f"controller_epoch {f.get('controller_epoch')}")
-    return f"{when} {who:<14} {where}: {what}: {f.get('reason', '')}"
+    return Described(who=f"{f.get('source', '?')} {f.get('broker', '?')}",
+                     where=f"{f.get('topic', '?')}-{f.get('partition', '?')}", what=what, why=str(f.get("reason", "")))
+
+
+def format_entry(entry: Entry) -> str:
+    """One readable line: time (UTC), who, which partition, the state and why."""
+    when = datetime.fromtimestamp(entry.time_ms / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+    described = describe_entry(entry)
+    return f"{when} {described.who:<14} {described.where}: {described.what}: {described.why}"

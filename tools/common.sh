@@ -13,6 +13,7 @@ FRANZ_GO_SOURCE=tools/franz-go  # a Go module on franz-go, built by make setup (
 FRANZ_GO_BIN=build/franz-go/franz-go-client
 GO_DEFAULT=/usr/local/go/bin/go  # where Go's own installer puts the toolchain
 NFTABLES_PACKAGE=nftables  # nft, for network partitions between a cluster's members
+BROWSER_PACKAGE=chromium  # a real browser for the tests of the console's page and the chaos report
 CONTAINER_PACKAGES=(podman runc netavark aardvark-dns catatonit iptables mmdebstrap)  # netavark 1.4 drives iptables
 
 LOGS=build/setup

@@ -19,7 +19,7 @@ cd "$(dirname "$0")/.."
 CACHE=build/containers
 FRESH=build/fresh-machine
 BASE_IMAGE=docker.io/library/debian:bookworm-slim
-IMAGES=(localhost/minikafka:latest localhost/minikafka-verifier:latest)
+IMAGES=(localhost/minikafka:latest localhost/minikafka-verifier:latest localhost/minikafka-prometheus:latest)
 MIRROR=${MK_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 SECURITY_MIRROR=${MK_DEBIAN_SECURITY_MIRROR:-http://deb.debian.org/debian-security}
 export CONTAINERS_CONF=$PWD/$CACHE/containers.conf
@@ -75,19 +75,19 @@ prepare_images() {
   # Done when they build offline: then every dependency layer is cached and a test's build downloads nothing.
   # One build at a time: parallel builds would each make the shared base stage, and a later build's cache could
   # then pick the other one.
-  if env MK_IMAGE_TAG=latest tools/compose --parallel 1 --podman-build-args=--network=none --profile verify build \
+  if env MK_IMAGE_TAG=latest tools/compose --parallel 1 --podman-build-args=--network=none --profile verify --profile monitoring build \
       >"$LOGS/images-offline.log" 2>&1; then
     say "images: ok (${IMAGES[*]} build offline)"
     return
   fi
   say "images: building ${IMAGES[*]}"
-  logged images-build env MK_IMAGE_TAG=latest tools/compose --parallel 1 --profile verify build
+  logged images-build env MK_IMAGE_TAG=latest tools/compose --parallel 1 --profile verify --profile monitoring build
 }
 
 prepare_fresh() {
   local wanted have packages
   packages=("${PREREQUISITE_PACKAGES[@]}" "$JAVA_PACKAGE" "$ZOOKEEPER_PACKAGE" "${TEST_TOOL_PACKAGES[@]}"
-            "$NFTABLES_PACKAGE")
+            "$NFTABLES_PACKAGE" "$BROWSER_PACKAGE")
   wanted=$(echo "${packages[*]}" | digest - requirements/dev.lock "$KAFKA_POM")
   have=$(cat "$FRESH/digest" 2>/dev/null || true)
   if [ "$wanted" = "$have" ]; then say "fresh-machine cache: ok ($FRESH)"; return; fi

@@ -10,6 +10,7 @@
 #   test-tools  kcat (a stock Kafka client the tests drive) and Maven (to fetch Kafka's jars)
 #   kafka       Apache Kafka 3.9.1's jars from tools/kafka/pom.xml in build/kafka/libs, an oracle for the tests
 #   nftables    nft, for network partitions between a cluster's members (which need root too)
+#   browser     Debian's chromium, headless, for the tests of `minikafka console`'s page and the chaos report
 #   containers  podman, runc, netavark, aardvark-dns, catatonit, mmdebstrap; then tools/containers.sh prepares the
 #               base image, the images' dependency layers and the fresh-machine caches (as root on Debian/Ubuntu;
 #               elsewhere it says what is missing, and the container tests skip: with CI=true it fails instead)
@@ -160,6 +161,25 @@ step_nftables() {
   nftables_works || fail "nftables: $NFTABLES_PACKAGE is installed but '$NFT --version' does not run"
 }
 
+# The flags the tests start it with: as root it needs --no-sandbox, and the closed network refuses its own connections
+browser_works() {
+  local profile dom
+  profile=$(mktemp -d) || return 1
+  dom=$(timeout 60 chromium --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
+    --disable-background-networking --disable-component-update --disable-sync --user-data-dir="$profile" \
+    --dump-dom 'data:text/html,<p>ok</p>' 2>/dev/null) || true
+  rm -rf "$profile"
+  [[ $dom == *'<p>ok</p>'* ]]
+}
+
+step_browser() {
+  if has chromium && browser_works; then say "browser: ok ($(chromium --version 2>/dev/null))"; return; fi
+  can_apt || fail "browser: chromium is missing or does not run headless: install Debian's $BROWSER_PACKAGE"
+  say "browser: installing $BROWSER_PACKAGE"
+  apt_install "$BROWSER_PACKAGE"
+  browser_works || fail "browser: $BROWSER_PACKAGE is installed but 'chromium --headless --dump-dom' does not run"
+}
+
 # Without the container tools the container tests skip, except on CI, where they must run.
 containers_missing() {
   if [ "${CI:-}" = true ]; then fail "containers: $* (CI=true: the container tests must run)"; fi
@@ -213,12 +233,13 @@ step_franz_go() {
 }
 
 steps=("$@")
-[ ${#steps[@]} -gt 0 ] || steps=(python java spark-classes zookeeper test-tools kafka nftables containers franz-go)
+[ ${#steps[@]} -gt 0 ] ||
+  steps=(python java spark-classes zookeeper test-tools kafka nftables browser containers franz-go)
 for step in "${steps[@]}"; do
   case $step in
-    python | java | spark-classes | zookeeper | test-tools | kafka | nftables | containers | franz-go)
+    python | java | spark-classes | zookeeper | test-tools | kafka | nftables | browser | containers | franz-go)
       "step_${step//-/_}" ;;
-    *) fail "unknown step $step (python, java, spark-classes, zookeeper, test-tools, kafka, nftables, containers," \
-         "franz-go)" ;;
+    *) fail "unknown step $step (python, java, spark-classes, zookeeper, test-tools, kafka, nftables, browser," \
+            "containers, franz-go)" ;;
   esac
 done

@@ -20,6 +20,7 @@ from verifier.layout import LayoutError, read_layout
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
+    from verifier.job import Ticking
     from verifier.report import Report
 
 __all__ = ["HistoryError", "LayoutError", "verify"]
@@ -27,9 +28,11 @@ __all__ = ["HistoryError", "LayoutError", "verify"]
 
 def verify(log_dirs: Sequence[Path | str], history: Path | str | None = None, master: str | None = None, *,
            output: Path | str | None = None, spark: SparkSession | None = None,
-           progress: Callable[[str], None] | None = None, compacted_topics: Collection[str] = ()) -> Report:
+           progress: Callable[[str], None] | None = None, ticking: Ticking | None = None,
+           compacted_topics: Collection[str] = ()) -> Report:
     """Verify the log directories (and the history file, if given) on ``master`` (default local[*]; a running or
-    given session is used as it is). ``compacted_topics`` are checked as compacted even where no
+    given session is used as it is), telling ``progress`` each step and ``ticking`` (a status line's, see
+    verifier.job) how far the scan and the checks are. ``compacted_topics`` are checked as compacted even where no
     cleaner-offset-checkpoint names them (verifier.layout). Raises LayoutError or HistoryError for input that cannot
     be read, before any Spark work."""
     from verifier.job import run_job
@@ -42,4 +45,4 @@ def verify(log_dirs: Sequence[Path | str], history: Path | str | None = None, ma
         spark, started_s = get_session(master)
         if started_s:
             say(f"Spark session started in {started_s:.1f} s")
-    return run_job(spark, layout, outcomes, Path(output) if output is not None else None, say)
+    return run_job(spark, layout, outcomes, Path(output) if output is not None else None, say, ticking)

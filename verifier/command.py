@@ -8,9 +8,12 @@ import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
+
+if TYPE_CHECKING:
+    from verifier.job import Ticking
 
 #: Exit statuses: consistent, a violation found, no verdict (bad usage, unreadable input, or Spark failing).
 CONSISTENT, VIOLATION, BAD_INPUT = 0, 1, 2
@@ -45,9 +48,11 @@ def _progress(message: str) -> None:
 
 
 def run_verification(log_dirs: tuple[Path, ...], history_file: Path | None, compacted_topics: tuple[str, ...],
-                     as_json: bool, master: str | None, output: Path | None) -> NoReturn:
+                     as_json: bool, master: str | None, output: Path | None, *, say: Callable[[str], None] = _progress,
+                     ticking: Ticking | None = None) -> NoReturn:
     """Verify the log directories, print the report (a table, or with `as_json` one JSON object) and exit with
-    CONSISTENT or VIOLATION; BAD_INPUT with one line saying why for unreadable input or Spark failing."""
+    CONSISTENT or VIOLATION; BAD_INPUT with one line saying why for unreadable input or Spark failing. Progress
+    lines go to `say`, the status line (if any) to `ticking`."""
     from verifier import HistoryError, LayoutError, verify
     from verifier.session import under_spark_submit
     from verifier.spark_failure import SPARK_ERRORS, spark_failure
@@ -55,8 +60,8 @@ def run_verification(log_dirs: tuple[Path, ...], history_file: Path | None, comp
     try:
         # spark-submit merges the application's stderr into its stdout: there, --json prints the object alone.
         quiet = as_json and under_spark_submit()
-        report = verify(list(log_dirs), history_file, master, output=output, progress=None if quiet else _progress,
-                        compacted_topics=compacted_topics)
+        report = verify(list(log_dirs), history_file, master, output=output, progress=None if quiet else say,
+                        ticking=ticking, compacted_topics=compacted_topics)
     except (LayoutError, HistoryError) as e:
         fail(str(e))
     except SPARK_ERRORS as e:

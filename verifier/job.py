@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 
-from pyspark import inheritable_thread_target
+from pyspark import Accumulator, inheritable_thread_target
 from pyspark.sql import DataFrame, Row, SparkSession
 
 from protocol.history import History
@@ -20,6 +20,8 @@ from verifier.splits import Split, plan_splits
 from verifier.views import Views, local_table
 
 Progress = Callable[[str], None]
+#: Shows a status line while a block runs, from the seconds spent in it (client/progress.py's Progress.ticking).
+Ticking = Callable[[Callable[[float], str]], AbstractContextManager[None]]
 #: Segment bytes per task of the checks: their tables hold a row per batch, so a task's fixed cost outweighs its work
 #: until the data is large.
 CHECK_BYTES_PER_TASK = 1 << 30
@@ -29,15 +31,36 @@ def _quiet(_: str) -> None:
     """The default progress sink: nothing."""
 
 
+def _no_status(_describe: Callable[[float], str]) -> AbstractContextManager[None]:
+    """The default status line: none."""
+    return nullcontext()
+
+
+class ScanStatus:
+    """What the status line says of a verification: the segment bytes read so far (an accumulator the scan's tasks
+    add to) and what is being done (the checks under way)."""
+
+    def __init__(self, spark: SparkSession, total_bytes: int) -> None:
+        self.bytes_read = spark.sparkContext.accumulator(0)
+        self.total_bytes = total_bytes
+        self.doing = "checking batches, replicas and checkpoints"
+
+    def __call__(self, seconds: float) -> str:
+        return (f"verify {seconds:.0f} s: segments {self.bytes_read.value / 1e6:,.0f}/{self.total_bytes / 1e6:,.0f} "
+                f"MB read; {self.doing}")
+
+
 def run_job(spark: SparkSession, layout: Layout, history: History | None = None, output: Path | None = None,
-            progress: Progress = _quiet) -> Report:
+            progress: Progress = _quiet, ticking: Ticking | None = None) -> Report:
     splits = plan_splits(layout.replicas)
     progress(f"{len(layout.log_dirs)} log directories: {len(layout.partitions)} partitions, "
              f"{len(layout.replicas)} replicas, {sum(len(r.segments) for r in layout.replicas)} segment files "
              f"in {len(splits)} splits")
-    tasks = tasks_for_checks(sum(s.end - s.start for s in splits), spark.sparkContext.defaultParallelism)
-    with settings_for_checks(spark, tasks):
-        return _verify_splits(spark, layout, splits, tasks, history, output, progress)
+    total = sum(s.end - s.start for s in splits)
+    tasks = tasks_for_checks(total, spark.sparkContext.defaultParallelism)
+    status = ScanStatus(spark, total)
+    with settings_for_checks(spark, tasks), (ticking or _no_status)(status):
+        return _verify_splits(spark, layout, splits, tasks, history, output, progress, status)
 
 
 @contextmanager
@@ -67,9 +90,9 @@ def tasks_for_checks(segment_bytes: int, parallelism: int) -> int:
 
 
 def _verify_splits(spark: SparkSession, layout: Layout, splits: list[Split], tasks: int, history: History | None,
-                   output: Path | None, progress: Progress) -> Report:
+                   output: Path | None, progress: Progress, status: ScanStatus) -> Report:
     with Views(spark) as views:
-        batches = cache_batches(views, splits, tasks)
+        batches = cache_batches(views, splits, tasks, status.bytes_read)
         if layout.compacted:
             views.add("keyed", read_keyed_records(spark, [s for s in splits if (s.topic, s.partition) in
                                                            layout.compacted]), cached=True)
@@ -84,6 +107,7 @@ def _verify_splits(spark: SparkSession, layout: Layout, splits: list[Split], tas
         history_counts = None
         if history is not None:
             progress(f"checking {len(history.outcomes)} history records")
+            status.doing = f"checking the history ({len(history.outcomes):,} records)"
             topics = {o.topic for o in history.outcomes}
             records = read_records(spark, [s for s in splits if s.topic in topics])
             gone = compaction.superseded(views, history.outcomes, layout.compacted) if layout.compacted else None
@@ -100,6 +124,7 @@ def _verify_splits(spark: SparkSession, layout: Layout, splits: list[Split], tas
         report = Report([_replica_row(row, epochs[row["replica_id"]]) for row in summary_rows], violations, torn,
                         notes, history_counts)
         if output is not None:
+            status.doing = f"writing Parquet to {output}"
             _write_parquet(spark, output, batches, summary, report)
             progress(f"wrote batches.parquet, replicas.parquet and violations.parquet to {output}")
         return report
@@ -120,11 +145,13 @@ def _summary_and_violations(summary: DataFrame, views: Views, layout: Layout) ->
     return collecting_summary.result(), found
 
 
-def cache_batches(views: Views, splits: list[Split], tasks: int) -> DataFrame:
+def cache_batches(views: Views, splits: list[Split], tasks: int, bytes_read: Accumulator[int] | None = None
+                  ) -> DataFrame:
     """The view ``batches``: the splits' batches, cached in ``tasks`` partitions by replica, so that the checks by
     replica (the summary, each replica's batches in order, its epochs) need no shuffle of their own. The scan runs
-    in tasks of its own (verifier.source)."""
-    return views.add("batches", read_batches(views.spark, splits).repartition(tasks, "replica_id"), cached=True)
+    in tasks of its own (verifier.source), which add the bytes they read to `bytes_read`."""
+    return views.add("batches", read_batches(views.spark, splits, bytes_read).repartition(tasks, "replica_id"),
+                     cached=True)
 
 
 def _torn_tail(row: Row) -> TornTail:

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from itertools import chain
 
+from pyspark import Accumulator
 from pyspark.sql import DataFrame, SparkSession
 
 from verifier.record_digest import key_digest, record_digest
@@ -29,9 +30,10 @@ KEYED_RECORD_SCHEMA = f"{_WHERE}, offset bigint, key_digest binary, digest binar
 Rows = Iterator[tuple[object, ...]]
 
 
-def read_batches(spark: SparkSession, splits: list[Split]) -> DataFrame:
-    """One row per batch of the splits (BATCH_SCHEMA)."""
-    return _read(spark, splits, _batches_of, BATCH_SCHEMA)
+def read_batches(spark: SparkSession, splits: list[Split], bytes_read: Accumulator[int] | None = None) -> DataFrame:
+    """One row per batch of the splits (BATCH_SCHEMA); each task adds the bytes of its splits to `bytes_read`
+    (which the driver sees grow as the tasks finish)."""
+    return _read(spark, splits, _batches_of, BATCH_SCHEMA, bytes_read)
 
 
 def read_records(spark: SparkSession, splits: list[Split]) -> DataFrame:
@@ -46,12 +48,18 @@ def read_keyed_records(spark: SparkSession, splits: list[Split]) -> DataFrame:
     return _read(spark, splits, _keyed_records_of, KEYED_RECORD_SCHEMA)
 
 
-def _read(spark: SparkSession, splits: list[Split], rows_of: Callable[[Split], Rows], schema: str) -> DataFrame:
+def _read(spark: SparkSession, splits: list[Split], rows_of: Callable[[Split], Rows], schema: str,
+          bytes_read: Accumulator[int] | None = None) -> DataFrame:
     """The rows of the splits, in twice as many tasks as the cluster has cores (fewer for fewer splits)."""
     groups = group_splits(splits, 2 * spark.sparkContext.defaultParallelism)
     tasks = spark.sparkContext.parallelize(groups, max(1, len(groups)))
-    return spark.createDataFrame(tasks.flatMap(lambda group: chain.from_iterable(map(rows_of, group))), schema,
-                                 verifySchema=False)
+
+    def rows(group: list[Split]) -> Rows:
+        if bytes_read is not None:
+            bytes_read.add(sum(split.end - split.start for split in group))
+        return chain.from_iterable(map(rows_of, group))
+
+    return spark.createDataFrame(tasks.flatMap(rows), schema, verifySchema=False)
 
 
 def _batches_of(split: Split) -> Rows:

@@ -6,15 +6,25 @@ from collections.abc import Iterable
 from typing import Protocol
 
 from broker.apis.handler import Handled
+from broker.log.log import Log
 from broker.network import Request, Response
 from broker.replication.partition import Partition
-from protocol.apis.replicas import DescribedReplica, DescribeReplicasRequest, DescribeReplicasResponse, FollowerState
+from protocol.apis.replicas import (
+    DescribedReplica,
+    DescribeReplicasRequest,
+    DescribeReplicasResponse,
+    EpochStart,
+    FollowerState,
+)
 
 
 class ReplicaDescriber(Protocol):
-    """Where the hosted replicas are found."""
+    """Where the hosted replicas are found, and the newest controller epoch seen."""
 
-    def describe(self, topics: list[str] | None) -> Iterable[Partition]: ...
+    @property
+    def controller_epoch(self) -> int: ...
+
+    def describe(self, topics: list[str] | None) -> Iterable[Partition[Log]]: ...
 
 
 async def handle_describe_replicas(broker_id: int, replicas: ReplicaDescriber, body: DescribeReplicasRequest,
@@ -31,5 +41,8 @@ async def handle_describe_replicas(broker_id: int, replicas: ReplicaDescriber, b
                                      last_caught_up_time_ms=r.last_caught_up_time_ms,
                                      last_fetch_time_ms=r.last_fetch_time_ms)
                        for r in partition.remote_replicas.values()],
-            min_insync_replicas=partition.min_insync_replicas))
-    return Response(DescribeReplicasResponse(broker_id=broker_id, partitions=partitions))
+            min_insync_replicas=partition.min_insync_replicas,
+            leader_epochs=[EpochStart(epoch=e.epoch, start_offset=e.start_offset)
+                           for e in partition_log.epoch_cache.entries]))
+    return Response(DescribeReplicasResponse(broker_id=broker_id, partitions=partitions,
+                                             controller_epoch=replicas.controller_epoch))

@@ -22,6 +22,10 @@ class RequestChannel:
         """Queue a request, waiting while the channel is full."""
         await self._queue.put((request, slot))
 
+    def size(self) -> int:
+        """Requests waiting for a handler task (Kafka's RequestQueueSize)."""
+        return self._queue.qsize()
+
     async def receive_request(self) -> tuple[Request, ResponseSlot]:
         """The oldest queued request and its response slot, waiting for one if there is none."""
         return await self._queue.get()

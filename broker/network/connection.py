@@ -142,7 +142,7 @@ class Connection:
                 continue
             self._stats.requests_received += 1
             slot = self._add_slot(header, body)
-            request = Request(header, body, self.id, LENGTH_PREFIX_SIZE + length, self.listener_name)
+            request = Request(header, body, self.id, LENGTH_PREFIX_SIZE + length, self.listener_name, time.monotonic())
             await self._channel.send_request(request, slot)
 
     def _add_slot(self, header: RequestHeader, body: object) -> ResponseSlot:

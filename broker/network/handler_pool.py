@@ -3,10 +3,14 @@
 import asyncio
 import functools
 import logging
+import time
 
+from broker.metrics.counters import BrokerCounters
 from broker.network.channel import RequestChannel, ResponseSlot
 from broker.network.request import HandlerResult, NoResponse, Request, RequestHandler, Response, ResponseResult
 from broker.network.stats import NetworkStats
+from protocol.apis import APIS
+from protocol.apis.api import ApiKey
 from protocol.errors import ErrorCode
 
 logger = logging.getLogger(__name__)
@@ -15,12 +19,13 @@ logger = logging.getLogger(__name__)
 class RequestHandlerPool:
     """num.io.threads tasks, each taking requests from the channel, awaiting the handler on them and putting
     the result into the request's response slot. A delayed result (a future) fills the slot when it completes;
-    the task does not wait for it. A failing handler is answered with UNKNOWN_SERVER_ERROR."""
+    the task does not wait for it. A failing handler is answered with UNKNOWN_SERVER_ERROR. Each answered request
+    is counted in ``counters`` (Kafka's RequestMetrics: by request name, its request-level error, its time)."""
 
-    def __init__(
-        self, channel: RequestChannel, handler: RequestHandler, num_io_threads: int, stats: NetworkStats
-    ) -> None:
+    def __init__(self, channel: RequestChannel, handler: RequestHandler, num_io_threads: int, stats: NetworkStats,
+                 counters: BrokerCounters) -> None:
         self._channel = channel
+        self._counters = counters
         self._handler = handler
         self._num_io_threads = num_io_threads
         self._stats = stats
@@ -65,6 +70,11 @@ class RequestHandlerPool:
             result = self._failure(request, f"the handler returned a {type(result).__name__}, not a Response", None)
         if not slot.done():  # done (cancelled) if its connection has closed
             slot.set_result(result)
+        error = result.error_code if isinstance(result, Response) else 0
+        if not error and isinstance(result, Response):
+            error = getattr(result.body, "error_code", 0)
+        self._counters.request(request_name(request)).record(
+            (time.monotonic() - request.received_s) * 1000.0, error)
 
     def _failure(self, request: Request, message: str, error: BaseException | None) -> Response:
         self._stats.handler_errors += 1
@@ -77,3 +87,17 @@ class RequestHandlerPool:
             exc_info=error,
         )
         return Response(None, ErrorCode.UNKNOWN_SERVER_ERROR, message)
+
+
+_NAMES = {int(key): api.name for key, api in APIS.items()}
+_FETCH = int(ApiKey.FETCH)
+
+
+def request_name(request: Request) -> str:
+    """The request label of Kafka's RequestMetrics: the api's name, Fetch split into FetchConsumer and
+    FetchFollower."""
+    key = request.header.api_key
+    if key == _FETCH:
+        return "FetchFollower" if getattr(request.body, "replica_id", -1) >= 0 else "FetchConsumer"
+    name = _NAMES.get(key)
+    return name if name is not None else str(key)

@@ -19,6 +19,7 @@ class Request:
     connection_id: str  # "<peer host>:<peer port>-<N>", for logs
     size: int  # bytes of the frame, length prefix included
     listener_name: str = "PLAINTEXT"  # the listener the connection came in on
+    received_s: float = 0.0  # time.monotonic() when it was read
 
     @property
     def client_host(self) -> str:

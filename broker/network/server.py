@@ -5,6 +5,7 @@ import functools
 import itertools
 import logging
 
+from broker.metrics.counters import BrokerCounters
 from broker.network.channel import RequestChannel
 from broker.network.config import NetworkConfig
 from broker.network.handler_pool import RequestHandlerPool
@@ -20,18 +21,20 @@ class SocketServer:
     """Reactor-shaped, on one event loop: an acceptor per listener hands each connection
     round-robin to one of num_network_threads processors; connections read requests into a bounded
     request channel (queued_max_requests, back-pressure when full); num_io_threads handler tasks serve
-    them; each connection writes its responses in request order. Counters are in `stats`."""
+    them; each connection writes its responses in request order. Counters are in `stats`, and per request name
+    in `counters` (the broker's metrics)."""
 
-    def __init__(self, config: NetworkConfig, handler: RequestHandler) -> None:
+    def __init__(self, config: NetworkConfig, handler: RequestHandler, counters: BrokerCounters | None = None) -> None:
         self.config = config
         self.stats = NetworkStats()
-        channel = RequestChannel(config.queued_max_requests)
+        self.counters = counters if counters is not None else BrokerCounters()
+        self.channel = channel = RequestChannel(config.queued_max_requests)
         self._processors = [
             Processor(i, channel, config.connections_max_idle_ms, self.stats)
             for i in range(config.num_network_threads)
         ]
         self._next_processor = itertools.cycle(self._processors)
-        self._handler_pool = RequestHandlerPool(channel, handler, config.num_io_threads, self.stats)
+        self._handler_pool = RequestHandlerPool(channel, handler, config.num_io_threads, self.stats, self.counters)
         self._connection_ids = itertools.count()
         self._acceptors: list[asyncio.Server] = []
         self.bound: dict[str, tuple[str, int]] = {}  # listener name -> bound (host, port), once started

@@ -7,6 +7,7 @@ import logging
 
 from broker.config import BrokerConfig
 from broker.log.log import Clock
+from broker.metrics.counters import BrokerCounters
 from broker.replication.delayed import DelayedFetch
 from broker.replication.error_codes import error_code_of
 from broker.replication.fetch_session import FetchSessionCache, SessionPartition
@@ -29,8 +30,9 @@ class FetchPath:
     changed, and the response only partitions with news (fetch_session.py)."""
 
     def __init__(self, config: BrokerConfig, hosted: HostedPartitions, parked: ParkedRequests, isr: IsrManager,
-                 clock: Clock) -> None:
+                 clock: Clock, counters: BrokerCounters) -> None:
         self._hosted = hosted
+        self._counters = counters
         self._partitions = hosted.partitions
         self._fetches = parked.fetches
         self._wake_soon = parked.wake_soon
@@ -58,8 +60,14 @@ class FetchPath:
 
         def respond(results: list[tuple[TopicPartition, FetchPartitionResponse]]) -> FetchResponse:
             topics: dict[str, list[FetchPartitionResponse]] = {}
+            counters = self._counters
             for tp, result in context.reported(results):
                 topics.setdefault(tp.topic, []).append(result)
+                if result.records:
+                    if from_follower:
+                        counters.replication_bytes_out += len(result.records)
+                    else:
+                        counters.topic(tp.topic).bytes_out += len(result.records)
             return FetchResponse(error_code=ErrorCode.NONE, session_id=context.session_id,
                                  topics=[Topic(name=name, partitions=parts) for name, parts in topics.items()])
 

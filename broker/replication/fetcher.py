@@ -50,6 +50,8 @@ class FetchState:
     leader_epoch: int
     truncating: bool = True
     delayed_until: float = 0.0
+    #: The leader's HW minus this replica's LEO at the last fetch (Kafka's fetcher lag).
+    lag: int = 0
 
 
 class ReplicaFetcher:
@@ -265,6 +267,8 @@ class ReplicaFetcher:
                 return
             if info is not None:
                 self._replica_manager.on_follower_append(partition, info.flush_needed)
+            self._replica_manager.counters.replication_bytes_in += len(data.records or b"")
+            state.lag = max(0, data.high_watermark - partition.log.log_end_offset)
         elif code is ErrorCode.OFFSET_OUT_OF_RANGE:
             await self._handle_out_of_range(tp, state, connection)
         else:
@@ -339,6 +343,10 @@ class ReplicaFetcherManager:
         for tp in tps:
             for fetcher in self._fetchers.values():
                 fetcher.remove(tp)
+
+    def max_lag(self) -> int:
+        """The largest lag of a followed partition behind its leader's HW (Kafka's MaxLag), 0 if none."""
+        return max((s.lag for f in self._fetchers.values() for s in f.partitions.values()), default=0)
 
     def fetching(self) -> dict[TopicPartition, int]:
         """Followed partitions and the leader each is fetched from (for tests and description)."""

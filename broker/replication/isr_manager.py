@@ -7,6 +7,7 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping
 
 from broker.log.log import Log
+from broker.metrics.counters import BrokerCounters
 from broker.replication.partition import Partition
 from broker.replication.state_records import record_partition_state
 from protocol.topic_partition import TopicPartition
@@ -27,12 +28,13 @@ class IsrManager:
 
     def __init__(self, broker_id: int, replica_lag_time_max_ms: int,
                  partitions: Mapping[TopicPartition, Partition[Log]], writer: IsrWriter,
-                 wake: Callable[[TopicPartition], None]) -> None:
+                 wake: Callable[[TopicPartition], None], counters: BrokerCounters) -> None:
         self._broker_id = broker_id
         self._replica_lag_time_max_ms = replica_lag_time_max_ms
         self._partitions = partitions
         self._writer = writer
         self._wake = wake
+        self._counters = counters
         self._updates: dict[TopicPartition, asyncio.Task] = {}
 
     def maybe_shrink(self) -> None:
@@ -75,6 +77,10 @@ class IsrManager:
                 record_partition_state(self._broker_id, tp, state,
                                        f"{reason}: not applied, the state znode changed under this leader")
                 return
+            if len(isr) < len(partition.isr):
+                self._counters.isr_shrinks += 1
+            elif len(isr) > len(partition.isr):
+                self._counters.isr_expands += 1
             partition.update_isr(isr, version)
             record_partition_state(self._broker_id, tp, state, reason)
             self._wake(tp)

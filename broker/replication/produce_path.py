@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from broker.log.log import Log
+from broker.metrics.counters import BrokerCounters
 from broker.replication.delayed import DelayedProduce, PendingProduce, build_produce_response
 from broker.replication.error_codes import error_code_of
 from broker.replication.hosted import HostedPartitions
@@ -41,8 +42,10 @@ class ProducePath:
     broker's own coordinator appends to the internal topic (__consumer_offsets): clients are refused
     INVALID_TOPIC_EXCEPTION, as Kafka does."""
 
-    def __init__(self, hosted: HostedPartitions, parked: ParkedRequests, flush: Callable[[Log], None]) -> None:
+    def __init__(self, hosted: HostedPartitions, parked: ParkedRequests, flush: Callable[[Log], None],
+                 counters: BrokerCounters) -> None:
         self._hosted = hosted
+        self._counters = counters
         self._produces = parked.produces
         self._fetches = parked.fetches
         self._flush = flush
@@ -105,6 +108,9 @@ class ProducePath:
                         log.exception("append to %s failed", tp)
                     continue
                 response.base_offset = info.first_offset
+                topic_counters = self._counters.topic(tp.topic)
+                topic_counters.bytes_in += info.size_in_bytes
+                topic_counters.messages_in += info.last_offset - info.first_offset + 1
                 response.log_start_offset = partition.log.log_start_offset
                 if info.flush_needed:
                     self._flush(partition.log)

@@ -8,6 +8,7 @@ import asyncio
 from broker.config import BrokerConfig
 from broker.log.log import Clock, Log
 from broker.log.manager import LogManager
+from broker.metrics.counters import BrokerCounters
 from broker.replication import offsets
 from broker.replication.background import BackgroundTasks
 from broker.replication.fetch_path import FetchPath
@@ -47,14 +48,16 @@ class ReplicaManager:
     def __init__(self, config: BrokerConfig, log_manager: LogManager, topic_config: TopicConfigSource,
                  isr_writer: IsrWriter, clock: Clock) -> None:
         self.config = config
+        #: What the request paths count for the broker's metrics.
+        self.counters = counters = BrokerCounters()
         self._hosted = hosted = HostedPartitions(config.broker_id)
         self.partitions = hosted.partitions
         self._parked = parked = ParkedRequests()
         self._isr = IsrManager(config.broker_id, config.replica_lag_time_max_ms, hosted.partitions, isr_writer,
-                               parked.wake_soon)
+                               parked.wake_soon, counters)
         self._background = BackgroundTasks(config, log_manager, clock, self._isr.maybe_shrink)
-        self._produce = ProducePath(hosted, parked, self._background.schedule_flush)
-        self._fetch = FetchPath(config, hosted, parked, self._isr, clock)
+        self._produce = ProducePath(hosted, parked, self._background.schedule_flush, counters)
+        self._fetch = FetchPath(config, hosted, parked, self._isr, clock, counters)
         self._transitions = ReplicaTransitions(config, log_manager, topic_config, clock, hosted, self._produce,
                                                parked.wake_all, self._background.run_in_thread)
 

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from client import netsplit
 from client.chaos import schedule as kinds
+from client.chaos.record import InjectedFault
 from client.chaos.schedule import FaultPlan
 from client.cluster import (
     ClusterError,
@@ -62,8 +63,9 @@ class Timeouts:
 
 
 class Nemesis:
-    """Injects faults into the cluster described in `directory`; counts them per kind. `group` is the consumer
-    group whose coordinator kill-coordinator kills."""
+    """Injects faults into the cluster described in `directory`; counts them per kind, and keeps each as injected
+    (`injected`: when, what, when healed and recovered). `group` is the consumer group whose coordinator
+    kill-coordinator kills."""
 
     def __init__(self, directory: Path, topic: str, partitions: int, zk: ZkClient, timeouts: Timeouts,
                  progress: Callable[[str], None], *, group: str | None = None) -> None:
@@ -75,6 +77,7 @@ class Nemesis:
         self.timeouts = timeouts
         self.progress = progress
         self.faults: Counter[str] = Counter()
+        self.injected: list[InjectedFault] = []
 
     # -- the faults -----------------------------------------------------------------------------
 
@@ -91,11 +94,15 @@ class Nemesis:
             kinds.KILL_COORDINATOR: self._kill_coordinator,
         }
         self.faults[plan.kind] += 1
+        fault = InjectedFault(plan.number, plan.kind, started=time.monotonic())
+        self.injected.append(fault)
         try:
             await inject[plan.kind](plan)
         finally:
             await self.heal_everything()
+            fault.healed = time.monotonic()
         await self.wait_recovered()
+        fault.recovered = time.monotonic()
         await asyncio.sleep(self.timeouts.gap_s(plan.gap))  # the schedule's quiet time
 
     async def _kill(self, plan: FaultPlan) -> None:
@@ -137,7 +144,7 @@ class Nemesis:
 
     async def _isolate_leader(self, plan: FaultPlan) -> None:
         partition = plan.target % self.partitions
-        state = await self._partition_state(partition)
+        state = await self.partition_state(partition)
         leader = state.leader if state.leader >= 0 else self._broker(plan.target)
         others = [str(b) for b in self._broker_ids() if b != leader]
         what = f"broker {leader} (leader of {self.topic}-{partition})"
@@ -157,7 +164,7 @@ class Nemesis:
 
     async def _isolate_follower(self, plan: FaultPlan) -> None:
         partition = plan.target % self.partitions
-        state = await self._partition_state(partition)
+        state = await self.partition_state(partition)
         replicas = await self._replicas(partition)
         followers = [b for b in replicas if b != state.leader] or replicas
         follower = followers[(plan.target // self.partitions) % len(followers)]
@@ -211,7 +218,7 @@ class Nemesis:
         """Wait until every partition has a leader and all its replicas in the ISR; False at the deadline."""
         deadline = time.monotonic() + timeout_s
         while True:
-            states = [await self._partition_state(p) for p in range(self.partitions)]
+            states = [await self.partition_state(p) for p in range(self.partitions)]
             replicas = [await self._replicas(p) for p in range(self.partitions)]
             if all(s.leader >= 0 and set(s.isr) == set(r) for s, r in zip(states, replicas, strict=True)):
                 return True
@@ -238,7 +245,8 @@ class Nemesis:
         addresses = self._state().addresses
         netsplit.apply_cut(addresses, netsplit.make_cut(side_a, side_b, addresses))
 
-    async def _partition_state(self, partition: int) -> LeaderIsrAndControllerEpoch:
+    async def partition_state(self, partition: int) -> LeaderIsrAndControllerEpoch:
+        """The partition's state znode (leader, leader epoch, ISR)."""
         data, stat = await self.zk.get(znodes.partition_state_path(self.topic, partition))
         return znodes.decode_partition_state(data, stat.version)
 
@@ -262,6 +270,7 @@ class Nemesis:
         return znodes.decode_controller(found[0]) if found is not None else None
 
     def _say(self, plan: FaultPlan, what: str) -> None:
+        self.injected[-1].said.append(what)
         self.progress(f"fault {plan.number} {plan.kind}: {what}")
 
 

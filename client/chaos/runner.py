@@ -14,7 +14,9 @@ The summary counts records attempted, acknowledged, failed and unknown; acknowle
 final read (lost); what the consumer saw change or go backwards (divergences); faults per kind; each partition's
 longest time without an acknowledgement; acknowledged records the group never delivered (group_missed) and
 committed offsets that went backwards (commit_regressions); and the verifier's JSON. A run passes only when
-nothing was lost, divergent, missed by the group or committed backwards, and the verifier found nothing.
+nothing was lost, divergent, missed by the group or committed backwards, and the verifier found nothing. Beside it,
+DIR/report.html draws the run (client/chaos/report.py): the faults, each partition's leader and ISR as ZooKeeper held
+them, writes per second, the verdict.
 """
 
 from __future__ import annotations
@@ -24,7 +26,6 @@ import contextlib
 import json
 import shlex
 import shutil
-import sys
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -35,6 +36,8 @@ from client import netsplit
 from client.admin import Admin, NewTopic
 from client.chaos.group_workload import GROUP, GroupConsumers
 from client.chaos.nemesis import Nemesis, Timeouts
+from client.chaos.observer import LeadershipObserver
+from client.chaos.report import REPORT_FILE, SoakRecord, render_report, report_data
 from client.chaos.schedule import FAULT_KINDS, schedule
 from client.chaos.workload import CheckingConsumer, HistoryProducers, ReadRecord
 from client.cluster import (
@@ -47,6 +50,7 @@ from client.cluster import (
     load_cluster,
 )
 from client.consumer import Consumer
+from client.progress import Progress
 from protocol.history import HistoryWriter
 from zk.client import ZkClient
 
@@ -111,17 +115,20 @@ class ChaosOptions:
 
 
 class _Progress:
-    """One line per event on stderr, stamped with the seconds since the soak started."""
+    """One line per event on stderr, stamped with the seconds since the soak started, said through the command's
+    status line (`terminal`), which shows how far the faults and the verification are while they run."""
 
-    def __init__(self) -> None:
+    def __init__(self, terminal: Progress) -> None:
+        self.terminal = terminal
         self.start = time.monotonic()
 
     def __call__(self, message: str) -> None:
-        print(f"[{time.monotonic() - self.start:7.1f}s] {message}", file=sys.stderr, flush=True)
+        self.terminal.say(f"[{time.monotonic() - self.start:7.1f}s] {message}")
 
 
-async def run_chaos(options: ChaosOptions, verify: Verifier) -> dict[str, Any]:
-    """Run the soak; returns the summary (its "passed" says whether nothing was lost or found divergent)."""
+async def run_chaos(options: ChaosOptions, verify: Verifier, terminal: Progress | None = None) -> dict[str, Any]:
+    """Run the soak; returns the summary (its "passed" says whether nothing was lost or found divergent). Event
+    lines go to stderr, and to `terminal`'s status line how far it is (none if not given)."""
     if options.brokers < REPLICATION_FACTOR:
         raise ChaosError(f"the soak's topic has replication factor {REPLICATION_FACTOR}: it needs at least "
                          f"{REPLICATION_FACTOR} brokers, not {options.brokers}")
@@ -129,7 +136,7 @@ async def run_chaos(options: ChaosOptions, verify: Verifier) -> dict[str, Any]:
         raise ChaosError("the soak cuts the network with nftables rules, which needs root and nft (Debian's "
                          "nftables); nothing was started")
     directory = _prepare_directory(options.directory)
-    progress = _Progress()
+    progress = _Progress(terminal or Progress(enabled=False))
     progress(f"seed {options.seed}: faults {', '.join(options.faults)} for {options.duration_s:g} s on "
              f"{options.brokers} brokers in {directory}")
     try:
@@ -137,7 +144,7 @@ async def run_chaos(options: ChaosOptions, verify: Verifier) -> dict[str, Any]:
     except Exception as e:
         raise ChaosError(f"the cluster did not start: {e}") from None
     try:
-        summary = await _soak(options, state, progress)
+        summary, record = await _soak(options, state, progress)
     finally:
         with contextlib.suppress(Exception):
             await asyncio.to_thread(netsplit.heal, load_cluster(directory).addresses)
@@ -145,19 +152,23 @@ async def run_chaos(options: ChaosOptions, verify: Verifier) -> dict[str, Any]:
         progress("cluster stopped")
     log_dirs = [Path(b.log_dir) for b in state.brokers]
     progress(f"verifying {len(log_dirs)} log directories with the history")
-    report = dict(await asyncio.to_thread(verify, log_dirs, directory / HISTORY_FILE,
-                                          lambda message: progress(f"verifier: {message}")))
+    with progress.terminal.ticking(lambda seconds: f"chaos: verifying the replicas ({seconds:.0f} s)"):
+        report = dict(await asyncio.to_thread(verify, log_dirs, directory / HISTORY_FILE,
+                                              lambda message: progress(f"verifier: {message}")))
     summary["verify"] = report
     summary["passed"] = (summary["lost"] == 0 and summary["divergences"] == 0 and summary["group_missed"] == 0
                          and summary["commit_regressions"] == 0 and bool(report.get("consistent")))
     summary["replay"] = options.replay_command()
+    summary["report"] = str(directory / REPORT_FILE)
     progress(f"verifier: {'consistent' if report.get('consistent') else 'VIOLATIONS'}; soak "
              f"{'passed' if summary['passed'] else 'FAILED'}")
     (directory / SUMMARY_FILE).write_text(json.dumps(summary, indent=2) + "\n")
+    (directory / REPORT_FILE).write_text(render_report(report_data(summary, record)), encoding="utf-8")
+    progress(f"report: {directory / REPORT_FILE}")
     return summary
 
 
-async def _soak(options: ChaosOptions, state: ClusterState, progress: _Progress) -> dict[str, Any]:
+async def _soak(options: ChaosOptions, state: ClusterState, progress: _Progress) -> tuple[dict[str, Any], SoakRecord]:
     directory = state.directory
     partitions = options.brokers
     async with Admin(state.bootstrap_servers, request_timeout_ms=10_000) as admin:
@@ -173,15 +184,24 @@ async def _soak(options: ChaosOptions, state: ClusterState, progress: _Progress)
                                      count=options.producers, rate=options.rate)
         consumer = CheckingConsumer(state.bootstrap_servers, TOPIC, partitions)
         group = GroupConsumers(state.bootstrap_servers, TOPIC, partitions)
+        observer = LeadershipObserver(nemesis.partition_state, partitions)
+        observing = asyncio.create_task(observer.run())
         workload = [asyncio.create_task(producers.run()), asyncio.create_task(consumer.run()),
                     asyncio.create_task(group.run())]
         started = time.monotonic()
+
+        def status(seconds: float) -> str:
+            stats = producers.stats
+            return (f"chaos: {seconds:.0f} of {options.duration_s:g} s, {sum(nemesis.faults.values())} faults, "
+                    f"{len(stats.acked)} acked, {stats.failed} failed, {stats.unknown} unknown")
+
         try:
-            await _unleash(nemesis, options, started)
-            progress("healing everything; waiting for every partition's full ISR")
-            await nemesis.heal_everything()
-            await nemesis.wait_recovered()
-            full_isr = await nemesis.wait_full_isr()
+            with progress.terminal.ticking(status):
+                await _unleash(nemesis, options, started)
+                progress("healing everything; waiting for every partition's full ISR")
+                await nemesis.heal_everything()
+                await nemesis.wait_recovered()
+                full_isr = await nemesis.wait_full_isr()
         finally:
             producers.stop()
             stopped = time.monotonic()
@@ -191,6 +211,8 @@ async def _soak(options: ChaosOptions, state: ClusterState, progress: _Progress)
             group_caught_up = await group.caught_up(producers.stats.acked, _READ_TIMEOUT_S)
             group.stop()
             await asyncio.gather(*workload[1:], return_exceptions=True)
+            observing.cancel()
+            await asyncio.gather(observing, return_exceptions=True)
         for task in workload:
             if task.exception() is not None:
                 raise ChaosError(f"the workload failed: {task.exception()!r}")
@@ -206,6 +228,8 @@ async def _soak(options: ChaosOptions, state: ClusterState, progress: _Progress)
                for p, seen in consumer.seen.items() for o, r in seen.items() if final[p].get(o) != r]
     violations = consumer.violations + changed
     unavailable = stats.unavailable_ms(range(partitions), started, stopped)
+    record = SoakRecord(TOPIC, partitions, REPLICATION_FACTOR, int(options.config["min.insync.replicas"]), started,
+                        stopped, nemesis.injected, observer.changes, stats.times)
     return {
         "seed": options.seed,
         "duration_s": options.duration_s,
@@ -223,7 +247,7 @@ async def _soak(options: ChaosOptions, state: ClusterState, progress: _Progress)
         "consumer": {"read": consumer.read, "violations": violations[:20]},
         "lost_examples": [f"{TOPIC}-{a.partition} offset {a.offset}: {a.value!r}" for a in lost[:20]],
         **group.verdict(stats.acked, group_caught_up),
-    }
+    }, record
 
 
 async def _unleash(nemesis: Nemesis, options: ChaosOptions, started: float) -> None:

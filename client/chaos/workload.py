@@ -7,11 +7,11 @@ import asyncio
 import contextlib
 import itertools
 import time
-from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from client.accumulator import FutureRecordMetadata
+from client.chaos.record import WriteTimes, gaps
 from client.consumer import Consumer, ConsumerError, OffsetOutOfRangeError
 from client.outcomes import outcome_of
 from client.producer import Producer, ProducerError
@@ -32,22 +32,19 @@ class Acked:
 
 @dataclass
 class ProducerStats:
-    """Outcomes of every record the producers attempted, and when acknowledgements arrived."""
+    """Outcomes of every record the producers attempted, and when each came."""
 
     attempted: int = 0
     acked: list[Acked] = field(default_factory=list)
     failed: int = 0
     unknown: int = 0
-    ack_times: dict[int, list[float]] = field(default_factory=lambda: defaultdict(list))
+    times: WriteTimes = field(default_factory=WriteTimes)
 
     def unavailable_ms(self, partitions: Sequence[int], start: float, end: float) -> dict[int, int]:
         """Per partition, the longest time within [start, end] without an acknowledgement: how long it could
         not take an acks=all write (the producers write to every partition all the time)."""
-        longest = {}
-        for partition in partitions:
-            times = [start, *sorted(t for t in self.ack_times[partition] if start < t < end), end]
-            longest[partition] = round(1000 * max(b - a for a, b in itertools.pairwise(times)))
-        return longest
+        return {partition: round(1000 * max(b - a for a, b in gaps(self.times.acked.get(partition, ()), start, end)))
+                for partition in partitions}
 
 
 class Workers:
@@ -116,6 +113,7 @@ class HistoryProducers(Workers):
                     future = await producer.send(self.topic, value.encode(), key=key.encode(), partition=partition)
                 except ProducerError as e:  # never sent: the record is not in any log
                     self.stats.failed += 1
+                    self.stats.times.failed.append(time.monotonic())
                     self.history.write(Outcome(self.topic, partition, None, key.encode(), value.encode(), FAILED,
                                                str(e)))
                     continue
@@ -137,14 +135,17 @@ class HistoryProducers(Workers):
         settled.set()
         outcome = outcome_of(self.topic, key.encode(), value.encode(), future)
         self.history.write(outcome)
+        now = time.monotonic()
         if outcome.status == OK:
             assert outcome.offset is not None
             self.stats.acked.append(Acked(partition, outcome.offset, key, value))
-            self.stats.ack_times[partition].append(time.monotonic())
+            self.stats.times.acked.setdefault(partition, []).append(now)
         elif outcome.status == UNKNOWN:
             self.stats.unknown += 1
+            self.stats.times.unknown.append(now)
         else:
             self.stats.failed += 1
+            self.stats.times.failed.append(now)
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,6 +7,7 @@ import click
 from client.cli.broker import broker_command
 from client.cli.chaos import chaos_group
 from client.cli.cluster import cluster_group
+from client.cli.console import console_command
 from client.cli.consume import consume_command, record_json
 from client.cli.consumer_groups import consumer_groups_command
 from client.cli.dump_log import dump_log
@@ -28,5 +29,5 @@ def main() -> None:
 
 for command in (broker_command, cluster_group, topic_group, produce_command, consume_command, consumer_groups_command,
                 dump_log, leader_election_command, reassign_partitions_command, replica_verification_command,
-                state_change_log_group, verify_command, chaos_group):
+                state_change_log_group, verify_command, chaos_group, console_command):
     main.add_command(command)

@@ -15,6 +15,7 @@ from client.chaos.runner import ChaosError, ChaosOptions, run_chaos
 from client.chaos.schedule import FAULT_KINDS, parse_kinds
 from client.chaos.verdict import verify_log_dirs
 from client.cli.common import key_values, run
+from client.progress import Progress
 
 
 @click.group("chaos")
@@ -54,7 +55,7 @@ def chaos_run_command(directory: Path, duration: float, seed: int | None, faults
                            seed=random.SystemRandom().randrange(1 << 31) if seed is None else seed,
                            faults=faults, brokers=brokers, overrides=overrides)
     try:
-        summary = run(run_chaos(options, verify_log_dirs))
+        summary = run(run_chaos(options, verify_log_dirs, Progress(enabled=not as_json)))
     except ChaosError as e:
         click.echo(f"Error: {e}", err=True)
         sys.exit(2)
@@ -89,6 +90,7 @@ def describe_summary(summary: dict[str, Any]) -> str:
         *[f"  group missed {example}" for example in summary["group"]["missed_examples"]],
         *[f"  commit regression: {regression}" for regression in summary["group"]["regressions"]],
         *[f"  verifier: {v}" for v in verify.get("violations", [])[:20]],
+        f"report: {summary['report']}",
         "PASSED" if summary["passed"] else "FAILED",
     ]
     return "\n".join(lines)

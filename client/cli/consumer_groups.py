@@ -17,7 +17,6 @@ from client.cli.group_output import (
     list_lines,
     members_json,
     members_lines,
-    offset_rows,
     offsets_json,
     offsets_lines,
     reset_json,
@@ -27,6 +26,7 @@ from client.cli.group_output import (
     state_notice,
 )
 from client.group.descriptions import GroupDescription
+from client.group.lag import offset_rows
 from client.group.offset_reset import ResetTo, parse_datetime, parse_topic_partitions, plan_reset
 from protocol.apis.offsets import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
 from protocol.consumer_protocol import CONSUMER_PROTOCOL_TYPE

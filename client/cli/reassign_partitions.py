@@ -4,7 +4,8 @@ Kafka's kafka-reassign-partitions (ZooKeeper mode): --generate, --execute, --ver
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable
+from collections import Counter
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import TypeVar
 
@@ -12,6 +13,7 @@ import click
 
 from client import reassignment
 from client.cli.common import dir_option, run, zookeeper_of, zookeeper_option
+from client.progress import Progress
 from client.reassignment import ReassignmentError, ReassignmentStatus
 from zk.client import ZkClient
 
@@ -47,16 +49,21 @@ def _broker_list(text: str) -> list[int]:
               help='With --execute and --verify: {"version": 1, "partitions": [{"topic": "foo", "partition": 0, '
                    '"replicas": [1, 2]}]}.')
 @click.option("--json", "as_json", is_flag=True, help="With --verify: a JSON object, partition -> status.")
+@click.option("--wait", is_flag=True, help="With --verify: report once no partition is in progress any more (at most "
+              "--timeout seconds; exit status 1 if one still is).")
+@click.option("--timeout", type=click.FloatRange(min=0), default=300, show_default=True,
+              help="With --verify --wait: seconds to wait.")
 @zookeeper_option
 @dir_option
 def reassign_partitions_command(mode: str | None, topics_to_move_json_file: Path | None, broker_list: str | None,
-                                reassignment_json_file: Path | None, as_json: bool, zookeeper: str | None,
-                                directory: Path) -> None:
+                                reassignment_json_file: Path | None, as_json: bool, wait: bool, timeout: float,
+                                zookeeper: str | None, directory: Path) -> None:
     """Reassign partitions: --generate prints the current assignment and a proposal (seed 001's rule over
     --broker-list); --execute writes /admin/reassign_partitions, and the controller starts the new replicas,
     waits until they join the ISR, moves leaders into the target set and deletes the removed replicas;
-    --verify reports each partition (exit status 1 if one failed). A target broker that is down holds its
-    partitions' reassignments until it is back; the replication factor may go up or down."""
+    --verify reports each partition (exit status 1 if one failed), with --wait once none is in progress (on a
+    terminal, a status line counts them meanwhile). A target broker that is down holds its partitions'
+    reassignments until it is back; the replication factor may go up or down."""
     if mode is None:
         raise click.UsageError("give one of --generate, --execute, --verify")
     if mode == "generate" and (topics_to_move_json_file is None or broker_list is None):
@@ -94,13 +101,33 @@ def reassign_partitions_command(mode: str | None, topics_to_move_json_file: Path
                    "Save this to use as the --reassignment-json-file option during rollback")
         click.echo("Successfully started reassignment of partitions.")
         return
-    result = with_zk(lambda zk: reassignment.read_statuses(zk, plan))
+    progress = Progress(enabled=not as_json)
+    result = with_zk(lambda zk: _wait(zk, plan, timeout, progress) if wait else reassignment.read_statuses(zk, plan))
     if as_json:
         click.echo(json.dumps({f"{t}-{p}": status.name.lower() for (t, p), status in sorted(result.items())}))
     else:
         click.echo("\n".join(reassignment.status_lines(result)))
-    if ReassignmentStatus.FAILED in result.values():
+    still_moving = wait and ReassignmentStatus.IN_PROGRESS in result.values()
+    if ReassignmentStatus.FAILED in result.values() or still_moving:
         raise SystemExit(1)
+
+
+async def _wait(zk: ZkClient, plan: reassignment.Plan, timeout: float,
+                progress: Progress) -> dict[tuple[str, int], ReassignmentStatus]:
+    """--verify --wait: the statuses once none is in progress, counted on the status line meanwhile."""
+    latest: Counter[ReassignmentStatus] = Counter()
+
+    def seen(found: Mapping[tuple[str, int], ReassignmentStatus]) -> None:
+        latest.clear()
+        latest.update(found.values())
+
+    def status(seconds: float) -> str:
+        return (f"reassignment: {latest[ReassignmentStatus.COMPLETE]} of {len(plan)} partitions complete, "
+                f"{latest[ReassignmentStatus.IN_PROGRESS]} in progress, {latest[ReassignmentStatus.FAILED]} failed "
+                f"({seconds:.0f} s)")
+
+    with progress.ticking(status):
+        return await reassignment.wait_statuses(zk, plan, timeout, seen)
 
 
 def _generate(with_zk: Callable[[Callable[[ZkClient], Awaitable[T]]], T], topics_text: str,

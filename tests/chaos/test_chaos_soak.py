@@ -1,7 +1,8 @@
 """`minikafka chaos run` as a user runs it: a real cluster under acks=all load, every kind of fault on a seeded
 schedule (the consumer group's coordinator among the brokers killed), and the replica verifier's verdict over the
 brokers' directories and the producers' history, with the group's: every acknowledged record delivered to the
-group, no committed offset going backwards.
+group, no committed offset going backwards; the run's report opens in headless Chromium without a word on its
+console and shows every fault (its screenshot is kept in the test's tmp directory, screenshots/report.png).
 
 A safe configuration (RF 3, min.insync.replicas 2, unclean election off) loses nothing; an unsafe one
 (min.insync.replicas 1 and unclean election, with the leader cut from its followers and then from ZooKeeper,
@@ -10,13 +11,18 @@ as Jepsen did) must make the same checker fail.
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import json
 import subprocess
+from collections import Counter
 from pathlib import Path
+from typing import Any
 
+from client.chaos.report import REPORT_FILE
 from client.chaos.runner import HISTORY_FILE
 from client.chaos.schedule import FAULT_KINDS, ISOLATE_LEADER, schedule
+from tests.devtools import Browser
 from tests.integration.clusterutil import cli
 
 SOAK_S = 60
@@ -48,6 +54,26 @@ def test_a_soak_with_every_kind_of_fault_loses_no_acknowledged_record(tmp_path: 
     for kind in FAULT_KINDS:  # a line of progress per fault
         assert f" {kind}: " in result.stderr, result.stderr
     assert "(coordinator of group chaos-group)" in result.stderr, result.stderr  # found, not picked at random
+    assert summary["report"] == str(tmp_path / "soak" / REPORT_FILE)
+    asyncio.run(report_shows_the_soak(Path(summary["report"]), summary, tmp_path))
+
+
+async def report_shows_the_soak(report: Path, summary: dict[str, Any], tmp_path: Path) -> None:
+    """The report, opened from its file, says nothing on its console, holds every fault of the verdict, draws
+    every partition's leader and ISR, and gives the verdict."""
+    async with Browser(tmp_path / "chromium") as browser:
+        await browser.open(report.as_uri())
+        kinds = await browser.evaluate("[...document.querySelectorAll('#faults tbody tr')].map(r => r.dataset.kind)")
+        assert Counter(kinds) == Counter(summary["faults"]), kinds
+        drawn = await browser.evaluate("document.querySelectorAll('#chart g.fault').length")
+        assert drawn == sum(summary["faults"].values())
+        lanes = await browser.evaluate("[...document.querySelectorAll('#chart text.lane')].map(t => t.textContent)")
+        for partition in summary["unavailable_ms"]:
+            assert {f"{partition} leader", f"{partition} ISR", f"{partition} no acks"} <= set(lanes), lanes
+        assert await browser.evaluate("document.querySelector('#verdict').dataset.passed") == "true"
+        assert await browser.evaluate("document.querySelectorAll('#chart rect.writes-acked').length") > 0
+        await browser.screenshot(tmp_path / "screenshots" / "report.png")
+    assert browser.problems == []
 
 
 def test_the_checker_fails_a_soak_with_unclean_election_and_min_insync_replicas_1(tmp_path: Path):

@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[2]
 COMPOSE = ROOT / "tools" / "compose"
 CONTAINERS_CONF = ROOT / "build" / "containers" / "containers.conf"
 BASE_IMAGE = "docker.io/library/debian:bookworm-slim"
-IMAGES = ("localhost/minikafka", "localhost/minikafka-verifier")
+IMAGES = ("localhost/minikafka", "localhost/minikafka-verifier", "localhost/minikafka-prometheus")
 
 
 def podman_env(**extra: str) -> dict[str, str]:
@@ -67,10 +67,11 @@ class ComposeProject:
 
     def __init__(self) -> None:
         self.name = f"mktest{uuid.uuid4().hex[:10]}"
-        *self.broker_ports, self.zookeeper_port = free_ports(4)
+        *self.broker_ports, self.zookeeper_port, self.prometheus_port = free_ports(5)
         self.env = podman_env(
             MK_IMAGE_TAG=self.name,
             MK_ZOOKEEPER_PORT=str(self.zookeeper_port),
+            MK_PROMETHEUS_PORT=str(self.prometheus_port),
             **{f"MK_BROKER_PORT_{i}": str(port) for i, port in enumerate(self.broker_ports, start=1)},
         )
 
@@ -105,7 +106,7 @@ class ComposeProject:
 
     def remove_everything(self) -> None:
         """`down -v`, then force-remove whatever is left and the images tagged for this project."""
-        self.compose("--profile", "verify", "down", "-v", "-t", "5", check=False)
+        self.compose("--profile", "verify", "--profile", "monitoring", "down", "-v", "-t", "5", check=False)
         label = f"label=io.podman.compose.project={self.name}"
         for container in _lines(podman("ps", "-a", "-q", "--filter", label)):
             podman("rm", "-f", "-v", container, check=False)

@@ -144,6 +144,19 @@ async def test_the_replication_factor_goes_from_3_to_2_and_back_to_3(cluster, tm
     await wait_identical_replicas(cluster, "factor", {0: [1, 2, 4]})
 
 
+async def test_verify_with_wait_answers_once_no_partition_is_in_progress(cluster, tmp_path: Path):
+    await create_topic(cluster, "waited", assignments={0: [1, 2, 3], 1: [2, 3, 1]})
+    await produce_values(cluster, "waited", [b"v%d" % i for i in range(2000)])
+    plan = {("waited", 0): [4, 2, 3], ("waited", 1): [2, 3, 4]}
+    reassign(cluster, tmp_path, "execute", plan)
+    path = tmp_path / "plan.json"
+    result = cli("reassign-partitions", "--verify", "--wait", "--timeout", "60", "--reassignment-json-file",
+                 str(path), "--dir", str(cluster.directory), "--json")
+    assert json.loads(result.stdout) == {"waited-0": "complete", "waited-1": "complete"}
+    assert result.stderr == ""  # not a terminal: no status line
+    await wait_complete(cluster, tmp_path, plan)
+
+
 async def test_a_controller_killed_in_the_middle_is_succeeded_by_one_that_resumes_from_zookeeper(
     cluster, tmp_path: Path,
 ):

@@ -11,8 +11,9 @@ import pytest
 from click.testing import CliRunner
 
 from client.cli import main
-from client.cli.group_output import list_lines, members_lines, offset_rows, offsets_lines, reset_lines, state_lines
+from client.cli.group_output import list_lines, members_lines, offsets_lines, reset_lines, state_lines
 from client.group.descriptions import GroupDescription, GroupListing, MemberDescription
+from client.group.lag import offset_rows
 from client.group.offset_reset import ResetTo, parse_datetime, parse_topic_partitions, plan_reset
 from client.group.offsets import OffsetAndMetadata
 from protocol.apis.groups import Coordinator

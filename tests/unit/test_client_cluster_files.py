@@ -25,6 +25,7 @@ from client.cluster import (
     kill_broker,
     load_cluster,
     member_address,
+    metrics_ports,
     process_running,
     save_cluster,
     server_properties,
@@ -78,7 +79,8 @@ def test_cluster_json_round_trip_and_shape(tmp_path):
     state = _state(
         tmp_path,
         BrokerProcess(1, "127.0.0.1", 9092, 100, str(tmp_path / "broker-1/server.properties"), str(tmp_path / "d1")),
-        BrokerProcess(2, "127.0.0.1", 9093, 101, str(tmp_path / "broker-2/server.properties"), str(tmp_path / "d2")),
+        BrokerProcess(2, "127.0.0.1", 9093, 101, str(tmp_path / "broker-2/server.properties"), str(tmp_path / "d2"),
+                      metrics_port=9193),
     )
     save_cluster(state)
     assert load_cluster(tmp_path) == state
@@ -87,7 +89,8 @@ def test_cluster_json_round_trip_and_shape(tmp_path):
                                  "host": "127.0.0.1", "connect": "127.0.0.1:2181"}
     config, log_dir = str(tmp_path / "broker-1/server.properties"), str(tmp_path / "d1")
     assert data["brokers"][0] == {"id": 1, "host": "127.0.0.1", "port": 9092, "pid": 100, "config": config,
-                                  "log_dir": log_dir}
+                                  "log_dir": log_dir, "metrics_port": 0}
+    assert (state.broker(1).metrics_address, state.broker(2).metrics_address) == (None, "127.0.0.1:9193")
     assert state.bootstrap_servers == "127.0.0.1:9092,127.0.0.1:9093"
     assert state.broker(2).server_log == tmp_path / "broker-2/server.log"
     with pytest.raises(ClusterError, match="no broker 3"):
@@ -185,3 +188,11 @@ async def test_cluster_down_stops_stopped_and_stubborn_brokers(tmp_path):
         for process in processes:
             process.kill()
             process.wait()
+
+
+def test_cluster_up_gives_each_broker_a_free_metrics_port_unless_metrics_port_is_set():
+    hosts = ["127.0.0.1", "127.0.0.2"]
+    assert all(port > 0 for port in metrics_ports(hosts, {}))
+    assert metrics_ports(hosts, {"metrics.port": "0"}) == [0, 0]  # no metrics
+    with pytest.raises(ClusterError, match=r"metrics\.port"):
+        metrics_ports(hosts, {"metrics.port": "nine"})

@@ -29,18 +29,20 @@ def containers_section() -> str:
     return README.split("## Run it in containers", 1)[1].split("\n## ", 1)[0]
 
 
-def test_the_services_and_the_verify_profile():
-    assert set(SERVICES) == {"zookeeper", *BROKERS.values(), "verifier"}
+def test_the_services_and_the_verify_and_monitoring_profiles():
+    assert set(SERVICES) == {"zookeeper", *BROKERS.values(), "verifier", "prometheus"}
     assert SERVICES["verifier"]["profiles"] == ["verify"]
-    assert all("profiles" not in s for name, s in SERVICES.items() if name != "verifier")
+    assert SERVICES["prometheus"]["profiles"] == ["monitoring"]
+    assert all("profiles" not in s for name, s in SERVICES.items() if name not in ("verifier", "prometheus"))
 
 
-@pytest.mark.parametrize("name", ["zookeeper", *BROKERS.values(), "verifier"])
+@pytest.mark.parametrize("name", ["zookeeper", *BROKERS.values(), "verifier", "prometheus"])
 def test_every_service_runs_under_init_restarts_only_when_asked_and_uses_a_local_image(name: str):
     service = SERVICES[name]
     assert service["init"] is True
     assert service["restart"] == "no"
-    assert with_defaults(service["image"]) in ("localhost/minikafka:latest", "localhost/minikafka-verifier:latest")
+    assert with_defaults(service["image"]) in ("localhost/minikafka:latest", "localhost/minikafka-verifier:latest",
+                                               "localhost/minikafka-prometheus:latest")
 
 
 @pytest.mark.parametrize("name", ["zookeeper", *BROKERS.values()])
@@ -63,7 +65,7 @@ def test_a_broker_has_time_for_a_controlled_shutdown_that_gets_no_answer_before_
 
 def test_the_images_are_built_from_the_dockerfile_whose_only_image_is_bookworm_slim():
     built = {name: s["build"]["target"] for name, s in SERVICES.items() if "build" in s}
-    assert built == {"zookeeper": "broker", "verifier": "verifier"}
+    assert built == {"zookeeper": "broker", "verifier": "verifier", "prometheus": "prometheus"}
     assert all(SERVICES[b]["pull_policy"] == "never" for b in BROKERS.values())  # they run zookeeper's image
     dockerfile = (ROOT / "Dockerfile").read_text()
     bases = re.findall(r"^FROM (\S+)", dockerfile, re.MULTILINE)
@@ -78,6 +80,7 @@ def test_host_ports_are_published_on_loopback_only_and_can_be_moved_with_variabl
         variable = f"${{MK_BROKER_PORT_{broker_id}:-{DEFAULT_PORTS[broker_id]}}}"
         assert SERVICES[name]["ports"] == [f"127.0.0.1:{variable}:9092"]
     assert SERVICES["zookeeper"]["ports"] == ["127.0.0.1:${MK_ZOOKEEPER_PORT:-2181}:2181"]
+    assert SERVICES["prometheus"]["ports"] == ["127.0.0.1:${MK_PROMETHEUS_PORT:-9090}:9090"]
     assert "ports" not in SERVICES["verifier"]
 
 

@@ -75,7 +75,13 @@ from protocol.apis.replica_control import (
     UpdateMetadataRequest,
     UpdateMetadataResponse,
 )
-from protocol.apis.replicas import DescribedReplica, DescribeReplicasRequest, DescribeReplicasResponse, FollowerState
+from protocol.apis.replicas import (
+    DescribedReplica,
+    DescribeReplicasRequest,
+    DescribeReplicasResponse,
+    EpochStart,
+    FollowerState,
+)
 from protocol.apis.shapes import Topic
 from protocol.apis.topics import (
     CreatableReplicaAssignment,
@@ -630,6 +636,20 @@ def test_missing_fields_with_defaults_take_them() -> None:
     assert fetch.diverging_epoch is None and fetch.current_leader is None
     assert decode_body(MetadataRequest, {}) == MetadataRequest(topics=None, allow_auto_topic_creation=False)
     assert decode_body(OffsetsForLeaderEpochRequest, {"topics": []}).replica_id == -2
+
+
+def test_describe_replicas_carries_epoch_starts_and_reads_answers_without_them() -> None:
+    replica = DescribedReplica(topic="t", partition=0, role="follower", leader=2, leader_epoch=3, log_end_offset=9,
+                               high_watermark=7, log_start_offset=0, isr=[1, 2], followers=[],
+                               leader_epochs=[EpochStart(epoch=0, start_offset=0), EpochStart(epoch=3, start_offset=5)])
+    response = DescribeReplicasResponse(broker_id=1, partitions=[replica], controller_epoch=4)
+    assert decode_body(DescribeReplicasResponse, encode_body(response)) == response
+    older = encode_body(response)
+    del older["controller_epoch"]
+    del older["partitions"][0]["leader_epochs"]
+    decoded = decode_body(DescribeReplicasResponse, older)
+    assert decoded.controller_epoch == -1
+    assert decoded.partitions[0].leader_epochs == []
 
 
 def test_unknown_keys_are_ignored() -> None:

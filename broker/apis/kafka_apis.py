@@ -12,7 +12,6 @@ from broker.apis import (
     group_admin,
     group_offsets,
     groups,
-    metadata,
     offsets,
     produce,
     producer_ids,
@@ -26,6 +25,7 @@ from broker.apis.group_admin import GroupAdmin
 from broker.apis.group_offsets import GroupOffsets
 from broker.apis.groups import CoordinatorLocator, GroupMembership
 from broker.apis.handler import Handled, Handler
+from broker.apis.metadata import MetadataHandler, TopicCreation
 from broker.apis.producer_ids import ProducerIdSource
 from broker.apis.replica_control import ShutdownController
 from broker.apis.topics import TopicController
@@ -33,6 +33,7 @@ from broker.metadata_cache import MetadataCache
 from broker.network import Request, Response
 from broker.replication.replica_manager import ReplicaManager
 from protocol.apis.api_versions import ApiVersionsRequest
+from protocol.apis.cluster import DescribeClusterRequest
 from protocol.apis.configs import DescribeConfigsRequest
 from protocol.apis.elections import ElectLeadersRequest
 from protocol.apis.fetch import FetchRequest
@@ -73,11 +74,14 @@ class KafkaApis:
 
     def __init__(self, broker_id: int, replica_manager: ReplicaManager, metadata_cache: MetadataCache,
                  controller: ControllerApi, zk_state: TopicConfigSource, producer_id_source: ProducerIdSource,
-                 group_coordinator: GroupCoordinatorApi, coordinator_locator: CoordinatorLocator) -> None:
+                 group_coordinator: GroupCoordinatorApi, coordinator_locator: CoordinatorLocator,
+                 topic_creation: TopicCreation) -> None:
         configs = ConfigDescriber(broker_id, replica_manager.config, metadata_cache, zk_state)
+        metadata = MetadataHandler(metadata_cache, topic_creation)
         self._handlers: dict[type, Handler] = {
             ApiVersionsRequest: api_versions.handle_api_versions,
-            MetadataRequest: partial(metadata.handle_metadata, metadata_cache),
+            MetadataRequest: metadata.handle_metadata,
+            DescribeClusterRequest: metadata.handle_describe_cluster,
             CreateTopicsRequest: partial(topics.handle_create_topics, broker_id, controller),
             DescribeConfigsRequest: configs.handle_describe_configs,
             InitProducerIdRequest: partial(producer_ids.handle_init_producer_id, producer_id_source),

@@ -9,6 +9,7 @@ broker has its handler (broker/apis/kafka_apis.py), never before.
 
 from protocol.apis import (
     api_versions,
+    cluster,
     configs,
     elections,
     fetch,
@@ -56,6 +57,7 @@ APIS: dict[int, Api] = {api.api_key: api for api in (
     group_admin.DELETE_GROUPS,
     elections.ELECT_LEADERS,
     group_offsets.OFFSET_DELETE,
+    cluster.DESCRIBE_CLUSTER,
     replicas.DESCRIBE_REPLICAS,
 )}
 

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from protocol.apis import API_BY_REQUEST_TYPE, APIS, supported_api_versions
 from protocol.apis.api import ApiKey
 from protocol.apis.api_versions import ApiVersionRange, ApiVersionsRequest, ApiVersionsResponse
+from protocol.apis.cluster import ClusterBroker, DescribeClusterRequest, DescribeClusterResponse
 from protocol.apis.configs import (
     ConfigEntry,
     ConfigResourceType,
@@ -436,6 +437,12 @@ SAMPLES: dict[int, tuple[Any, Any]] = {
                                 error_message="preferred replica 3 is not live"),
             ])]),
     ),
+    ApiKey.DESCRIBE_CLUSTER: (
+        DescribeClusterRequest(),
+        DescribeClusterResponse(error_code=0, cluster_id="Wz3hJwq9T0y1e6bRfZbBLQ", controller_id=2, brokers=[
+            ClusterBroker(broker_id=1, host="127.0.0.1", port=9092),
+            ClusterBroker(broker_id=2, host="127.0.0.2", port=9092)]),
+    ),
     ApiKey.DESCRIBE_REPLICAS: (
         DescribeReplicasRequest(topics=None),
         DescribeReplicasResponse(
@@ -519,6 +526,7 @@ def test_api_table() -> None:
         42: "DeleteGroups",
         43: "ElectLeaders",
         47: "OffsetDelete",
+        60: "DescribeCluster",
         1000: "DescribeReplicas",
     }
     for key, api in APIS.items():

@@ -1,20 +1,46 @@
-"""The admin client: create, delete, grow, list and describe topics, elect leaders, and describe the replicas every
-broker hosts."""
+"""The admin client: create, delete, grow, list and describe topics, elect leaders, describe the replicas every
+broker hosts, look up offsets by time; and the consumer groups: list, describe, delete them, and read, alter and
+delete their committed offsets."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections import defaultdict
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from client.closing import AsyncClosing
+from client.group.descriptions import GroupDescription, GroupListing, description, listing
+from client.group.lookup import find_coordinators
+from client.group.offsets import (
+    OffsetAndMetadata,
+    by_topic,
+    commit_errors,
+    fetched_group,
+    fetched_offsets,
+    offset_commit_request,
+    offset_fetch_request,
+)
 from client.metadata import NO_LEADER, ClusterMetadata, PartitionInfo
 from protocol.apis.elections import ElectionType, ElectLeadersRequest, ElectLeadersResponse, TopicPartitions
+from protocol.apis.fetch import CONSUMER_REPLICA_ID
+from protocol.apis.group_admin import (
+    DeleteGroupsRequest,
+    DeleteGroupsResponse,
+    DescribeGroupsRequest,
+    DescribeGroupsResponse,
+    ListGroupsRequest,
+    ListGroupsResponse,
+)
+from protocol.apis.group_offsets import OffsetDeleteRequest, OffsetDeleteResponse
+from protocol.apis.groups import Coordinator
 from protocol.apis.metadata import MetadataRequest, MetadataResponse
+from protocol.apis.offsets import ListOffsetsPartition, ListOffsetsRequest, ListOffsetsResponse
 from protocol.apis.replicas import DescribedReplica, DescribeReplicasRequest, DescribeReplicasResponse
+from protocol.apis.shapes import Topic
 from protocol.apis.topics import (
     CreatableReplicaAssignment,
     CreatableTopic,
@@ -28,9 +54,15 @@ from protocol.apis.topics import (
     DeleteTopicsResponse,
 )
 from protocol.errors import ErrorCode, KafkaError
-from transport.connection import KafkaConnectionError
+from protocol.topic_partition import TopicPartition
+from transport.connection import BrokerConnection, KafkaConnectionError
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+#: Errors after which a group's coordinator is looked for again.
+_COORDINATOR_ERRORS = frozenset({ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR,
+                                 ErrorCode.COORDINATOR_LOAD_IN_PROGRESS})
 
 
 class AdminError(Exception):
@@ -210,9 +242,211 @@ class Admin(AsyncClosing):
                 log.warning("broker %d did not describe its replicas: %s", broker_id, answer)
         return described
 
+    async def list_offsets(self, partitions: Iterable[tuple[str, int]], timestamp: int, *,
+                           timeout_ms: int = 30000) -> dict[TopicPartition, int]:
+        """Each partition's offset for `timestamp` (protocol.apis.offsets' EARLIEST_TIMESTAMP or LATEST_TIMESTAMP,
+        or a time in ms: the first offset at or after it, -1 if there is none), asked of its leader; retriable
+        errors are retried until timeout_ms. A partition that does not exist is left out."""
+        deadline = self._clock() + timeout_ms
+        pending = {TopicPartition(*tp) for tp in partitions}
+        found: dict[TopicPartition, int] = {}
+        while pending:
+            problem = "no leader known"
+            await self.metadata.refresh(sorted({tp.topic for tp in pending}))
+            by_leader: dict[int, list[TopicPartition]] = defaultdict(list)
+            for tp in sorted(pending):
+                info = self.metadata.leader_for(*tp)
+                count = self.metadata.partition_count(tp.topic)
+                if self.metadata.topic_errors.get(tp.topic) == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION or (
+                        count and tp.partition >= count):
+                    pending.discard(tp)
+                elif info is not None:
+                    by_leader[info.leader].append(tp)
+            for leader, tps in by_leader.items():
+                request = ListOffsetsRequest(replica_id=CONSUMER_REPLICA_ID, isolation_level=0, topics=[
+                    Topic(name=topic, partitions=[ListOffsetsPartition(partition=p, timestamp=timestamp)
+                                                  for p in numbers]) for topic, numbers in by_topic(tps).items()])
+                try:
+                    response = await self._ask(leader, request)
+                except (KafkaConnectionError, KafkaError) as e:
+                    problem = str(e)
+                    continue
+                assert isinstance(response, ListOffsetsResponse)
+                for topic in response.topics:
+                    for result in topic.partitions:
+                        tp, error = TopicPartition(topic.name, result.partition), ErrorCode.from_code(result.error_code)
+                        if error == ErrorCode.NONE:
+                            found[tp] = result.offset
+                            pending.discard(tp)
+                        elif error.retriable:
+                            problem = f"{error.name} from broker {leader} for {tp}"
+                        else:
+                            raise AdminError(error, f"cannot list the offsets of {tp}")
+            if pending:
+                await self._backoff(deadline, f"cannot list offsets: {problem}")
+        return found
+
+    # ----------------------------------------------------------------------------------- consumer groups
+
+    async def list_groups(self, states: Sequence[str] = (), *, timeout_ms: int = 30000) -> list[GroupListing]:
+        """The groups of every broker (each holds those it coordinates), in one of `states` if given (Kafka's
+        state names, any case), by group id."""
+        deadline = self._clock() + timeout_ms
+        await self.metadata.refresh([])
+        pending, found = sorted(self.metadata.brokers), []
+        while pending:
+            problem = ""
+            for broker_id in list(pending):
+                try:
+                    response = await self._ask(broker_id, ListGroupsRequest(states=list(states)))
+                except (KafkaConnectionError, KafkaError) as e:
+                    problem = f"broker {broker_id}: {e}"
+                    continue
+                assert isinstance(response, ListGroupsResponse)
+                error = ErrorCode.from_code(response.error_code)
+                if error == ErrorCode.NONE:
+                    found += [listing(group, broker_id) for group in response.groups]
+                    pending.remove(broker_id)
+                elif error.retriable:
+                    problem = f"broker {broker_id}: {error.name}"
+                else:
+                    raise AdminError(error, f"broker {broker_id} did not list its groups")
+            if pending:
+                await self._backoff(deadline, f"cannot list the groups: {problem}")
+        return sorted(found, key=lambda g: g.group_id)
+
+    async def describe_groups(self, group_ids: Sequence[str], *, timeout_ms: int = 30000
+                              ) -> dict[str, GroupDescription]:
+        """Each group's state, protocol, members and their assignments, from its coordinator. A group the
+        coordinator does not hold is described as "Dead" without members."""
+
+        async def describe(connection: BrokerConnection, coordinator: Coordinator, groups: list[str]
+                           ) -> dict[str, tuple[ErrorCode, GroupDescription]]:
+            response: DescribeGroupsResponse = await connection.request(DescribeGroupsRequest(groups=groups))
+            return {g.group_id: (ErrorCode.from_code(g.error_code), description(g, coordinator))
+                    for g in response.groups}
+
+        return self._raise_group_errors(await self._on_coordinators(group_ids, describe, timeout_ms), "describe")
+
+    async def delete_groups(self, group_ids: Sequence[str], *, timeout_ms: int = 30000) -> dict[str, ErrorCode]:
+        """Delete groups (empty ones only) with their committed offsets: each group's outcome, NONE when deleted
+        (NON_EMPTY_GROUP, GROUP_ID_NOT_FOUND ... otherwise)."""
+
+        async def delete(connection: BrokerConnection, _coordinator: Coordinator, groups: list[str]
+                         ) -> dict[str, tuple[ErrorCode, None]]:
+            response: DeleteGroupsResponse = await connection.request(DeleteGroupsRequest(groups=groups))
+            return {r.group_id: (ErrorCode.from_code(r.error_code), None) for r in response.results}
+
+        return {group: error for group, (error, _) in (await self._on_coordinators(group_ids, delete,
+                                                                                   timeout_ms)).items()}
+
+    async def list_group_offsets(self, group_id: str, partitions: Iterable[tuple[str, int]] | None = None, *,
+                                 timeout_ms: int = 30000) -> dict[TopicPartition, OffsetAndMetadata]:
+        """The group's committed offsets: of `partitions` (those without a committed offset left out), or of every
+        partition it has committed. Raises AdminError for the group's error or a partition's."""
+        wanted = None if partitions is None else [TopicPartition(*tp) for tp in partitions]
+
+        async def fetch(connection: BrokerConnection, _coordinator: Coordinator, groups: list[str]
+                        ) -> dict[str, tuple[ErrorCode, dict[TopicPartition, OffsetAndMetadata]]]:
+            response = await connection.request(offset_fetch_request(group_id, wanted))
+            try:
+                offsets, errors = fetched_offsets(fetched_group(response, group_id))
+            except KafkaError as e:
+                return {group_id: (e.code, {})}
+            if errors:
+                tp, error = min(errors.items())
+                raise AdminError(error, f"cannot read the committed offset of {tp}")
+            return {group_id: (ErrorCode.NONE, {tp: o for tp, o in offsets.items() if o is not None})}
+
+        return self._raise_group_errors(await self._on_coordinators([group_id], fetch, timeout_ms),
+                                        "read the offsets of")[group_id]
+
+    async def alter_group_offsets(self, group_id: str, offsets: Mapping[tuple[str, int], int | OffsetAndMetadata],
+                                  *, timeout_ms: int = 30000) -> None:
+        """Commit offsets for a group from outside it (an empty group: a group with members refuses them with
+        UNKNOWN_MEMBER_ID). Raises AdminError for the first partition refused."""
+        committed = {TopicPartition(*tp): o if isinstance(o, OffsetAndMetadata) else OffsetAndMetadata(o)
+                     for tp, o in offsets.items()}
+
+        async def commit(connection: BrokerConnection, _coordinator: Coordinator, groups: list[str]
+                         ) -> dict[str, tuple[ErrorCode, dict[TopicPartition, ErrorCode]]]:
+            errors = commit_errors(await connection.request(offset_commit_request(group_id, committed)))
+            failed = sorted((tp, e) for tp, e in errors.items() if e != ErrorCode.NONE)
+            return {group_id: (failed[0][1] if failed else ErrorCode.NONE, errors)}
+
+        self._raise_group_errors(await self._on_coordinators([group_id], commit, timeout_ms), "alter the offsets of")
+
+    async def delete_group_offsets(self, group_id: str, partitions: Iterable[tuple[str, int]], *,
+                                   timeout_ms: int = 30000) -> tuple[ErrorCode, dict[TopicPartition, ErrorCode]]:
+        """Delete a group's committed offsets of `partitions` (OffsetDelete): the group's error (NONE,
+        GROUP_ID_NOT_FOUND, NON_EMPTY_GROUP ...) and each partition's (GROUP_SUBSCRIBED_TO_TOPIC for a topic its
+        members consume)."""
+        wanted = [TopicPartition(*tp) for tp in partitions]
+        request = OffsetDeleteRequest(group_id=group_id, topics=[
+            Topic(name=topic, partitions=numbers) for topic, numbers in by_topic(wanted).items()])
+
+        async def delete(connection: BrokerConnection, _coordinator: Coordinator, groups: list[str]
+                         ) -> dict[str, tuple[ErrorCode, dict[TopicPartition, ErrorCode]]]:
+            response: OffsetDeleteResponse = await connection.request(request)
+            return {group_id: (ErrorCode.from_code(response.error_code), commit_errors(response))}
+
+        error, errors = (await self._on_coordinators([group_id], delete, timeout_ms))[group_id]
+        return error, errors
+
     async def close(self) -> None:
         """Close the connections."""
         await self.metadata.close()
+
+    async def _on_coordinators(
+        self, group_ids: Sequence[str],
+        call: Callable[[BrokerConnection, Coordinator, list[str]], Awaitable[dict[str, tuple[ErrorCode, T]]]],
+        timeout_ms: int,
+    ) -> dict[str, tuple[ErrorCode, T]]:
+        """Run `call` on each group's coordinator with the groups it coordinates; a group answered with a
+        coordinator error (the coordinator moved, or is loading) is tried again, its coordinator looked for again,
+        until timeout_ms. Each group's error and result."""
+        deadline = self._clock() + timeout_ms
+        pending, outcomes = list(dict.fromkeys(group_ids)), {}
+        while pending:
+            problem = ""
+            try:
+                coordinators = await find_coordinators(self.metadata, pending)
+            except KafkaConnectionError as e:
+                coordinators, problem = {}, str(e)
+            by_coordinator: dict[tuple[str, int], list[str]] = defaultdict(list)
+            for group in pending:
+                coordinator = coordinators.get(group)
+                error = ErrorCode.COORDINATOR_NOT_AVAILABLE if coordinator is None else ErrorCode.from_code(
+                    coordinator.error_code)
+                if error == ErrorCode.NONE:
+                    by_coordinator[(coordinator.host, coordinator.port)].append(group)
+                elif error.retriable:
+                    problem = f"no coordinator for group {group!r} yet ({error.name})"
+                else:
+                    raise AdminError(error, f"cannot find the coordinator of group {group!r}")
+            for (host, port), groups in by_coordinator.items():
+                try:
+                    connection = await self.metadata.connection_to(host, port)
+                    answers = await call(connection, coordinators[groups[0]], groups)
+                except (KafkaConnectionError, KafkaError) as e:
+                    problem = f"coordinator {host}:{port}: {e}"
+                    continue
+                for group, (error, result) in answers.items():
+                    if error in _COORDINATOR_ERRORS:
+                        problem = f"group {group!r}: {error.name}"
+                    elif group in pending:
+                        pending.remove(group)
+                        outcomes[group] = (error, result)
+            if pending:
+                await self._backoff(deadline, f"no answer for group {', '.join(map(repr, pending))}: {problem}")
+        return outcomes
+
+    @staticmethod
+    def _raise_group_errors(outcomes: Mapping[str, tuple[ErrorCode, T]], what: str) -> dict[str, T]:
+        for group, (error, _) in outcomes.items():
+            if error != ErrorCode.NONE:
+                raise AdminError(error, f"cannot {what} group {group!r}")
+        return {group: result for group, (_, result) in outcomes.items()}
 
     async def _ask(self, broker_id: int, request: object) -> object:
         connection = await self.metadata.connection(broker_id)

@@ -3,7 +3,7 @@
 
 As Kafka's clients do, a name the client does not know is accepted with a warning ("supplied but isn't a known
 config"), and a known name with a bad value is an error. Names Kafka knows that minikafka has no use for (the
-serializers, a consumer group) are accepted with a warning that says so.
+serializers, for instance) are accepted with a warning that says so.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from broker.config import ConfigError, parse_properties
+from client.assignors import assignors
 from client.producer import parse_acks
 from protocol.compression import CODECS
 
@@ -47,6 +48,27 @@ def _choice(*allowed: str) -> Callable[[str], str]:
     return parse
 
 
+def _bool(text: str) -> bool:
+    if text.lower() not in ("true", "false"):
+        raise ValueError(f"{text!r} is not true or false")
+    return text.lower() == "true"
+
+
+def _assignors(text: str) -> list[str]:
+    """partition.assignment.strategy: assignors by protocol or Kafka class name, comma-separated."""
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    assignors(names)
+    return names
+
+
+def _only(value: str, why: str) -> Callable[[str], None]:
+    def parse(text: str) -> None:
+        if text.strip().lower() != value:
+            raise ValueError(f"only {value} is supported ({why})")
+
+    return parse
+
+
 #: Kafka producer config -> (Producer keyword, parser)
 PRODUCER_CONFIGS: dict[str, tuple[str, Callable[[str], Any]]] = {
     "acks": ("acks", _acks),
@@ -75,6 +97,17 @@ CONSUMER_CONFIGS: dict[str, tuple[str, Callable[[str], Any]]] = {
     "auto.offset.reset": ("auto_offset_reset", _choice("earliest", "latest", "none")),
     "client.id": ("client_id", str),
     "isolation.level": ("", _choice("read_uncommitted", "read_committed")),
+    "group.id": ("group_id", str),
+    "group.instance.id": ("group_instance_id", str),
+    "partition.assignment.strategy": ("partition_assignment_strategy", _assignors),
+    "session.timeout.ms": ("session_timeout_ms", _int(1, _INT32_MAX)),
+    "heartbeat.interval.ms": ("heartbeat_interval_ms", _int(1, _INT32_MAX)),
+    "max.poll.interval.ms": ("max_poll_interval_ms", _int(1, _INT32_MAX)),
+    "enable.auto.commit": ("enable_auto_commit", _bool),
+    "auto.commit.interval.ms": ("auto_commit_interval_ms", _int(0, _INT32_MAX)),
+    "retry.backoff.max.ms": ("retry_backoff_max_ms", _int(0)),
+    "metadata.max.age.ms": ("metadata_max_age_ms", _int(0)),
+    "default.api.timeout.ms": ("default_api_timeout_ms", _int(0, _INT32_MAX)),
 }
 
 #: Names Kafka's clients know that have no effect here, and why.
@@ -86,9 +119,6 @@ _WITHOUT_EFFECT = {
     "value.deserializer": "values are printed as bytes",
     "enable.idempotence": "the producer is not idempotent",
     "partitioner.class": "records are placed by murmur2 of the key, keyless ones sticky, as Kafka's default",
-    "group.id": "consumers are assigned partitions, there are no consumer groups",
-    "enable.auto.commit": "there are no consumer groups",
-    "auto.commit.interval.ms": "there are no consumer groups",
 }
 
 

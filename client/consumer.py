@@ -1,4 +1,5 @@
-"""The consumer: reads assigned partitions from their leaders, following leader changes."""
+"""The consumer: reads partitions from their leaders, following leader changes; the partitions assigned by hand, or
+by its group (subscribe), whose committed offsets it reads and writes."""
 
 from __future__ import annotations
 
@@ -6,12 +7,18 @@ import asyncio
 import logging
 import time
 from collections import defaultdict, deque
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import compress, repeat
 from typing import NamedTuple
 
+from client.assignors import DEFAULT_STRATEGY, assignors
+from client.assignors.base import Assignor
 from client.closing import AsyncClosing
+from client.group.config import GroupConfig
+from client.group.consumer_coordinator import CommitCallback, ConsumerCoordinator
+from client.group.offsets import OffsetAndMetadata
+from client.group.rebalance_listener import ConsumerRebalanceListener
 from client.metadata import ClusterMetadata
 from protocol.apis.fetch import CONSUMER_REPLICA_ID, FetchPartition, FetchRequest, FetchResponse
 from protocol.apis.offsets import (
@@ -161,12 +168,20 @@ class _Fetch:
 
 
 class Consumer(AsyncClosing):
-    """Reads manually assigned partitions from their leaders.
+    """Reads partitions from their leaders: those given to `assign`, or those its group assigns it after
+    `subscribe`.
 
     One fetch per leader broker is in flight at a time; records it returns are buffered and handed out by
     `poll`. Leader changes (NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH, a lost
     connection) lead to a metadata refresh and fetching from the new leader. A partition without a position
-    starts at auto_offset_reset ("latest", "earliest", or "none": raise).
+    starts at its group's committed offset if there is one, else at auto_offset_reset ("latest", "earliest", or
+    "none": raise).
+
+    With a group_id, `poll` also keeps the consumer a member of its group (joining, rebalancing, with heartbeats in
+    the background) and commits the consumed offsets every auto_commit_interval_ms (enable_auto_commit) and on
+    close; `commit` and `commit_async` commit by hand. The group settings are Kafka's (session.timeout.ms and so
+    on, see client.group.config); partition_assignment_strategy names the assignors offered, by protocol or Kafka
+    class name.
     """
 
     def __init__(
@@ -181,10 +196,22 @@ class Consumer(AsyncClosing):
         retry_backoff_ms: int = 100,
         auto_offset_reset: str = "latest",
         client_id: str = "minikafka-consumer",
+        group_id: str | None = None,
+        group_instance_id: str | None = None,
+        partition_assignment_strategy: Sequence[str | Assignor] = DEFAULT_STRATEGY,
+        session_timeout_ms: int = 45000,
+        heartbeat_interval_ms: int = 3000,
+        max_poll_interval_ms: int = 300000,
+        enable_auto_commit: bool = True,
+        auto_commit_interval_ms: int = 5000,
+        retry_backoff_max_ms: int = 1000,
+        metadata_max_age_ms: int = 300000,
+        default_api_timeout_ms: int = 60000,
         clock: Callable[[], float] = _monotonic_ms,
     ) -> None:
         if auto_offset_reset not in _RESETS:
             raise ValueError(f"auto_offset_reset must be one of {', '.join(_RESETS)}, got {auto_offset_reset!r}")
+        self.default_api_timeout_ms = default_api_timeout_ms
         self.fetch_max_wait_ms = fetch_max_wait_ms
         self.fetch_min_bytes = fetch_min_bytes
         self.fetch_max_bytes = fetch_max_bytes
@@ -200,19 +227,123 @@ class Consumer(AsyncClosing):
         self._fetches: dict[int, _Fetch] = {}
         self._needs_refresh = True
         self._retry_at_ms = float("-inf")
+        #: the leader epoch of the last record handed out of each partition (for commits)
+        self._position_epochs: dict[TopicPartition, int] = {}
+        self._group_settings = {
+            "group_instance_id": group_instance_id, "session_timeout_ms": session_timeout_ms,
+            "heartbeat_interval_ms": heartbeat_interval_ms, "max_poll_interval_ms": max_poll_interval_ms,
+            "retry_backoff_ms": retry_backoff_ms, "retry_backoff_max_ms": retry_backoff_max_ms,
+            "request_timeout_ms": request_timeout_ms, "enable_auto_commit": enable_auto_commit,
+            "auto_commit_interval_ms": auto_commit_interval_ms, "metadata_max_age_ms": metadata_max_age_ms,
+            "default_api_timeout_ms": default_api_timeout_ms}
+        self._strategy = list(partition_assignment_strategy)
+        self._group = None if group_id is None else self._new_group(group_id)
+
+    def _new_group(self, group_id: str) -> ConsumerCoordinator:
+        config = GroupConfig(group_id, **self._group_settings)
+        chosen = [a for a in self._strategy if not isinstance(a, str)]
+        chosen += assignors(a for a in self._strategy if isinstance(a, str))
+        return ConsumerCoordinator(self.metadata, config, chosen, self, clock=self._clock)
 
     def assign(self, tps: Iterable[tuple[str, int]]) -> None:
         """Read exactly these partitions from now on; partitions kept from the last assignment keep their
-        positions."""
-        assignment = list(dict.fromkeys(_tp(tp) for tp in tps))
-        self._positions = {tp: self._positions.get(tp) for tp in assignment}
-        self._buffers = {tp: self._buffers.get(tp) or _FetchedRecords(tp) for tp in assignment}
-        self._assignment = assignment
-        self._needs_refresh = True
+        positions. Not for a consumer that subscribed (its group assigns its partitions)."""
+        if self._group is not None and self._group.subscribed:
+            raise ValueError("assign() and subscribe() exclude each other: this consumer subscribed")
+        self.assign_from_subscribed([_tp(tp) for tp in tps])
 
     def assignment(self) -> list[TopicPartition]:
         """The assigned partitions."""
         return list(self._assignment)
+
+    # ----------------------------------------------------------------------------------- the group
+
+    def subscribe(self, topics: Iterable[str], *, group_id: str | None = None,
+                  listener: ConsumerRebalanceListener | None = None) -> None:
+        """Consume `topics` as a member of group `group_id` (the consumer's group_id if not given): from the next
+        poll on, the group assigns the partitions, and `listener` is told which ones this consumer gives up and
+        is given."""
+        if isinstance(topics, str):
+            raise TypeError("subscribe takes a list of topics, not one string")
+        if self._group is None or (group_id is not None and group_id != self._group.config.group_id):
+            if group_id is None:
+                raise ValueError("subscribe needs a group_id (give it here or to the Consumer)")
+            if self._group is not None:
+                raise ValueError(f"this consumer belongs to group {self._group.config.group_id!r}, "
+                                 f"not {group_id!r}")
+            self._group = self._new_group(group_id)
+        if self._assignment and not self._group.subscribed:
+            raise ValueError("assign() and subscribe() exclude each other: this consumer has assigned partitions")
+        self._group.subscribe(topics, listener)
+
+    def subscription(self) -> set[str]:
+        """The topics subscribed to (empty if the partitions are assigned by hand)."""
+        return set(self._group.subscription) if self._group is not None else set()
+
+    async def unsubscribe(self) -> None:
+        """Give up the group's partitions (with the revoked callback) and leave the group."""
+        if self._group is not None and self._group.subscribed:
+            await self._group.unsubscribe()
+
+    async def commit(self, offsets: Mapping[tuple[str, int], int | OffsetAndMetadata] | None = None, *,
+                     timeout_ms: int | None = None) -> None:
+        """Commit offsets for the group and wait until they are (retrying retriable failures until timeout_ms,
+        default.api.timeout.ms by default): `offsets` (each the offset of the next record to read), or the
+        position of every assigned partition. Raises CommitFailedError if the consumer is no longer in the
+        generation its partitions were assigned in."""
+        group = self._group_or_raise()
+        deadline = self._clock() + (self.default_api_timeout_ms if timeout_ms is None else timeout_ms)
+        await group.commit_sync(self._offsets_to_commit(offsets), deadline)
+
+    def commit_async(self, offsets: Mapping[tuple[str, int], int | OffsetAndMetadata] | None = None,
+                     callback: CommitCallback | None = None) -> asyncio.Task[None]:
+        """Send a commit without waiting for it (not retried); `callback(offsets, error)` is called with its
+        outcome. Returns the task that completes with it."""
+        return self._group_or_raise().commit_async(self._offsets_to_commit(offsets), callback)
+
+    async def committed(self, tps: Iterable[tuple[str, int]], *, timeout_ms: int | None = None
+                        ) -> dict[TopicPartition, OffsetAndMetadata | None]:
+        """The group's committed offsets of these partitions (None for a partition without one)."""
+        group = self._group_or_raise()
+        deadline = self._clock() + (self.default_api_timeout_ms if timeout_ms is None else timeout_ms)
+        found = await group.fetch_committed_offsets([_tp(tp) for tp in tps], deadline)
+        if found is None:
+            raise ConsumerError(ErrorCode.REQUEST_TIMED_OUT, "the committed offsets were not read in time")
+        return found
+
+    def _group_or_raise(self) -> ConsumerCoordinator:
+        if self._group is None:
+            raise ValueError("this consumer has no group_id: there is no group to commit offsets to")
+        return self._group
+
+    def _offsets_to_commit(self, offsets: Mapping[tuple[str, int], int | OffsetAndMetadata] | None
+                           ) -> dict[TopicPartition, OffsetAndMetadata]:
+        if offsets is None:
+            return self.consumed_offsets()
+        return {_tp(tp): o if isinstance(o, OffsetAndMetadata) else OffsetAndMetadata(o) for tp, o in offsets.items()}
+
+    def assigned(self) -> list[TopicPartition]:
+        return list(self._assignment)
+
+    def assign_from_subscribed(self, partitions: Sequence[TopicPartition]) -> None:
+        assignment = list(dict.fromkeys(partitions))
+        self._positions = {tp: self._positions.get(tp) for tp in assignment}
+        self._buffers = {tp: self._buffers.get(tp) or _FetchedRecords(tp) for tp in assignment}
+        self._position_epochs = {tp: e for tp, e in self._position_epochs.items() if tp in self._positions}
+        self._assignment = assignment
+        self._needs_refresh = True
+
+    def consumed_offsets(self) -> dict[TopicPartition, OffsetAndMetadata]:
+        """The offset of the next record poll will hand out of each assigned partition with a position, with the
+        leader epoch of the last one handed out: what a commit of "everything consumed" commits."""
+        consumed = {}
+        for tp in self._assignment:
+            offset = self._buffers[tp].next_offset()
+            if offset is None:
+                offset = self._positions[tp]
+            if offset is not None:
+                consumed[tp] = OffsetAndMetadata(offset, self._position_epochs.get(tp))
+        return consumed
 
     def seek(self, tp: tuple[str, int], offset: int) -> None:
         """Read the partition from `offset` on."""
@@ -220,6 +351,7 @@ class Consumer(AsyncClosing):
         if offset < 0:
             raise ValueError(f"offset must be >= 0, got {offset}")
         self._positions[tp] = offset
+        self._position_epochs.pop(tp, None)
         self._buffers[tp].clear()
 
     async def seek_to_beginning(self, tps: Iterable[tuple[str, int]] | None = None) -> None:
@@ -236,7 +368,7 @@ class Consumer(AsyncClosing):
         buffered = self._buffers[tp].next_offset()
         if buffered is not None:
             return buffered
-        await self._reset_missing_positions()
+        await self._reset_missing_positions(self._clock() + self.default_api_timeout_ms)
         position = self._positions[tp]
         assert position is not None
         return position
@@ -246,6 +378,8 @@ class Consumer(AsyncClosing):
         none did). Raises OffsetOutOfRangeError if a position is outside its partition's log."""
         deadline = self._clock() + timeout_ms
         while True:
+            if self._group is not None and not await self._group.poll(deadline):
+                return []
             self._complete_done_fetches()
             records = self._take_buffered(max_records)
             if records:
@@ -254,7 +388,7 @@ class Consumer(AsyncClosing):
                 if self._fetches:
                     await asyncio.sleep(0)  # let fetch responses in while the application works through these
                 return records
-            await self._prepare()
+            await self._prepare(deadline)
             self._start_fetches()
             remaining = deadline - self._clock()
             if remaining <= 0 and not any(f.task.done() for f in self._fetches.values()):
@@ -269,7 +403,15 @@ class Consumer(AsyncClosing):
                 await asyncio.sleep(max(0.0, min(self._retry_at_ms - self._clock(), remaining)) / 1000)
 
     async def close(self) -> None:
-        """Stop outstanding fetches and close the connections."""
+        """Commit the consumed offsets (with a group and auto commit), leave the group, stop outstanding fetches
+        and close the connections."""
+        try:
+            if self._group is not None:
+                await self._group.close()
+        finally:
+            await self._stop()
+
+    async def _stop(self) -> None:
         fetches, self._fetches = self._fetches, {}
         for fetch in fetches.values():
             fetch.task.cancel()
@@ -289,10 +431,23 @@ class Consumer(AsyncClosing):
         for tp, offset in (await self._list_offsets(targets, timestamp)).items():
             self.seek(tp, offset)
 
-    async def _reset_missing_positions(self) -> None:
+    async def _reset_missing_positions(self, deadline: float) -> None:
+        """Give each partition without a position its group's committed offset, or else auto_offset_reset's."""
         missing = [tp for tp, position in self._positions.items() if position is None]
         if not missing:
             return
+        if self._group is not None:
+            committed = await self._group.fetch_committed_offsets(missing, deadline)
+            if committed is None:
+                return  # not known yet: the next poll asks again
+            for tp, found in committed.items():
+                if found is not None and tp in self._positions and self._positions[tp] is None:
+                    self._positions[tp] = found.offset
+                    if found.leader_epoch is not None:
+                        self._position_epochs[tp] = found.leader_epoch
+            missing = [tp for tp in missing if self._positions.get(tp, 0) is None]
+            if not missing:
+                return
         timestamp = _RESETS[self.auto_offset_reset]
         if timestamp is None:
             names = ", ".join(f"{tp.topic}-{tp.partition}" for tp in missing)
@@ -353,12 +508,12 @@ class Consumer(AsyncClosing):
 
     # ----------------------------------------------------------------------------------- fetching
 
-    async def _prepare(self) -> None:
+    async def _prepare(self, deadline: float) -> None:
         """Refresh metadata if a fetch asked for it, and give every partition a position."""
         if self._clock() < self._retry_at_ms:
             return
         await self._refresh_if_needed()
-        await self._reset_missing_positions()
+        await self._reset_missing_positions(deadline)
 
     async def _refresh_if_needed(self) -> None:
         if not self._needs_refresh:
@@ -491,5 +646,8 @@ class Consumer(AsyncClosing):
         for tp in self._assignment:
             if len(taken) >= max_records:
                 break
-            taken += self._buffers[tp].take(max_records - len(taken))
+            records = self._buffers[tp].take(max_records - len(taken))
+            if records:
+                self._position_epochs[tp] = records[-1].leader_epoch
+                taken += records
         return taken

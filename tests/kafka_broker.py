@@ -1,5 +1,6 @@
-"""A real Apache Kafka 3.9 broker (ZooKeeper mode) on 127.0.0.1, from the jars `make setup` puts in
-build/kafka/libs: an oracle no one here wrote. Small heap; its output goes to kafka.log in its directory."""
+"""A real Apache Kafka 3.9 broker (ZooKeeper mode) on 127.0.0.1, and Kafka's command-line tools, from the jars
+`make setup` puts in build/kafka/libs: an oracle no one here wrote. Small heap; the broker's output goes to kafka.log
+in its directory."""
 
 from __future__ import annotations
 
@@ -24,6 +25,8 @@ PROJECT_ROOT = Path(__file__).resolve().parents[1]
 KAFKA_LIBS = PROJECT_ROOT / "build" / "kafka" / "libs"
 LOG4J = PROJECT_ROOT / "tools" / "kafka" / "log4j.properties"
 START_TIMEOUT_S = 90.0
+TOOL_TIMEOUT_S = 90
+GROUP_TOOL = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand"  # kafka-consumer-groups
 
 
 @dataclass(frozen=True)
@@ -51,6 +54,16 @@ class KafkaBroker:
 
 def kafka_available() -> bool:
     return (KAFKA_LIBS / ".pom-digest").exists()
+
+
+def kafka_tool(main_class: str, *args: str, stdin: str | None = None) -> str:
+    """Run one of Kafka's tools from its jars; its stdout, after checking it exited 0."""
+    if not any(KAFKA_LIBS.glob("kafka-tools-*.jar")):
+        pytest.fail(f"Apache Kafka's jars are not in {KAFKA_LIBS}: run make setup")
+    result = subprocess.run(["java", "-Xmx256m", "-XX:TieredStopAtLevel=1", "-cp", f"{KAFKA_LIBS}/*", main_class,
+                             *args], input=stdin, capture_output=True, text=True, timeout=TOOL_TIMEOUT_S)
+    assert result.returncode == 0, f"{main_class} {' '.join(args)} failed:\n{result.stdout}\n{result.stderr}"
+    return result.stdout
 
 
 @contextmanager

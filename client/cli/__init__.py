@@ -8,6 +8,7 @@ from client.cli.broker import broker_command
 from client.cli.chaos import chaos_group
 from client.cli.cluster import cluster_group
 from client.cli.consume import consume_command, record_json
+from client.cli.consumer_groups import consumer_groups_command
 from client.cli.dump_log import dump_log
 from client.cli.leader_election import leader_election_command
 from client.cli.produce import produce_command, split_key
@@ -25,7 +26,7 @@ def main() -> None:
     """minikafka: Kafka's replication layer, on one machine."""
 
 
-for command in (broker_command, cluster_group, topic_group, produce_command, consume_command, dump_log,
-                leader_election_command, reassign_partitions_command, replica_verification_command,
+for command in (broker_command, cluster_group, topic_group, produce_command, consume_command, consumer_groups_command,
+                dump_log, leader_election_command, reassign_partitions_command, replica_verification_command,
                 state_change_log_group, verify_command, chaos_group):
     main.add_command(command)

@@ -1,12 +1,12 @@
 """Helpers shared by the integration and chaos tests that run real clusters.
 
-Each test module runs real clusters (ZooKeeper and broker processes on 127.0.0.1) started with
-`minikafka cluster up` and stopped with `minikafka cluster down`; `cluster_fixture(...)` makes the fixture, and
-`healthy_fixture(...)` one that repairs what a test broke. The rest: the command line, pausing a broker with
-SIGSTOP/SIGCONT until the kernel reports it stopped, raw requests to one broker over a BrokerConnection, topics
-and their records, and watching a cluster through a failure (the controller every broker names, a partition as
-each broker's metadata or ZooKeeper shows it, replicas converging). Waits poll a condition with a deadline
-(tests.polling).
+Each test module runs real clusters (ZooKeeper and broker processes on 127.0.0.1) started with `minikafka cluster
+up` and stopped with `minikafka cluster down`; `cluster_fixture(...)` makes the fixture, and `healthy_fixture(...)`
+one that repairs what a test broke. The rest: the command line (and `minikafka consume --group` in a process of its
+own), pausing a broker with SIGSTOP/SIGCONT until the kernel reports it stopped, raw requests to one broker over a
+BrokerConnection, topics and their records, and watching a cluster through a failure (the controller every broker
+names, a partition as each broker's metadata or ZooKeeper shows it, replicas converging). Waits poll a condition
+with a deadline (tests.polling).
 """
 
 from __future__ import annotations
@@ -100,6 +100,17 @@ def cli(*args: str, check: bool = True, input: str | None = None, env: Mapping[s
     if check:
         assert result.returncode == 0, f"minikafka {' '.join(args)} failed:\n{result.stdout}\n{result.stderr}"
     return result
+
+
+def consume_in_group(cluster: ClusterState, topic: str, group: str, properties: Mapping[str, object]
+                     ) -> subprocess.Popen[str]:
+    """`minikafka consume TOPIC --group GROUP --from-beginning --json` in a process of its own, with these consumer
+    properties (Kafka's names); stdout (a JSON object a record) and stderr piped. SIGTERM makes it leave the group."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "client.cli", "consume", topic, "--group", group, "--from-beginning", "--json",
+         "--bootstrap-server", cluster.bootstrap_servers,
+         *(item for key, value in properties.items() for item in ("--consumer-property", f"{key}={value}"))],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=PROJECT_ROOT)
 
 
 def status_json(directory: Path) -> dict[str, Any]:

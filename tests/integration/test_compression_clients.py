@@ -41,7 +41,8 @@ from tests.integration.clusterutil import (
     produce,
     wait_identical_replicas,
 )
-from tests.integration.test_stock_kafka_clients import JAVA_TIMEOUT_S, TIMEOUT_S, kafka_tool, kcat
+from tests.integration.test_stock_kafka_clients import TIMEOUT_S, kcat
+from tests.kafka_broker import TOOL_TIMEOUT_S, kafka_tool
 
 cluster = cluster_fixture(brokers=3)
 RECORDS = 40  # from each producer
@@ -261,7 +262,7 @@ async def _minikafka_consume_values(bootstrap: str, topic: str, count: int) -> l
     async with Consumer(bootstrap, auto_offset_reset="earliest") as reader:
         reader.assign([(topic, 0)])
         found: list[bytes | None] = []
-        async with asyncio.timeout(JAVA_TIMEOUT_S):
+        async with asyncio.timeout(TOOL_TIMEOUT_S):
             while len(found) < count:
                 found += [r.value for r in await reader.poll(timeout_ms=500)]
         return found

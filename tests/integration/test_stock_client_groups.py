@@ -25,14 +25,14 @@ from client.cluster import ClusterState
 from protocol.consumer_offsets import OFFSETS_TOPIC, partition_for
 from tests.integration.clusterutil import cluster_fixture, create_topic
 from tests.integration.group_member import committed_offsets
-from tests.integration.test_stock_kafka_clients import KCAT, TIMEOUT_S, kafka_tool, kcat
+from tests.integration.test_stock_kafka_clients import KCAT, TIMEOUT_S, kcat
+from tests.kafka_broker import GROUP_TOOL, kafka_tool
 from tests.polling import wait_for
 
 OFFSETS_PARTITIONS = 5
 cluster = cluster_fixture(brokers=3, configs={"offsets.topic.num.partitions": str(OFFSETS_PARTITIONS)})
 PARTITIONS = 3
 RECORDS = 30
-GROUP_TOOL = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand"
 
 
 @pytest.fixture

@@ -24,7 +24,8 @@ from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource, New
 
 from client.cluster import ClusterState
 from protocol.records import iter_batches
-from tests.integration.clusterutil import PROJECT_ROOT, cluster_fixture, create_topic
+from tests.integration.clusterutil import cluster_fixture, create_topic
+from tests.kafka_broker import kafka_tool
 from tests.polling import eventually
 from zk import znodes
 from zk.client import ZkClient
@@ -253,20 +254,6 @@ def test_a_frame_over_socket_request_max_bytes_is_refused_before_it_is_read(clus
 
 
 # ------------------------------------------------------------------------------------------------ Kafka's Java tools
-
-
-KAFKA_LIBS = PROJECT_ROOT / "build" / "kafka" / "libs"  # Apache Kafka 3.9.1's jars, fetched by `make setup`
-JAVA_TIMEOUT_S = 90
-
-
-def kafka_tool(main_class: str, *args: str, stdin: str | None = None) -> str:
-    """Run one of Kafka's tools from its jars; its stdout, after checking it exited 0."""
-    if not any(KAFKA_LIBS.glob("kafka-tools-*.jar")):
-        pytest.fail(f"Apache Kafka's jars are not in {KAFKA_LIBS}: run make setup")
-    result = subprocess.run(["java", "-Xmx256m", "-XX:TieredStopAtLevel=1", "-cp", f"{KAFKA_LIBS}/*", main_class,
-                             *args], input=stdin, capture_output=True, text=True, timeout=JAVA_TIMEOUT_S)
-    assert result.returncode == 0, f"{main_class} {' '.join(args)} failed:\n{result.stdout}\n{result.stderr}"
-    return result.stdout
 
 
 def test_kafkas_tools_create_describe_produce_consume_and_dump_minikafkas_segments(cluster: ClusterState) -> None:

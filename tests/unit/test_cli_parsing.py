@@ -39,7 +39,7 @@ def invoke(*args: str, input: str | None = None):
 
 def test_every_expected_command_exists():
     expected = {
-        ("broker",), ("dump-log",), ("produce",), ("consume",),
+        ("broker",), ("dump-log",), ("produce",), ("consume",), ("consumer-groups",),
         ("cluster", "up"), ("cluster", "status"), ("cluster", "down"), ("cluster", "kill"), ("cluster", "start"),
         ("topic", "create"), ("topic", "list"), ("topic", "describe"), ("topic", "delete"), ("topic", "alter"),
         ("leader-election",), ("reassign-partitions",), ("replica-verification",), ("state-change-log", "merge"),
@@ -58,7 +58,7 @@ def test_help_on_every_command(command):
     "command",
     [("topic", "create", "t", "--partitions", "1", "--replication-factor", "1"), ("topic", "list"),
      ("topic", "describe"), ("topic", "delete"), ("topic", "alter"), ("produce", "t"), ("consume", "t"),
-     ("leader-election",), ("replica-verification",)],
+     ("leader-election",), ("replica-verification",), ("consumer-groups", "--list")],
     ids=lambda c: " ".join(c[:2]),
 )
 def test_client_commands_take_bootstrap_server_and_dir(command):

@@ -24,12 +24,31 @@ def test_producer_configs_map_to_the_producer_arguments():
 
 def test_consumer_configs_map_to_the_consumer_arguments():
     config = consumer_config({"fetch.min.bytes": "10", "fetch.max.wait.ms": "100", "max.partition.fetch.bytes": "99",
-                              "auto.offset.reset": "earliest", "group.id": "g", "foo.bar": "1"})
+                              "auto.offset.reset": "earliest", "value.deserializer": "x", "foo.bar": "1"})
     assert config.kwargs == {"fetch_min_bytes": 10, "fetch_max_wait_ms": 100, "max_partition_fetch_bytes": 99,
                              "auto_offset_reset": "earliest"}
     assert [w.split(":")[0] for w in config.warnings] == [
-        "the consumer config 'group.id' has no effect here",
+        "the consumer config 'value.deserializer' has no effect here",
         "the consumer config 'foo.bar' was supplied but isn't a known config"]
+
+
+def test_group_configs_map_to_the_consumer_arguments():
+    config = consumer_config({
+        "group.id": "g", "group.instance.id": "i-1", "session.timeout.ms": "10000", "heartbeat.interval.ms": "1000",
+        "max.poll.interval.ms": "60000", "enable.auto.commit": "FALSE", "auto.commit.interval.ms": "100",
+        "partition.assignment.strategy": "org.apache.kafka.clients.consumer.RoundRobinAssignor, range"})
+    assert config.kwargs == {
+        "group_id": "g", "group_instance_id": "i-1", "session_timeout_ms": 10000, "heartbeat_interval_ms": 1000,
+        "max_poll_interval_ms": 60000, "enable_auto_commit": False, "auto_commit_interval_ms": 100,
+        "partition_assignment_strategy": ["org.apache.kafka.clients.consumer.RoundRobinAssignor", "range"]}
+    assert config.warnings == ()
+
+
+@pytest.mark.parametrize(("name", "value"), [("enable.auto.commit", "yes"), ("partition.assignment.strategy", "fair"),
+                                             ("session.timeout.ms", "0")])
+def test_a_bad_group_value_is_refused(name, value):
+    with pytest.raises(ConfigError, match=name):
+        consumer_config({name: value})
 
 
 @pytest.mark.parametrize(("name", "value"), [("acks", "2"), ("linger.ms", "-1"), ("batch.size", "big"),

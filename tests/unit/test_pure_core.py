@@ -12,7 +12,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 PROJECT_PACKAGES = ("protocol", "zk", "transport", "broker", "controller", "client", "verifier", "bench")
-PURE_PACKAGES = ["protocol", "broker/coordinator/group"]
+PURE_PACKAGES = ["protocol", "broker/coordinator/group", "client/assignors"]
 PURE_MODULES = [
     "broker/coordinator/config.py",
     "broker/listeners.py",
@@ -25,6 +25,10 @@ PURE_MODULES = [
     "broker/replication/partition.py",
     "broker/replication/partition_log.py",
     "broker/replication/truncation.py",
+    "client/group/descriptions.py",
+    "client/group/heartbeat.py",
+    "client/group/offset_reset.py",
+    "client/group/offsets.py",
     "controller/assignment.py",
     "controller/election.py",
     "zk/znodes.py",

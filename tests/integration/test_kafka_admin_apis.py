@@ -50,6 +50,8 @@ async def test_confluent_kafkas_describe_cluster_and_kafkas_cluster_tool_name_th
     said = kafka_tool("org.apache.kafka.tools.ClusterTool", "cluster-id", "--bootstrap-server",
                       cluster.bootstrap_servers)
     assert said.strip() == f"Cluster ID: {cluster_id}"
+    for broker in load_cluster(cluster.directory).brokers:  # Kafka 3.9's clients open with ApiVersions v3
+        assert "ApiVersions version" not in broker.server_log.read_text(errors="replace")
 
 
 def test_a_producer_to_a_missing_topic_creates_it_with_the_brokers_defaults(cluster: ClusterState) -> None:

@@ -31,8 +31,8 @@ SERVED: dict[str, tuple[int, int]] = {
     "ListOffsets": (1, 5),
     # v10+ answer with topic ids, v12 takes topics asked for by id
     "Metadata": (0, 12),
-    # v3 is flexible and names the client's software (KIP-511)
-    "ApiVersions": (0, 3),
+    # v3 is flexible and names the client's software (KIP-511); v4 is v3's format (Kafka 3.9's clients send it)
+    "ApiVersions": (0, 4),
     "CreateTopics": (2, 4),
     "DeleteTopics": (1, 3),
     "InitProducerId": (0, 1),

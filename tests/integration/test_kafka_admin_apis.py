@@ -1,7 +1,8 @@
 """Kafka's admin tools and confluent-kafka's AdminClient against a real cluster (`minikafka cluster up`, 3 brokers),
 each result checked on the cluster: the cluster id (ZooKeeper's /cluster/id, every broker's meta.properties,
 Metadata, DescribeCluster, `cluster status`, `kafka-cluster cluster-id`), ApiVersions v3 from Kafka's Java clients,
-and topics created on first use by a producer (or not, with auto.create.topics.enable=false, on a 1-broker
+partitions added by kafka-topics --alter and confluent-kafka's create_partitions as by `topic alter`, and
+topics created on first use by a producer (or not, with auto.create.topics.enable=false, on a 1-broker
 cluster of its own). One cluster serves every test, each with topics of its own."""
 
 from __future__ import annotations
@@ -11,8 +12,8 @@ import uuid
 from pathlib import Path
 
 import pytest
-from confluent_kafka import KafkaError, Producer
-from confluent_kafka.admin import AdminClient
+from confluent_kafka import KafkaError, KafkaException, Producer
+from confluent_kafka.admin import AdminClient, NewPartitions
 
 from broker.log.checkpoint import read_meta_properties
 from client.admin import Admin
@@ -20,7 +21,15 @@ from client.cluster import ClusterState, load_cluster
 from client.producer import Producer as MinikafkaProducer
 from client.producer import ProducerError
 from protocol.errors import ErrorCode
-from tests.integration.clusterutil import cluster_fixture, cluster_id_in_zookeeper, status_json, zookeeper_of
+from tests.integration.clusterutil import (
+    cli,
+    cluster_fixture,
+    cluster_id_in_zookeeper,
+    create_topic,
+    status_json,
+    topic_znode,
+    zookeeper_of,
+)
 from tests.integration.test_stock_kafka_clients import TIMEOUT_S, kafka_tool
 from zk import znodes
 
@@ -95,3 +104,32 @@ async def test_with_auto_creation_off_a_producer_to_a_missing_topic_fails_clearl
     assert len(errors) == 1 and errors[0].code() in (KafkaError._MSG_TIMED_OUT, KafkaError.UNKNOWN_TOPIC_OR_PART)
     async with zookeeper_of(no_auto_creation) as zk:
         assert await zk.get_or_none(znodes.topic_path(topic)) is None
+
+
+async def partitions_of(cluster: ClusterState, topic: str) -> dict[int, list[int]]:
+    """The topic's assignment in ZooKeeper: partition -> replicas."""
+    assignment = await topic_znode(cluster, topic)
+    assert assignment is not None, topic
+    return assignment.partitions
+
+
+async def test_kafka_topics_and_confluent_kafka_add_partitions_where_minikafka_would(cluster: ClusterState) -> None:
+    ours, java, confluent = (f"{name}-{uuid.uuid4().hex[:8]}" for name in ("ours", "java", "confluent"))
+    for topic in (ours, java, confluent):
+        await create_topic(cluster, topic, partitions=1, replication_factor=2)
+    cli("topic", "alter", ours, "--partitions", "4", "--dir", str(cluster.directory))
+    kafka_tool("org.apache.kafka.tools.TopicCommand", "--bootstrap-server", cluster.bootstrap_servers, "--alter",
+               "--topic", java, "--partitions", "4")
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+    admin.create_partitions([NewPartitions(confluent, 4)], request_timeout=TIMEOUT_S)[confluent].result(TIMEOUT_S)
+    expected = await partitions_of(cluster, ours)
+    assert len(expected) == 4
+    assert await partitions_of(cluster, java) == expected
+    assert await partitions_of(cluster, confluent) == expected
+    with pytest.raises(KafkaException) as fewer:  # partitions are never removed
+        admin.create_partitions([NewPartitions(confluent, 2)], request_timeout=TIMEOUT_S)[confluent].result(TIMEOUT_S)
+    assert fewer.value.args[0].code() == KafkaError.INVALID_PARTITIONS
+    producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "acks": "all"})
+    for partition in range(4):  # every new partition has a leader that takes records
+        producer.produce(java, value=b"v", partition=partition)
+    assert producer.flush(TIMEOUT_S) == 0

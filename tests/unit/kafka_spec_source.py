@@ -40,6 +40,7 @@ SERVED: dict[str, tuple[int, int]] = {
     "DescribeConfigs": (1, 3),
     # the admin apis
     "DescribeCluster": (0, 1),
+    "CreatePartitions": (0, 3),
     # the group apis: v5 and v6 of FindCoordinator are for transactions' and share groups' coordinators; v0 of
     # OffsetCommit and OffsetFetch kept offsets in ZooKeeper
     "FindCoordinator": (0, 4),

@@ -50,6 +50,7 @@ from protocol.apis.metadata import MetadataRequest
 from protocol.apis.offsets import ListOffsetsRequest, OffsetsForLeaderEpochRequest
 from protocol.apis.produce import ProduceRequest
 from protocol.apis.producer_ids import InitProducerIdRequest
+from protocol.apis.records_deletion import DeleteRecordsRequest
 from protocol.apis.replica_control import (
     ControlledShutdownRequest,
     LeaderAndIsrRequest,
@@ -89,6 +90,7 @@ class KafkaApis:
             FetchRequest: partial(fetch.handle_fetch, replica_manager),
             ListOffsetsRequest: partial(offsets.handle_list_offsets, replica_manager),
             OffsetsForLeaderEpochRequest: partial(offsets.handle_offsets_for_leader_epoch, replica_manager),
+            DeleteRecordsRequest: partial(offsets.handle_delete_records, replica_manager),
             LeaderAndIsrRequest: partial(replica_control.handle_leader_and_isr, replica_manager),
             UpdateMetadataRequest: partial(replica_control.handle_update_metadata, replica_manager, metadata_cache),
             StopReplicaRequest: partial(replica_control.handle_stop_replica, replica_manager),

@@ -20,6 +20,7 @@ from protocol.apis import (
     offsets,
     produce,
     producer_ids,
+    records_deletion,
     replica_control,
     replicas,
     topics,
@@ -57,6 +58,7 @@ APIS: dict[int, Api] = {api.api_key: api for api in (
     group_admin.DELETE_GROUPS,
     elections.ELECT_LEADERS,
     group_offsets.OFFSET_DELETE,
+    records_deletion.DELETE_RECORDS,
     cluster.DESCRIBE_CLUSTER,
     replicas.DESCRIBE_REPLICAS,
 )}

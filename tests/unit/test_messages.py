@@ -58,6 +58,15 @@ from protocol.apis.offsets import (
 )
 from protocol.apis.produce import ProducePartition, ProducePartitionResponse, ProduceRequest, ProduceResponse
 from protocol.apis.producer_ids import InitProducerIdRequest, InitProducerIdResponse
+from protocol.apis.records_deletion import (
+    HIGH_WATERMARK,
+    DeleteRecordsPartition,
+    DeleteRecordsPartitionResult,
+    DeleteRecordsRequest,
+    DeleteRecordsResponse,
+    DeleteRecordsTopic,
+    DeleteRecordsTopicResult,
+)
 from protocol.apis.replica_control import (
     LEADER_DURING_DELETE,
     ControlledShutdownRequest,
@@ -437,6 +446,12 @@ SAMPLES: dict[int, tuple[Any, Any]] = {
                                 error_message="preferred replica 3 is not live"),
             ])]),
     ),
+    ApiKey.DELETE_RECORDS: (
+        DeleteRecordsRequest(topics=[DeleteRecordsTopic(name="orders", partitions=[
+            DeleteRecordsPartition(partition_index=0, offset=HIGH_WATERMARK)])], timeout_ms=30000),
+        DeleteRecordsResponse(topics=[DeleteRecordsTopicResult(name="orders", partitions=[
+            DeleteRecordsPartitionResult(partition_index=0, low_watermark=120, error_code=0)])]),
+    ),
     ApiKey.DESCRIBE_CLUSTER: (
         DescribeClusterRequest(),
         DescribeClusterResponse(error_code=0, cluster_id="Wz3hJwq9T0y1e6bRfZbBLQ", controller_id=2, brokers=[
@@ -526,6 +541,7 @@ def test_api_table() -> None:
         42: "DeleteGroups",
         43: "ElectLeaders",
         47: "OffsetDelete",
+        21: "DeleteRecords",
         60: "DescribeCluster",
         1000: "DescribeReplicas",
     }

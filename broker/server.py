@@ -16,6 +16,7 @@ from pathlib import Path
 
 import uvloop
 
+from broker.apis.config_changes import TopicConfigChanges
 from broker.apis.kafka_apis import KafkaApis
 from broker.auto_topic_creation import AutoTopicCreationManager
 from broker.config import BrokerConfig
@@ -95,7 +96,7 @@ class BrokerServer:
         coordinators = OffsetsTopic(self.metadata_cache, self.auto_topic_creation, self.group_coordinator.partition_for)
         self.apis = KafkaApis(config.broker_id, self.replica_manager, self.metadata_cache, self.controller,
                               self.zk_state, self.producer_ids, self.group_coordinator, coordinators,
-                              self.auto_topic_creation)
+                              self.auto_topic_creation, TopicConfigChanges(self.zk, _validate_topic_config))
         self.socket_server = SocketServer(config.network, self.apis.handle)
         self.endpoints: tuple[EndPoint, ...] = ()  # what this broker registered, once started
         self.host, self.port = "", -1  # its inter-broker endpoint, once started

@@ -19,6 +19,7 @@ from broker.apis import (
     replicas,
     topics,
 )
+from broker.apis.config_changes import TopicConfigChanges
 from broker.apis.configs import ConfigDescriber, TopicConfigSource
 from broker.apis.elections import LeaderElector
 from broker.apis.group_admin import GroupAdmin
@@ -34,6 +35,7 @@ from broker.network import Request, Response
 from broker.replication.replica_manager import ReplicaManager
 from protocol.apis.api_versions import ApiVersionsRequest
 from protocol.apis.cluster import DescribeClusterRequest
+from protocol.apis.config_changes import AlterConfigsRequest, IncrementalAlterConfigsRequest
 from protocol.apis.configs import DescribeConfigsRequest
 from protocol.apis.elections import ElectLeadersRequest
 from protocol.apis.fetch import FetchRequest
@@ -76,7 +78,7 @@ class KafkaApis:
     def __init__(self, broker_id: int, replica_manager: ReplicaManager, metadata_cache: MetadataCache,
                  controller: ControllerApi, zk_state: TopicConfigSource, producer_id_source: ProducerIdSource,
                  group_coordinator: GroupCoordinatorApi, coordinator_locator: CoordinatorLocator,
-                 topic_creation: TopicCreation) -> None:
+                 topic_creation: TopicCreation, config_changes: TopicConfigChanges) -> None:
         configs = ConfigDescriber(broker_id, replica_manager.config, metadata_cache, zk_state)
         metadata = MetadataHandler(metadata_cache, topic_creation)
         self._handlers: dict[type, Handler] = {
@@ -85,6 +87,8 @@ class KafkaApis:
             DescribeClusterRequest: metadata.handle_describe_cluster,
             CreateTopicsRequest: partial(topics.handle_create_topics, broker_id, controller),
             DescribeConfigsRequest: configs.handle_describe_configs,
+            AlterConfigsRequest: config_changes.handle_alter_configs,
+            IncrementalAlterConfigsRequest: config_changes.handle_incremental_alter_configs,
             InitProducerIdRequest: partial(producer_ids.handle_init_producer_id, producer_id_source),
             ProduceRequest: partial(produce.handle_produce, replica_manager),
             FetchRequest: partial(fetch.handle_fetch, replica_manager),

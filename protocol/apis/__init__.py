@@ -10,6 +10,7 @@ broker has its handler (broker/apis/kafka_apis.py), never before.
 from protocol.apis import (
     api_versions,
     cluster,
+    config_changes,
     configs,
     elections,
     fetch,
@@ -59,6 +60,8 @@ APIS: dict[int, Api] = {api.api_key: api for api in (
     elections.ELECT_LEADERS,
     group_offsets.OFFSET_DELETE,
     records_deletion.DELETE_RECORDS,
+    config_changes.ALTER_CONFIGS,
+    config_changes.INCREMENTAL_ALTER_CONFIGS,
     cluster.DESCRIBE_CLUSTER,
     replicas.DESCRIBE_REPLICAS,
 )}

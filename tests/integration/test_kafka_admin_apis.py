@@ -3,7 +3,8 @@ each result checked on the cluster: the cluster id (ZooKeeper's /cluster/id, eve
 Metadata, DescribeCluster, `cluster status`, `kafka-cluster cluster-id`), ApiVersions v3 from Kafka's Java clients,
 elections asked for by kafka-leader-election and confluent-kafka's elect_leaders, partitions added by
 kafka-topics --alter and confluent-kafka's create_partitions as by `topic alter`, records deleted by
-kafka-delete-records and confluent-kafka's delete_records, and
+kafka-delete-records and confluent-kafka's delete_records, topic configs altered by kafka-configs and
+confluent-kafka's incremental_alter_configs and alter_configs, and
 topics created on first use by a producer (or not, with auto.create.topics.enable=false, on a 1-broker
 cluster of its own). One cluster serves every test, each with topics of its own."""
 
@@ -17,7 +18,14 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka import OFFSET_END, ElectionType, KafkaError, KafkaException, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewPartitions, OffsetSpec
+from confluent_kafka.admin import (
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    NewPartitions,
+    OffsetSpec,
+)
 
 from broker.log.checkpoint import read_meta_properties
 from client.admin import Admin
@@ -35,7 +43,9 @@ from tests.integration.clusterutil import (
     zookeeper_of,
 )
 from tests.integration.test_stock_kafka_clients import TIMEOUT_S, kafka_tool
+from tests.polling import eventually
 from zk import znodes
+from zk.topic_config import read_topic_config
 
 cluster = cluster_fixture(brokers=3)
 no_auto_creation = cluster_fixture(brokers=1, configs={"auto.create.topics.enable": "false"})
@@ -181,3 +191,39 @@ def test_kafka_delete_records_and_confluent_kafka_move_the_log_start_offset(clus
     with pytest.raises(KafkaException) as beyond:
         refused.result(TIMEOUT_S)
     assert beyond.value.args[0].code() == KafkaError.OFFSET_OUT_OF_RANGE
+
+
+async def test_kafka_configs_and_confluent_kafka_alter_topic_configs_in_zookeeper(cluster: ClusterState) -> None:
+    topic = f"configs-{uuid.uuid4().hex[:8]}"
+    await create_topic(cluster, topic, partitions=1, replication_factor=1)
+    kafka_tool("kafka.admin.ConfigCommand", "--bootstrap-server", cluster.bootstrap_servers, "--alter",
+               "--entity-type", "topics", "--entity-name", topic,
+               "--add-config", "retention.ms=60000,min.insync.replicas=1")
+    assert await read_topic_config_of(cluster, topic) == {"retention.ms": "60000", "min.insync.replicas": "1"}
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+    resource = ConfigResource("topic", topic, incremental_configs=[
+        ConfigEntry("retention.ms", None, incremental_operation=AlterConfigOpType.DELETE),
+        ConfigEntry("segment.bytes", "1048576", incremental_operation=AlterConfigOpType.SET)])
+    admin.incremental_alter_configs([resource])[resource].result(TIMEOUT_S)
+    assert await read_topic_config_of(cluster, topic) == {"min.insync.replicas": "1", "segment.bytes": "1048576"}
+    replaced = ConfigResource("topic", topic, set_config={"retention.bytes": "1000000"})
+    with pytest.warns(DeprecationWarning):  # confluent-kafka's deprecation of AlterConfigs
+        admin.alter_configs([replaced])[replaced].result(TIMEOUT_S)  # which keeps only the configs named
+    assert await read_topic_config_of(cluster, topic) == {"retention.bytes": "1000000"}
+
+    async def described() -> bool:  # every broker reads the change from its notification
+        [configs] = admin.describe_configs([ConfigResource("topic", topic)]).values()
+        return configs.result(TIMEOUT_S)["retention.bytes"].value == "1000000"
+
+    await eventually(described, "the new override in DescribeConfigs")
+    bad = ConfigResource("topic", topic, incremental_configs=[
+        ConfigEntry("no.such.config", "1", incremental_operation=AlterConfigOpType.SET)])
+    with pytest.raises(KafkaException) as refused:
+        admin.incremental_alter_configs([bad])[bad].result(TIMEOUT_S)
+    assert refused.value.args[0].code() == KafkaError.INVALID_CONFIG
+    assert await read_topic_config_of(cluster, topic) == {"retention.bytes": "1000000"}
+
+
+async def read_topic_config_of(cluster: ClusterState, topic: str) -> dict[str, str]:
+    async with zookeeper_of(cluster) as zk:
+        return await read_topic_config(zk, topic)

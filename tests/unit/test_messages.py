@@ -13,6 +13,17 @@ from protocol.apis import API_BY_REQUEST_TYPE, APIS, supported_api_versions
 from protocol.apis.api import ApiKey
 from protocol.apis.api_versions import ApiVersionRange, ApiVersionsRequest, ApiVersionsResponse
 from protocol.apis.cluster import ClusterBroker, DescribeClusterRequest, DescribeClusterResponse
+from protocol.apis.config_changes import (
+    AlterableConfig,
+    AlterConfigsRequest,
+    AlterConfigsResource,
+    AlterConfigsResponse,
+    AlterConfigsResult,
+    IncrementalAlterableConfig,
+    IncrementalAlterConfigsRequest,
+    IncrementalAlterConfigsResource,
+    IncrementalAlterConfigsResponse,
+)
 from protocol.apis.configs import (
     ConfigEntry,
     ConfigResourceType,
@@ -452,6 +463,18 @@ SAMPLES: dict[int, tuple[Any, Any]] = {
         DeleteRecordsResponse(topics=[DeleteRecordsTopicResult(name="orders", partitions=[
             DeleteRecordsPartitionResult(partition_index=0, low_watermark=120, error_code=0)])]),
     ),
+    ApiKey.ALTER_CONFIGS: (
+        AlterConfigsRequest(resources=[AlterConfigsResource(resource_type=2, resource_name="orders", configs=[
+            AlterableConfig(name="retention.ms", value="60000")])]),
+        AlterConfigsResponse(responses=[AlterConfigsResult(error_code=0, resource_type=2, resource_name="orders")]),
+    ),
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: (
+        IncrementalAlterConfigsRequest(resources=[IncrementalAlterConfigsResource(
+            resource_type=2, resource_name="orders", configs=[
+                IncrementalAlterableConfig(name="retention.ms", config_operation=1, value=None)])], validate_only=True),
+        IncrementalAlterConfigsResponse(responses=[AlterConfigsResult(
+            error_code=40, error_message="Invalid config", resource_type=2, resource_name="orders")]),
+    ),
     ApiKey.DESCRIBE_CLUSTER: (
         DescribeClusterRequest(),
         DescribeClusterResponse(error_code=0, cluster_id="Wz3hJwq9T0y1e6bRfZbBLQ", controller_id=2, brokers=[
@@ -542,6 +565,8 @@ def test_api_table() -> None:
         43: "ElectLeaders",
         47: "OffsetDelete",
         21: "DeleteRecords",
+        33: "AlterConfigs",
+        44: "IncrementalAlterConfigs",
         60: "DescribeCluster",
         1000: "DescribeReplicas",
     }

@@ -96,7 +96,8 @@ class BrokerServer:
         coordinators = OffsetsTopic(self.metadata_cache, self.auto_topic_creation, self.group_coordinator.partition_for)
         self.apis = KafkaApis(config.broker_id, self.replica_manager, self.metadata_cache, self.controller,
                               self.zk_state, self.producer_ids, self.group_coordinator, coordinators,
-                              self.auto_topic_creation, TopicConfigChanges(self.zk, _validate_topic_config))
+                              self.auto_topic_creation, TopicConfigChanges(self.zk, _validate_topic_config),
+                              self.log_manager)
         self.socket_server = SocketServer(config.network, self.apis.handle)
         self.endpoints: tuple[EndPoint, ...] = ()  # what this broker registered, once started
         self.host, self.port = "", -1  # its inter-broker endpoint, once started

@@ -26,6 +26,7 @@ from broker.apis.group_admin import GroupAdmin
 from broker.apis.group_offsets import GroupOffsets
 from broker.apis.groups import CoordinatorLocator, GroupMembership
 from broker.apis.handler import Handled, Handler
+from broker.apis.log_dirs import LogDirs, handle_describe_log_dirs
 from broker.apis.metadata import MetadataHandler, TopicCreation
 from broker.apis.producer_ids import ProducerIdSource
 from broker.apis.replica_control import ShutdownController
@@ -48,6 +49,7 @@ from protocol.apis.groups import (
     LeaveGroupRequest,
     SyncGroupRequest,
 )
+from protocol.apis.log_dirs import DescribeLogDirsRequest
 from protocol.apis.metadata import MetadataRequest
 from protocol.apis.offsets import ListOffsetsRequest, OffsetsForLeaderEpochRequest
 from protocol.apis.produce import ProduceRequest
@@ -78,7 +80,7 @@ class KafkaApis:
     def __init__(self, broker_id: int, replica_manager: ReplicaManager, metadata_cache: MetadataCache,
                  controller: ControllerApi, zk_state: TopicConfigSource, producer_id_source: ProducerIdSource,
                  group_coordinator: GroupCoordinatorApi, coordinator_locator: CoordinatorLocator,
-                 topic_creation: TopicCreation, config_changes: TopicConfigChanges) -> None:
+                 topic_creation: TopicCreation, config_changes: TopicConfigChanges, log_dirs: LogDirs) -> None:
         configs = ConfigDescriber(broker_id, replica_manager.config, metadata_cache, zk_state)
         metadata = MetadataHandler(metadata_cache, topic_creation)
         self._handlers: dict[type, Handler] = {
@@ -95,6 +97,7 @@ class KafkaApis:
             ListOffsetsRequest: partial(offsets.handle_list_offsets, replica_manager),
             OffsetsForLeaderEpochRequest: partial(offsets.handle_offsets_for_leader_epoch, replica_manager),
             DeleteRecordsRequest: partial(offsets.handle_delete_records, replica_manager),
+            DescribeLogDirsRequest: partial(handle_describe_log_dirs, log_dirs),
             LeaderAndIsrRequest: partial(replica_control.handle_leader_and_isr, replica_manager),
             UpdateMetadataRequest: partial(replica_control.handle_update_metadata, replica_manager, metadata_cache),
             StopReplicaRequest: partial(replica_control.handle_stop_replica, replica_manager),

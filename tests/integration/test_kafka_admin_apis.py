@@ -4,7 +4,7 @@ Metadata, DescribeCluster, `cluster status`, `kafka-cluster cluster-id`), ApiVer
 elections asked for by kafka-leader-election and confluent-kafka's elect_leaders, partitions added by
 kafka-topics --alter and confluent-kafka's create_partitions as by `topic alter`, records deleted by
 kafka-delete-records and confluent-kafka's delete_records, topic configs altered by kafka-configs and
-confluent-kafka's incremental_alter_configs and alter_configs, and
+confluent-kafka's incremental_alter_configs and alter_configs, kafka-log-dirs' replicas and sizes, and
 topics created on first use by a producer (or not, with auto.create.topics.enable=false, on a 1-broker
 cluster of its own). One cluster serves every test, each with topics of its own."""
 
@@ -227,3 +227,30 @@ async def test_kafka_configs_and_confluent_kafka_alter_topic_configs_in_zookeepe
 async def read_topic_config_of(cluster: ClusterState, topic: str) -> dict[str, str]:
     async with zookeeper_of(cluster) as zk:
         return await read_topic_config(zk, topic)
+
+
+async def test_kafka_log_dirs_describes_every_replica_with_its_size_on_disk(cluster: ClusterState) -> None:
+    topic = f"dirs-{uuid.uuid4().hex[:8]}"
+    await create_topic(cluster, topic, partitions=1, replication_factor=3)
+    producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "acks": "all"})
+    for i in range(10):
+        producer.produce(topic, value=b"v%d" % i, partition=0)
+    assert producer.flush(TIMEOUT_S) == 0
+    brokers = load_cluster(cluster.directory).brokers
+
+    async def caught_up() -> bool:  # followers have every record (acks=all waited for the ISR, not for their files)
+        sizes = {(Path(b.log_dir) / f"{topic}-0" / "00000000000000000000.log").stat().st_size for b in brokers}
+        return len(sizes) == 1
+
+    await eventually(caught_up, "every replica's segment to hold the records")
+    said = kafka_tool("org.apache.kafka.tools.LogDirsCommand", "--bootstrap-server", cluster.bootstrap_servers,
+                      "--describe", "--topic-list", topic)
+    described = json.loads(next(line for line in said.splitlines() if line.startswith("{")))
+    assert sorted(b["broker"] for b in described["brokers"]) == [1, 2, 3]
+    for entry in described["brokers"]:
+        broker = next(b for b in brokers if b.id == entry["broker"])
+        [log_dir] = entry["logDirs"]
+        assert log_dir["logDir"] == str(Path(broker.log_dir).resolve()) and log_dir["error"] is None
+        segment = Path(broker.log_dir) / f"{topic}-0" / "00000000000000000000.log"
+        assert log_dir["partitions"] == [{"partition": f"{topic}-0", "size": segment.stat().st_size,
+                                          "offsetLag": 0, "isFuture": False}]

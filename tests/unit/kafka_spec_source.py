@@ -45,6 +45,7 @@ SERVED: dict[str, tuple[int, int]] = {
     "DeleteRecords": (0, 2),
     "AlterConfigs": (0, 2),
     "IncrementalAlterConfigs": (0, 1),
+    "DescribeLogDirs": (0, 4),
     # the group apis: v5 and v6 of FindCoordinator are for transactions' and share groups' coordinators; v0 of
     # OffsetCommit and OffsetFetch kept offsets in ZooKeeper
     "FindCoordinator": (0, 4),

@@ -53,6 +53,14 @@ from protocol.apis.fetch import (
     FetchResponse,
     LeaderIdAndEpoch,
 )
+from protocol.apis.log_dirs import (
+    DescribableLogDirTopic,
+    DescribeLogDirsRequest,
+    DescribeLogDirsResponse,
+    LogDirPartition,
+    LogDirResult,
+    LogDirTopic,
+)
 from protocol.apis.metadata import MetadataBroker, MetadataPartition, MetadataRequest, MetadataResponse, MetadataTopic
 from protocol.apis.offsets import (
     EARLIEST_TIMESTAMP,
@@ -475,6 +483,12 @@ SAMPLES: dict[int, tuple[Any, Any]] = {
         IncrementalAlterConfigsResponse(responses=[AlterConfigsResult(
             error_code=40, error_message="Invalid config", resource_type=2, resource_name="orders")]),
     ),
+    ApiKey.DESCRIBE_LOG_DIRS: (
+        DescribeLogDirsRequest(topics=[DescribableLogDirTopic(topic="orders", partitions=[0])]),
+        DescribeLogDirsResponse(error_code=0, results=[LogDirResult(
+            error_code=0, log_dir="/data/broker-1", total_bytes=10**12, usable_bytes=10**11, topics=[LogDirTopic(
+                name="orders", partitions=[LogDirPartition(partition_index=0, partition_size=4096, offset_lag=0)])])]),
+    ),
     ApiKey.DESCRIBE_CLUSTER: (
         DescribeClusterRequest(),
         DescribeClusterResponse(error_code=0, cluster_id="Wz3hJwq9T0y1e6bRfZbBLQ", controller_id=2, brokers=[
@@ -567,6 +581,7 @@ def test_api_table() -> None:
         21: "DeleteRecords",
         33: "AlterConfigs",
         44: "IncrementalAlterConfigs",
+        35: "DescribeLogDirs",
         60: "DescribeCluster",
         1000: "DescribeReplicas",
     }

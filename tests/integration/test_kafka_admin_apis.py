@@ -116,6 +116,7 @@ async def test_with_auto_creation_off_a_producer_to_a_missing_topic_fails_clearl
     confluent.produce(topic, value=b"lost", on_delivery=lambda err, _msg: errors.append(err))
     confluent.flush(TIMEOUT_S)
     assert len(errors) == 1 and errors[0].code() in (KafkaError._MSG_TIMED_OUT, KafkaError.UNKNOWN_TOPIC_OR_PART)
+    del confluent  # closed now, before its cluster is stopped
     async with zookeeper_of(no_auto_creation) as zk:
         assert await zk.get_or_none(znodes.topic_path(topic)) is None
 

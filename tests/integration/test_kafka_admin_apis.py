@@ -31,8 +31,6 @@ from broker.log.checkpoint import read_meta_properties
 from client.admin import Admin
 from client.cluster import ClusterState, load_cluster
 from client.producer import Producer as MinikafkaProducer
-from client.producer import ProducerError
-from protocol.errors import ErrorCode
 from tests.integration.clusterutil import (
     cli,
     cluster_fixture,
@@ -44,11 +42,9 @@ from tests.integration.clusterutil import (
 )
 from tests.integration.test_stock_kafka_clients import TIMEOUT_S, kafka_tool
 from tests.polling import eventually
-from zk import znodes
 from zk.topic_config import read_topic_config
 
 cluster = cluster_fixture(brokers=3)
-no_auto_creation = cluster_fixture(brokers=1, configs={"auto.create.topics.enable": "false"})
 #: Kafka's cluster ids: a UUID in URL-safe base64 without padding (Uuid.toString)
 CLUSTER_ID = re.compile(r"[A-Za-z0-9_-]{22}")
 
@@ -99,26 +95,6 @@ async def test_minikafkas_producer_creates_a_missing_topic_on_first_send(cluster
     assert (metadata.topic, metadata.partition, metadata.offset) == (topic, 0, 0)
     async with Admin(cluster.bootstrap_servers) as admin:
         assert [p.partition for p in await admin.describe_topics([topic])] == [0]
-
-
-async def test_with_auto_creation_off_a_producer_to_a_missing_topic_fails_clearly(
-        no_auto_creation: ClusterState) -> None:
-    topic = f"missing-{uuid.uuid4().hex[:8]}"
-    producer = MinikafkaProducer(no_auto_creation.bootstrap_servers, max_block_ms=2000)
-    try:
-        with pytest.raises(ProducerError) as failed:
-            await producer.send(topic, b"lost")
-    finally:
-        await producer.close()
-    assert failed.value.code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION and topic in str(failed.value)
-    confluent = Producer({"bootstrap.servers": no_auto_creation.bootstrap_servers, "message.timeout.ms": 3000})
-    errors = []
-    confluent.produce(topic, value=b"lost", on_delivery=lambda err, _msg: errors.append(err))
-    confluent.flush(TIMEOUT_S)
-    assert len(errors) == 1 and errors[0].code() in (KafkaError._MSG_TIMED_OUT, KafkaError.UNKNOWN_TOPIC_OR_PART)
-    del confluent  # closed now, before its cluster is stopped
-    async with zookeeper_of(no_auto_creation) as zk:
-        assert await zk.get_or_none(znodes.topic_path(topic)) is None
 
 
 async def partitions_of(cluster: ClusterState, topic: str) -> dict[int, list[int]]:

@@ -101,6 +101,8 @@ class BrokerConfig:
     leader_imbalance_check_interval_seconds: int = 300
     leader_imbalance_per_broker_percentage: int = 10
     delete_topic_enable: bool = True
+    #: topics named in Metadata requests that allow it are created on first use (Kafka's default in ZooKeeper mode)
+    auto_create_topics_enable: bool = True
     default_replication_factor: int = 1
     num_partitions: int = 1
     replication_truncation_mode: str = "leader-epoch"
@@ -209,6 +211,7 @@ class BrokerConfig:
             leader_imbalance_check_interval_seconds=reader.integer("leader.imbalance.check.interval.seconds", 300),
             leader_imbalance_per_broker_percentage=reader.integer("leader.imbalance.per.broker.percentage", 10),
             delete_topic_enable=reader.boolean("delete.topic.enable", True),
+            auto_create_topics_enable=reader.boolean("auto.create.topics.enable", True),
             default_replication_factor=reader.integer("default.replication.factor", 1),
             num_partitions=reader.integer("num.partitions", 1),
             replication_truncation_mode=mode,

@@ -15,17 +15,21 @@ NO_LEADER = -1
 
 @dataclass
 class MetadataCache:
-    """Live brokers with their endpoints per listener, the controller and every partition's leader, epoch,
-    replicas and ISR. A topic's answer to Metadata is built once per listener and kept until an UpdateMetadata
-    changes the topic or the live brokers: with thousands of partitions, building it for every request held the
-    event loop for a quarter of a second each time."""
+    """The cluster id, live brokers with their endpoints per listener, the controller, every topic's id and every
+    partition's leader, epoch, replicas and ISR. A topic's answer to Metadata is built once per listener and kept
+    until an UpdateMetadata changes the topic or the live brokers: with thousands of partitions, building it for
+    every request held the event loop for a quarter of a second each time."""
 
     broker_id: int
     controller_id: int = -1
+    #: the cluster's id (/cluster/id), set when the broker has joined its cluster
+    cluster_id: str | None = None
     #: broker id -> listener name -> (host, port), as advertised
     brokers: dict[int, dict[str, tuple[str, int]]] = field(default_factory=dict)
     #: topic -> partition -> its latest state
     topic_partitions: dict[str, dict[int, UpdateMetadataPartitionState]] = field(default_factory=dict)
+    #: topic id -> topic, for the topics that have an id
+    topic_names: dict[str, str] = field(default_factory=dict)
     _answers: dict[str, dict[str, MetadataTopic]] = field(default_factory=dict, repr=False)  # topic, listener
 
     def update(self, request: UpdateMetadataRequest) -> None:
@@ -43,8 +47,11 @@ class MetadataCache:
                 partitions.pop(state.partition, None)
                 if not partitions:
                     self.topic_partitions.pop(state.topic, None)
+                    self.topic_names = {i: t for i, t in self.topic_names.items() if t != state.topic}
             else:
                 self.topic_partitions.setdefault(state.topic, {})[state.partition] = state
+                if state.topic_id:
+                    self.topic_names[state.topic_id] = state.topic
 
     def endpoint(self, broker_id: int, listener_name: str) -> tuple[str, int] | None:
         """Where a live broker is reached on a listener; None if it is not alive or has no such listener."""
@@ -55,6 +62,11 @@ class MetadataCache:
 
     def has_topic(self, topic: str) -> bool:
         return topic in self.topic_partitions
+
+    def topic_id(self, topic: str) -> str:
+        """The topic's id ("" if it has none, or is not known)."""
+        partitions = self.topic_partitions.get(topic)
+        return next(iter(partitions.values())).topic_id if partitions else ""
 
     def contains(self, tp: TopicPartition) -> bool:
         """Whether the partition exists, as the controller last said."""
@@ -75,7 +87,8 @@ class MetadataCache:
         reachable = {i: listeners[listener_name] for i, listeners in self.brokers.items() if listener_name in listeners}
         return MetadataResponse(
             brokers=[MetadataBroker(node_id=i, host=h, port=p) for i, (h, p) in sorted(reachable.items())],
-            controller_id=self.controller_id, topics=[self._topic(name, listener_name) for name in names])
+            controller_id=self.controller_id, topics=[self._topic(name, listener_name) for name in names],
+            cluster_id=self.cluster_id)
 
     def _topic(self, name: str, listener_name: str) -> MetadataTopic:
         """The topic's answer (shared between responses: never changed once built)."""
@@ -87,7 +100,7 @@ class MetadataCache:
             return MetadataTopic(error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name=name, partitions=[])
         answer = MetadataTopic(error_code=ErrorCode.NONE, name=name, partitions=[
             self._partition(state, listener_name) for _number, state in sorted(partitions.items())],
-            is_internal=name == OFFSETS_TOPIC)
+            is_internal=name == OFFSETS_TOPIC, topic_id=self.topic_id(name))
         self._answers.setdefault(name, {})[listener_name] = answer
         return answer
 

@@ -1,5 +1,5 @@
-"""The broker's registration in ZooKeeper: the ephemeral /brokers/ids/<id> of its session, whose czxid is the broker
-epoch (Kafka's KafkaZkClient.registerBroker)."""
+"""The broker's registration in ZooKeeper: the cluster it joins (/cluster/id, created by the first broker), and the
+ephemeral /brokers/ids/<id> of its session, whose czxid is the broker epoch (Kafka's KafkaZkClient.registerBroker)."""
 
 from __future__ import annotations
 
@@ -18,6 +18,17 @@ log = logging.getLogger(__name__)
 
 class BrokerIdInUseError(ZkError):
     """Another live session holds the registration of this broker id."""
+
+
+async def get_or_create_cluster_id(zk: ZkClient) -> str:
+    """The cluster id in /cluster/id, created with a random one if there is none yet (Kafka's
+    getOrGenerateClusterId): every broker of a cluster reads the same id, whichever created it."""
+    got = await zk.get_or_none(znodes.CLUSTER_ID_PATH)
+    if got is None:
+        with contextlib.suppress(NodeExistsError):  # another broker created it meanwhile
+            await zk.create(znodes.CLUSTER_ID_PATH, znodes.encode_cluster_id(znodes.new_cluster_id()), makepath=True)
+        got = await zk.get(znodes.CLUSTER_ID_PATH)
+    return znodes.decode_cluster_id(got[0])
 
 
 async def register_broker(

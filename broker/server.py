@@ -18,30 +18,33 @@ from typing import TypeVar
 
 import uvloop
 
+from broker.apis.config_changes import TopicConfigChanges
 from broker.apis.kafka_apis import KafkaApis
+from broker.auto_topic_creation import AutoTopicCreationManager
 from broker.config import BrokerConfig
 from broker.controller_client import ControllerClient, ControllerUnreachableError
 from broker.coordinator.group_shell import GroupCoordinatorShell
 from broker.coordinator.offsets_log import OffsetsLog
-from broker.coordinator.offsets_topic import OffsetsTopic
+from broker.coordinator.offsets_topic import OffsetsTopic, offsets_topic
 from broker.log.cleaner.cleaner import Owner, no_step
 from broker.log.cleaner.log_cleaner import halt_hook
 from broker.log.config import LogConfig
 from broker.log.durable_writer import DURABLE_WRITER
 from broker.log.log import wall_clock_ms
-from broker.log.manager import LogManager
+from broker.log.manager import LogDirError, LogManager
 from broker.metadata_cache import MetadataCache
 from broker.metrics.collector import BrokerCollector, ControllerGauges
 from broker.metrics.http import MetricsServer
 from broker.network import SocketServer
 from broker.producer_ids import ProducerIdManager
-from broker.registration import register_broker
+from broker.registration import get_or_create_cluster_id, register_broker
 from broker.replication.fetcher import ReplicaFetcherManager
 from broker.replication.replica_manager import ReplicaManager
 from broker.zk_state import BrokerZkState
 from controller.channel import ControllerChannelManager
 from controller.controller import KafkaController
 from protocol.apis.replica_control import ControlledShutdownRequest, ControlledShutdownResponse
+from protocol.consumer_offsets import OFFSETS_TOPIC
 from protocol.endpoint import EndPoint
 from protocol.errors import ErrorCode
 from protocol.state_change import install_state_change_file
@@ -92,10 +95,16 @@ class BrokerServer:
             groups, OffsetsLog(self.replica_manager, groups.offsets_commit_timeout_ms, groups.offsets_load_buffer_size),
             wall_clock_ms)
         self.replica_manager.on_leadership_change = self.group_coordinator.on_leadership_change
-        offsets_topic = OffsetsTopic(groups, self.metadata_cache, self.controller_client.create_topics,
-                                     self.group_coordinator.partition_for)
+        self.auto_topic_creation = AutoTopicCreationManager(
+            self.metadata_cache, self.controller_client.create_topics,
+            auto_create_topics_enable=config.auto_create_topics_enable, num_partitions=config.num_partitions,
+            default_replication_factor=config.default_replication_factor,
+            internal={OFFSETS_TOPIC: offsets_topic(groups)})
+        coordinators = OffsetsTopic(self.metadata_cache, self.auto_topic_creation, self.group_coordinator.partition_for)
         self.apis = KafkaApis(config.broker_id, self.replica_manager, self.metadata_cache, self.controller,
-                              self.zk_state, self.producer_ids, self.group_coordinator, offsets_topic)
+                              self.zk_state, self.producer_ids, self.group_coordinator, coordinators,
+                              self.auto_topic_creation, TopicConfigChanges(self.zk, _validate_topic_config),
+                              self.log_manager)
         self.socket_server = SocketServer(config.network, self.apis.handle, self.replica_manager.counters)
         self.metrics = MetricsServer(BrokerCollector(self.replica_manager, self._controller_gauges, self.fetchers,
                                                      self.socket_server))
@@ -123,13 +132,20 @@ class BrokerServer:
                                 local_address=self.config.source_address)
 
     async def start(self) -> None:
-        """Recover the logs (and start the durable file writer), serve, register in ZooKeeper and start the
-        controller."""
+        """Join the cluster in ZooKeeper (its id, created by the first broker), recover the logs (refusing log dirs
+        of another cluster) and start the durable file writer, serve, register and start the controller."""
         config = self.config
-        await asyncio.gather(asyncio.to_thread(self.log_manager.startup), asyncio.to_thread(DURABLE_WRITER.start))
+        await self.zk.start(timeout_s=config.zookeeper_connection_timeout_ms / 1000)
+        try:
+            cluster_id = await get_or_create_cluster_id(self.zk)
+            await asyncio.gather(asyncio.to_thread(self.log_manager.startup, cluster_id),
+                                 asyncio.to_thread(DURABLE_WRITER.start))
+        except BaseException:
+            await self.zk.close()
+            raise
         self.log_manager.start_cleaner(config.cleaner, on_loop(asyncio.get_running_loop()),
                                        halt_hook(os.environ) or no_step)
-        await self.zk.start(timeout_s=config.zookeeper_connection_timeout_ms / 1000)
+        self.metadata_cache.cluster_id = cluster_id
         bound = await self.socket_server.start()
         self.endpoints = config.listeners.advertised_endpoints(bound, socket.getfqdn())
         inter_broker = next(e for e in self.endpoints
@@ -294,6 +310,9 @@ def run_broker(config_path: Path, overrides: list[str]) -> None:
     install_state_change_file(config.log_dirs[0])
     try:
         uvloop.run(serve(config))
+    except LogDirError as e:  # another broker's or another cluster's log dirs: said in one line, no traceback
+        log.critical("broker %d cannot start: %s", config.broker_id, e)
+        sys.exit(1)
     except Exception as e:
         if isinstance(e, OSError) and e.errno in (errno.EMFILE, errno.ENFILE):
             log.critical("broker %d ran out of file descriptors (%s)", config.broker_id, _descriptors())

@@ -596,9 +596,10 @@ def _cuts(state: ClusterState) -> list[str] | None:
 
 
 async def cluster_status(directory: Path) -> dict[str, Any]:
-    """{"controller", "controller_epoch", "zookeeper": {"host", "port", "pid", "alive"}, "brokers": [{"id", "pid",
-    "host", "port", "kafka_address", "metrics_address", "log_dir", "alive", "exit_status"}], "cuts": ["1 <-> 2,3,zk",
-    ...] or None when they cannot be listed}: alive means the pid runs the broker and the broker answers Metadata;
+    """{"cluster_id", "controller", "controller_epoch", "zookeeper": {"host", "port", "pid", "alive"}, "brokers":
+    [{"id", "pid", "host", "port", "kafka_address", "metrics_address", "log_dir", "alive", "exit_status"}], "cuts":
+    ["1 <-> 2,3,zk", ...] or None when they cannot be listed}: cluster_id is the id the brokers answer with
+    (/cluster/id), null if none answers; alive means the pid runs the broker and the broker answers Metadata;
     kafka_address is where Kafka's own clients connect ("host:port": the listener serves both protocols);
     metrics_address is where it serves /metrics ("host:port", null without metrics.port);
     exit_status is how a broker that no longer runs ended (128+N: killed by signal N), null while it runs or if
@@ -607,7 +608,9 @@ async def cluster_status(directory: Path) -> dict[str, Any]:
     answers = await asyncio.gather(*(_probe(b) for b in state.brokers))
     controllers = [a.controller_id for a in answers if a is not None and a.controller_id != -1]
     zk_alive = zookeeper_running(state.zookeeper)
+    cluster_ids = [a.cluster_id for a in answers if a is not None and a.cluster_id]
     return {
+        "cluster_id": cluster_ids[0] if cluster_ids else None,
         "controller": controllers[0] if controllers else None,
         "controller_epoch": await _controller_epoch(state) if zk_alive else None,
         "zookeeper": {"host": state.zookeeper.host, "port": state.zookeeper.port, "pid": state.zookeeper.pid,

@@ -52,7 +52,8 @@ class ClusterMetadata:
     """Brokers, controller and topic partitions, refreshed on demand, plus one pooled connection per broker.
 
     The first refresh asks the bootstrap servers; later ones ask any broker known to be up, falling back to
-    the bootstrap servers.
+    the bootstrap servers. With allow_auto_topic_creation (a producer's, as Kafka's producers ask) brokers create
+    the topics asked for that do not exist, if their auto.create.topics.enable allows it.
     """
 
     def __init__(
@@ -61,8 +62,10 @@ class ClusterMetadata:
         *,
         client_id: str = "minikafka",
         request_timeout_ms: int = 30000,
+        allow_auto_topic_creation: bool = False,
     ) -> None:
         self.bootstrap = parse_bootstrap_servers(bootstrap_servers)
+        self.allow_auto_topic_creation = allow_auto_topic_creation
         self.client_id = client_id
         self.request_timeout_ms = request_timeout_ms
         self.brokers: dict[int, MetadataBroker] = {}
@@ -114,7 +117,8 @@ class ClusterMetadata:
         Refreshes run one at a time. Raises KafkaConnectionError if no broker answers."""
         wanted = None if topics is None else sorted(set(topics))
         async with self._refresh_lock:
-            response = await self._fetch(MetadataRequest(topics=wanted))
+            response = await self._fetch(MetadataRequest(
+                topics=wanted, allow_auto_topic_creation=self.allow_auto_topic_creation and wanted is not None))
             self._apply(response, replace_all=wanted is None)
             return response
 

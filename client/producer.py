@@ -83,6 +83,9 @@ class Producer(AsyncClosing):
     with InitProducerId and numbers its records per partition, so that a leader writes a retried batch only once.
 
     compression_type (Kafka's compression.type: none, gzip, snappy, lz4 or zstd) compresses each batch's records.
+
+    A topic that does not exist is created by the brokers if their auto.create.topics.enable allows it; otherwise
+    `send` fails with UNKNOWN_TOPIC_OR_PARTITION after max_block_ms.
     """
 
     def __init__(
@@ -118,7 +121,8 @@ class Producer(AsyncClosing):
         self.buffer_memory = buffer_memory
         self.max_block_ms = max_block_ms
         self.metadata = ClusterMetadata(
-            bootstrap_servers, client_id=client_id, request_timeout_ms=request_timeout_ms
+            bootstrap_servers, client_id=client_id, request_timeout_ms=request_timeout_ms,
+            allow_auto_topic_creation=True,
         )
         self.identity = ProducerIdentity() if enable_idempotence else None
         self._identity_request: asyncio.Task[None] | None = None

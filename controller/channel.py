@@ -246,7 +246,8 @@ class ControllerBrokerRequestBatch:
         for topic, partition, state, replicas in partitions:
             offline = [r for r in replicas if r not in self.live_brokers]
             self._update_metadata_partitions[TopicPartition(topic, partition)] = UpdateMetadataPartitionState(
-                offline_replicas=offline, **self._fields(topic, partition, state, replicas)
+                offline_replicas=offline, topic_id=self.topic_ids.get(topic, ""),
+                **self._fields(topic, partition, state, replicas)
             )
 
     def add_stop_replica(self, broker_id: int, topic: str, partition: int, leader_epoch: int, *, delete: bool,

@@ -75,6 +75,8 @@ class ErrorCode(IntEnum):
     GROUP_SUBSCRIBED_TO_TOPIC = 86
     INVALID_RECORD = 87
     UNSTABLE_OFFSET_COMMIT = 88
+    UNKNOWN_TOPIC_ID = 100
+    UNSUPPORTED_ENDPOINT_TYPE = 115
 
     @classmethod
     def from_code(cls, code: int) -> "ErrorCode":
@@ -117,6 +119,7 @@ _RETRIABLE = frozenset(
         ErrorCode.COORDINATOR_NOT_AVAILABLE,
         ErrorCode.NOT_COORDINATOR,
         ErrorCode.UNSTABLE_OFFSET_COMMIT,
+        ErrorCode.UNKNOWN_TOPIC_ID,
     }
 )
 

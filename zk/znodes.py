@@ -30,6 +30,7 @@ PENDING_REPLICA_DELETIONS_PATH = "/admin/pending_replica_deletions"
 ISR_CHANGE_NOTIFICATION_PATH = "/isr_change_notification"
 ISR_CHANGE_PREFIX = "isr_change_"
 PRODUCER_ID_BLOCK_PATH = "/latest_producer_id_block"
+CLUSTER_ID_PATH = "/cluster/id"
 
 # Persistent paths every broker makes sure of at start-up (Kafka's createTopLevelPaths).
 TOP_LEVEL_PATHS = (
@@ -179,9 +180,14 @@ def decode_broker(broker_id: int, data: bytes, epoch: int = -1, listener_name: s
 # /brokers/topics/<topic>
 
 
-def new_topic_id() -> str:
-    """A random topic id as Kafka writes one (KIP-516): a UUID in URL-safe base64 without padding."""
+def _random_uuid() -> str:
+    """A random UUID as Kafka writes one (Uuid.randomUuid().toString()): URL-safe base64 without padding."""
     return base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+
+
+def new_topic_id() -> str:
+    """A random topic id (KIP-516)."""
+    return _random_uuid()
 
 
 @dataclass(frozen=True, slots=True)
@@ -423,6 +429,24 @@ def decode_pending_deletions(data: bytes) -> list[PendingDeletion]:
                       else [_field(entry, "partition", int, what)])
         result.extend(PendingDeletion(topic, partition, topic_id) for partition in partitions)
     return sorted(result, key=lambda r: (r.topic, r.partition, r.topic_id or ""))
+
+
+# ---------------------------------------------------------------------------------------------
+# /cluster/id
+
+
+def new_cluster_id() -> str:
+    """A random cluster id, as the first broker of a cluster creates it."""
+    return _random_uuid()
+
+
+def encode_cluster_id(cluster_id: str) -> bytes:
+    """Kafka's ClusterIdZNode: {"version":"1","id":"..."} (the version a string, as Kafka writes it)."""
+    return _dump({"version": "1", "id": cluster_id})
+
+
+def decode_cluster_id(data: bytes) -> str:
+    return _field(_load(data, "cluster id"), "id", str, "cluster id")
 
 
 # ---------------------------------------------------------------------------------------------

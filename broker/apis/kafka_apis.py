@@ -12,7 +12,6 @@ from broker.apis import (
     group_admin,
     group_offsets,
     groups,
-    metadata,
     offsets,
     produce,
     producer_ids,
@@ -20,12 +19,15 @@ from broker.apis import (
     replicas,
     topics,
 )
+from broker.apis.config_changes import TopicConfigChanges
 from broker.apis.configs import ConfigDescriber, TopicConfigSource
 from broker.apis.elections import LeaderElector
 from broker.apis.group_admin import GroupAdmin
 from broker.apis.group_offsets import GroupOffsets
 from broker.apis.groups import CoordinatorLocator, GroupMembership
 from broker.apis.handler import Handled, Handler
+from broker.apis.log_dirs import LogDirs, handle_describe_log_dirs
+from broker.apis.metadata import MetadataHandler, TopicCreation
 from broker.apis.producer_ids import ProducerIdSource
 from broker.apis.replica_control import ShutdownController
 from broker.apis.topics import TopicController
@@ -33,6 +35,8 @@ from broker.metadata_cache import MetadataCache
 from broker.network import Request, Response
 from broker.replication.replica_manager import ReplicaManager
 from protocol.apis.api_versions import ApiVersionsRequest
+from protocol.apis.cluster import DescribeClusterRequest
+from protocol.apis.config_changes import AlterConfigsRequest, IncrementalAlterConfigsRequest
 from protocol.apis.configs import DescribeConfigsRequest
 from protocol.apis.elections import ElectLeadersRequest
 from protocol.apis.fetch import FetchRequest
@@ -45,10 +49,12 @@ from protocol.apis.groups import (
     LeaveGroupRequest,
     SyncGroupRequest,
 )
+from protocol.apis.log_dirs import DescribeLogDirsRequest
 from protocol.apis.metadata import MetadataRequest
 from protocol.apis.offsets import ListOffsetsRequest, OffsetsForLeaderEpochRequest
 from protocol.apis.produce import ProduceRequest
 from protocol.apis.producer_ids import InitProducerIdRequest
+from protocol.apis.records_deletion import DeleteRecordsRequest
 from protocol.apis.replica_control import (
     ControlledShutdownRequest,
     LeaderAndIsrRequest,
@@ -73,18 +79,25 @@ class KafkaApis:
 
     def __init__(self, broker_id: int, replica_manager: ReplicaManager, metadata_cache: MetadataCache,
                  controller: ControllerApi, zk_state: TopicConfigSource, producer_id_source: ProducerIdSource,
-                 group_coordinator: GroupCoordinatorApi, coordinator_locator: CoordinatorLocator) -> None:
+                 group_coordinator: GroupCoordinatorApi, coordinator_locator: CoordinatorLocator,
+                 topic_creation: TopicCreation, config_changes: TopicConfigChanges, log_dirs: LogDirs) -> None:
         configs = ConfigDescriber(broker_id, replica_manager.config, metadata_cache, zk_state)
+        metadata = MetadataHandler(metadata_cache, topic_creation)
         self._handlers: dict[type, Handler] = {
             ApiVersionsRequest: api_versions.handle_api_versions,
-            MetadataRequest: partial(metadata.handle_metadata, metadata_cache),
+            MetadataRequest: metadata.handle_metadata,
+            DescribeClusterRequest: metadata.handle_describe_cluster,
             CreateTopicsRequest: partial(topics.handle_create_topics, broker_id, controller),
             DescribeConfigsRequest: configs.handle_describe_configs,
+            AlterConfigsRequest: config_changes.handle_alter_configs,
+            IncrementalAlterConfigsRequest: config_changes.handle_incremental_alter_configs,
             InitProducerIdRequest: partial(producer_ids.handle_init_producer_id, producer_id_source),
             ProduceRequest: partial(produce.handle_produce, replica_manager),
             FetchRequest: partial(fetch.handle_fetch, replica_manager),
             ListOffsetsRequest: partial(offsets.handle_list_offsets, replica_manager),
             OffsetsForLeaderEpochRequest: partial(offsets.handle_offsets_for_leader_epoch, replica_manager),
+            DeleteRecordsRequest: partial(offsets.handle_delete_records, replica_manager),
+            DescribeLogDirsRequest: partial(handle_describe_log_dirs, log_dirs),
             LeaderAndIsrRequest: partial(replica_control.handle_leader_and_isr, replica_manager),
             UpdateMetadataRequest: partial(replica_control.handle_update_metadata, replica_manager, metadata_cache),
             StopReplicaRequest: partial(replica_control.handle_stop_replica, replica_manager),

@@ -1,4 +1,5 @@
-"""ListOffsets and OffsetsForLeaderEpoch, answered from the partitions' logs by the replica manager."""
+"""ListOffsets, OffsetsForLeaderEpoch and DeleteRecords, answered from the partitions' logs by the replica
+manager."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from protocol.apis.offsets import (
     OffsetsForLeaderEpochRequest,
     OffsetsForLeaderEpochResponse,
 )
+from protocol.apis.records_deletion import DeleteRecordsRequest, DeleteRecordsResponse
 
 
 class OffsetLookup(Protocol):
@@ -21,6 +23,8 @@ class OffsetLookup(Protocol):
 
     def offsets_for_leader_epoch(self, request: OffsetsForLeaderEpochRequest) -> OffsetsForLeaderEpochResponse: ...
 
+    def delete_records(self, request: DeleteRecordsRequest) -> DeleteRecordsResponse: ...
+
 
 async def handle_list_offsets(lookup: OffsetLookup, body: ListOffsetsRequest, _request: Request) -> Handled:
     return Response(lookup.list_offsets(body))
@@ -29,3 +33,7 @@ async def handle_list_offsets(lookup: OffsetLookup, body: ListOffsetsRequest, _r
 async def handle_offsets_for_leader_epoch(lookup: OffsetLookup, body: OffsetsForLeaderEpochRequest,
                                           _request: Request) -> Handled:
     return Response(lookup.offsets_for_leader_epoch(body))
+
+
+async def handle_delete_records(lookup: OffsetLookup, body: DeleteRecordsRequest, _request: Request) -> Handled:
+    return Response(lookup.delete_records(body))

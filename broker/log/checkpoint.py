@@ -254,9 +254,11 @@ def read_meta_properties(log_dir: Path) -> dict[str, str] | None:
     return properties
 
 
-def write_meta_properties(log_dir: Path, broker_id: int) -> None:
-    """Atomically write ``log_dir/meta.properties`` identifying the broker that owns the directory."""
-    text = f"#minikafka broker metadata\nversion=0\nbroker.id={broker_id}\n"
+def write_meta_properties(log_dir: Path, broker_id: int, cluster_id: str | None = None) -> None:
+    """Atomically write ``log_dir/meta.properties`` identifying the broker that owns the directory and, when known,
+    the cluster it belongs to (Kafka's version 0 file, whose cluster.id is optional)."""
+    cluster = "" if cluster_id is None else f"cluster.id={cluster_id}\n"
+    text = f"#minikafka broker metadata\nversion=0\nbroker.id={broker_id}\n{cluster}"
     atomic_write_text(Path(log_dir) / META_PROPERTIES, text)
 
 

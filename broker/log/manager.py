@@ -37,6 +37,11 @@ class LogDirError(Exception):
     """A log dir that this broker must not use (another broker's, or unreadable)."""
 
 
+class InconsistentClusterIdError(LogDirError):
+    """A log dir of another cluster (Kafka's InconsistentClusterIdException): its meta.properties names another
+    cluster id than the one in ZooKeeper."""
+
+
 class LogManager:
     """Opens every ``<topic>-<partition>`` directory under the log dirs at start-up, creates and
     deletes logs, applies retention and flush policy, runs the log cleaner over compacted logs, and
@@ -67,11 +72,12 @@ class LogManager:
 
     # -- start and stop ---------------------------------------------------------------------
 
-    def startup(self) -> None:
-        """Claim the log dirs for this broker and load every log, recovering after a crash."""
+    def startup(self, cluster_id: str | None = None) -> None:
+        """Claim the log dirs for this broker (of the cluster `cluster_id`, when known) and load every log,
+        recovering after a crash."""
         for log_dir in self.log_dirs:
             log_dir.mkdir(parents=True, exist_ok=True)
-            self._claim(log_dir)
+            self._claim(log_dir, cluster_id)
         for log_dir in self.log_dirs:
             self._load_dir(log_dir)
         self.cleaner_manager.load()
@@ -83,15 +89,24 @@ class LogManager:
             self._cleaner = LogCleaner(config, self.cleaner_manager, owner, self._clock, step)
             self._cleaner.start()
 
-    def _claim(self, log_dir: Path) -> None:
+    def _claim(self, log_dir: Path, cluster_id: str | None) -> None:
+        """meta.properties names this broker and its cluster: written if missing (or without the cluster id), a log
+        dir of another broker or another cluster refused, as Kafka does before it loads any log."""
         meta = read_meta_properties(log_dir)
-        if meta is None:
-            write_meta_properties(log_dir, self.broker_id)
-            return
-        owner = meta.get("broker.id")
-        if owner != str(self.broker_id):
-            raise LogDirError(f"log dir {log_dir} belongs to broker.id {owner}, this broker is {self.broker_id}; "
-                              "use another log.dirs or set broker.id to match meta.properties")
+        if meta is not None:
+            owner = meta.get("broker.id")
+            if owner != str(self.broker_id):
+                raise LogDirError(f"log dir {log_dir} belongs to broker.id {owner}, this broker is {self.broker_id}; "
+                                  "use another log.dirs or set broker.id to match meta.properties")
+            stored = meta.get("cluster.id")
+            if stored is not None and cluster_id is not None and stored != cluster_id:
+                raise InconsistentClusterIdError(
+                    f"The Cluster ID {cluster_id} doesn't match stored clusterId {stored} in meta.properties "
+                    f"({log_dir}). The broker is trying to join the wrong cluster. Configured zookeeper.connect "
+                    "may be wrong.")
+            if stored is not None or cluster_id is None:
+                return
+        write_meta_properties(log_dir, self.broker_id, cluster_id)
 
     def _load_dir(self, log_dir: Path) -> None:
         marker = log_dir / CLEAN_SHUTDOWN_MARKER

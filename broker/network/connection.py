@@ -11,6 +11,7 @@ from broker.network.channel import RequestChannel, ResponseSlot
 from broker.network.request import CLOSE_CONNECTION, NO_RESPONSE, Request, Response, ResponseResult
 from broker.network.stats import NetworkStats
 from broker.network.wire import ENCODING_ERRORS, Rejection, Wire, sniff
+from protocol.apis.api_versions import ApiVersionsRequest
 from protocol.envelope import MalformedRequestError, RequestHeader, RequestRejectedError
 from protocol.framing import LENGTH_PREFIX_SIZE, FrameTooLargeError, InvalidFrameError
 from protocol.kafka.primitives import Buffer
@@ -56,6 +57,8 @@ class Connection:
         self._slot_added = asyncio.Event()
         self._last_active = time.monotonic()
         self._task: asyncio.Task[None] | None = None
+        #: the client software the peer named in its ApiVersions request (KIP-511), "name version", or ""
+        self.client_software = ""
 
     def start(self) -> asyncio.Task[None]:
         """Start serving; the returned task ends when the connection is closed."""
@@ -129,21 +132,33 @@ class Connection:
                 header, body = self._wire.decode(payload)
             except MalformedRequestError as e:
                 self._stats.malformed_requests += 1
-                logger.warning("closing %s: malformed request of %d bytes: %s", self.id, length, e)
+                logger.warning("closing %s: malformed request of %d bytes: %s", self.peer, length, e)
                 return
             except RequestRejectedError as e:
                 self._stats.requests_received += 1
                 self._stats.invalid_requests += 1
                 rejection = self._wire.reject(e)
                 logger.info("%s request %d from %s: %s", "rejecting" if rejection.payload is not None else
-                            "closing the connection on", e.header.correlation_id, self.id, e)
+                            "closing the connection on", e.header.correlation_id, self.peer, e)
                 self._add_slot(e.header, None).set_result(
                     rejection if rejection.payload is not None else CLOSE_CONNECTION)
                 continue
             self._stats.requests_received += 1
+            if isinstance(body, ApiVersionsRequest) and body.client_software_name:
+                self._record_client_software(body)
             slot = self._add_slot(header, body)
             request = Request(header, body, self.id, LENGTH_PREFIX_SIZE + length, self.listener_name, time.monotonic())
             await self._channel.send_request(request, slot)
+
+    @property
+    def peer(self) -> str:
+        """The connection as logs name it: its id, and the client software it named, if any."""
+        return f"{self.id} ({self.client_software})" if self.client_software else self.id
+
+    def _record_client_software(self, body: ApiVersionsRequest) -> None:
+        """Remember the software the client named (Kafka's ClientInformation of the connection)."""
+        self.client_software = f"{body.client_software_name} {body.client_software_version}"
+        logger.debug("%s is %s", self.id, self.client_software)
 
     def _add_slot(self, header: RequestHeader, body: object) -> ResponseSlot:
         slot: ResponseSlot = asyncio.get_running_loop().create_future()

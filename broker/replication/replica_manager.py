@@ -32,6 +32,7 @@ from protocol.apis.offsets import (
     OffsetsForLeaderEpochResponse,
 )
 from protocol.apis.produce import ProduceRequest, ProduceResponse
+from protocol.apis.records_deletion import DeleteRecordsRequest, DeleteRecordsResponse
 from protocol.apis.replica_control import (
     LeaderAndIsrRequest,
     LeaderAndIsrResponse,
@@ -132,6 +133,9 @@ class ReplicaManager:
 
     def offsets_for_leader_epoch(self, request: OffsetsForLeaderEpochRequest) -> OffsetsForLeaderEpochResponse:
         return offsets.offsets_for_leader_epoch(self._hosted, request)
+
+    def delete_records(self, request: DeleteRecordsRequest) -> DeleteRecordsResponse:
+        return offsets.delete_records(self._hosted, request)
 
     def describe(self, topics: list[str] | None) -> list[Partition[Log]]:
         return self._hosted.describe(topics)

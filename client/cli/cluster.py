@@ -78,13 +78,14 @@ def cluster_up_command(
 @dir_option
 @click.option("--json", "as_json", is_flag=True, help="One JSON object.")
 def cluster_status_command(directory: Path, as_json: bool) -> None:
-    """Show each member's address, the controller and its epoch, which brokers are alive, and the network cuts
-    in force (listing them needs root)."""
+    """Show the cluster id, each member's address, the controller and its epoch, which brokers are alive, and the
+    network cuts in force (listing them needs root)."""
     status = run(cluster_status(directory))
     if as_json:
         click.echo(json.dumps(status))
         return
     zk = status["zookeeper"]
+    click.echo(f"cluster id: {status['cluster_id'] or 'unknown (no broker answers)'}")
     click.echo(f"zookeeper: {zk['host']}:{zk['port']} pid {zk['pid']} {'alive' if zk['alive'] else 'down'}")
     click.echo(f"controller: {status['controller']} (epoch {status['controller_epoch']})")
     for b in status["brokers"]:

@@ -9,16 +9,20 @@ broker has its handler (broker/apis/kafka_apis.py), never before.
 
 from protocol.apis import (
     api_versions,
+    cluster,
+    config_changes,
     configs,
     elections,
     fetch,
     group_admin,
     group_offsets,
     groups,
+    log_dirs,
     metadata,
     offsets,
     produce,
     producer_ids,
+    records_deletion,
     replica_control,
     replicas,
     topics,
@@ -56,6 +60,11 @@ APIS: dict[int, Api] = {api.api_key: api for api in (
     group_admin.DELETE_GROUPS,
     elections.ELECT_LEADERS,
     group_offsets.OFFSET_DELETE,
+    records_deletion.DELETE_RECORDS,
+    log_dirs.DESCRIBE_LOG_DIRS,
+    config_changes.ALTER_CONFIGS,
+    config_changes.INCREMENTAL_ALTER_CONFIGS,
+    cluster.DESCRIBE_CLUSTER,
     replicas.DESCRIBE_REPLICAS,
 )}
 

@@ -119,9 +119,11 @@ STOP_REPLICA = Api(ApiKey.STOP_REPLICA, "StopReplica", StopReplicaRequest, StopR
 
 @message
 class UpdateMetadataPartitionState(PartitionLeadership):
-    """A partition's state for the receiving broker's metadata cache."""
+    """A partition's state for the receiving broker's metadata cache, with its topic's id (KIP-516; empty if the
+    topic has none)."""
 
     offline_replicas: list[Int32]
+    topic_id: str = ""
 
 
 @message

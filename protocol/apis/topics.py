@@ -174,5 +174,28 @@ class CreatePartitionsResponse:
     throttle_time_ms: Int32 = 0
 
 
-CREATE_PARTITIONS = Api(ApiKey.CREATE_PARTITIONS, "CreatePartitions", CreatePartitionsRequest,
-                        CreatePartitionsResponse)
+def create_partitions_error(request: CreatePartitionsRequest, code: ErrorCode, message: str | None
+                            ) -> CreatePartitionsResponse:
+    """The answer to a CreatePartitions that failed as a whole: the error for every topic."""
+    return CreatePartitionsResponse(results=[
+        CreatePartitionsTopicResult(name=t.name, error_code=code, error_message=message) for t in request.topics])
+
+
+def _create_partitions_request(message: Message, _version: int) -> CreatePartitionsRequest:
+    return CreatePartitionsRequest(
+        topics=[CreatePartitionsTopic(
+            name=t["name"], count=t["count"],
+            assignments=None if t["assignments"] is None else [
+                CreatePartitionsAssignment(broker_ids=a["broker_ids"]) for a in t["assignments"]])
+            for t in message["topics"]],
+        timeout_ms=message["timeout_ms"], validate_only=message["validate_only"])
+
+
+#: On Kafka's wire: v0-3 (v2+ flexible), the versions Kafka 3.9 serves; they differ in their headers alone.
+CREATE_PARTITIONS = Api(
+    ApiKey.CREATE_PARTITIONS, "CreatePartitions", CreatePartitionsRequest, CreatePartitionsResponse,
+    create_partitions_error,
+    kafka=spec_codec("CreatePartitions", _create_partitions_request,
+                     lambda body, _version: {"throttle_time_ms": 0, "results": [
+                         {"name": r.name, "error_code": r.error_code, "error_message": r.error_message}
+                         for r in body.results]}))

@@ -19,6 +19,7 @@ from protocol.kafka.primitives import (
     INT16,
     INT32,
     INT64,
+    UUID,
     Buffer,
     KafkaDecodeError,
     array_count,
@@ -42,7 +43,8 @@ from protocol.kafka.schema import DATA_SPECS, SPECS, FieldSpec, MessageSpec
 Reader = Callable[[Buffer, int], tuple[Any, int]]
 Writer = Callable[[bytearray, Any], None]
 
-_INTS = {"int8": INT8, "int16": INT16, "int32": INT32, "int64": INT64}
+#: Fixed-size fields, each one struct: the ints, and uuids (16 bytes).
+_FIXED = {"int8": INT8, "int16": INT16, "int32": INT32, "int64": INT64, "uuid": UUID}
 _STRINGS = {False: (read_string, write_string), True: (read_compact_string, write_compact_string)}
 _BYTES = {False: (read_bytes, write_bytes), True: (read_compact_bytes, write_compact_bytes)}
 _ARRAY_COUNTS = {False: array_count, True: compact_array_count}
@@ -56,7 +58,7 @@ def spec(message: str) -> MessageSpec:
 # ------------------------------------------------------------------------------------------------ decoding
 
 
-def _int_reader(packer: struct.Struct) -> Reader:
+def _fixed_reader(packer: struct.Struct) -> Reader:
     unpack, size = packer.unpack_from, packer.size
 
     def read(buf: Buffer, pos: int) -> tuple[int, int]:
@@ -70,8 +72,8 @@ def _element_reader(field: FieldSpec, version: int, flexible: bool) -> Reader:
     if field.is_struct:
         return _struct_reader(field.fields, version, flexible)
     nullable = version in field.nullable and not field.is_array
-    if kind in _INTS:
-        return _int_reader(_INTS[kind])
+    if kind in _FIXED:
+        return _fixed_reader(_FIXED[kind])
     if kind == "bool":
         return read_bool
     if kind in ("string", "bytes", "records"):
@@ -160,7 +162,7 @@ def decoder(message: str, version: int) -> Callable[[Buffer, int], dict[str, Any
 # ------------------------------------------------------------------------------------------------ encoding
 
 
-def _int_writer(packer: struct.Struct) -> Writer:
+def _fixed_writer(packer: struct.Struct) -> Writer:
     pack = packer.pack
 
     def write(out: bytearray, value: int) -> None:
@@ -185,8 +187,8 @@ def _element_writer(field: FieldSpec, version: int, flexible: bool) -> Writer:
     kind = field.element_type
     if field.is_struct:
         return _struct_writer(field.fields, version, flexible)
-    if kind in _INTS:
-        return _int_writer(_INTS[kind])
+    if kind in _FIXED:
+        return _fixed_writer(_FIXED[kind])
     if kind == "bool":
         return write_bool
     nullable = version in field.nullable and not field.is_array

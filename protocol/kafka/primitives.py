@@ -1,5 +1,5 @@
 """Kafka's primitive types on the wire, read and written one at a time: ints, classic and compact strings, bytes and
-array counts, unsigned varints, and the tagged fields that end every struct of a flexible version.
+array counts, unsigned varints, uuids, and the tagged fields that end every struct of a flexible version.
 
 Classic (non-flexible) forms: int16-length strings, int32-length bytes and array counts, -1 for null. Compact
 (flexible) forms: an unsigned varint holding the length + 1, 0 for null. Tagged fields are an unsigned varint
@@ -9,6 +9,7 @@ writer appends to a bytearray.
 
 from __future__ import annotations
 
+import base64
 import struct
 
 from protocol.errors import ProtocolError
@@ -19,6 +20,9 @@ INT8 = struct.Struct(">b")
 INT16 = struct.Struct(">h")
 INT32 = struct.Struct(">i")
 INT64 = struct.Struct(">q")
+#: Kafka's uuid (topic ids, KIP-516): 16 bytes on the wire; all zeros is Uuid.ZERO_UUID, "no id".
+UUID = struct.Struct(">16s")
+ZERO_UUID = bytes(16)
 
 #: The longest unsigned varint Kafka reads (a 32-bit value).
 MAX_UVARINT_BYTES = 5
@@ -26,6 +30,20 @@ MAX_UVARINT_BYTES = 5
 
 class KafkaDecodeError(ProtocolError):
     """Bytes that are not a valid Kafka message of the expected type and version."""
+
+
+def uuid_text(value: bytes) -> str:
+    """A uuid as Kafka prints one (Uuid.toString): URL-safe base64 without padding; "" for ZERO_UUID."""
+    return "" if value == ZERO_UUID else base64.urlsafe_b64encode(value).rstrip(b"=").decode()
+
+
+def uuid_bytes(text: str) -> bytes:
+    """The 16 bytes of a uuid written as Kafka prints one; ZERO_UUID for "" or text that is no uuid."""
+    try:
+        value = base64.urlsafe_b64decode(text + "==")
+    except ValueError:
+        return ZERO_UUID
+    return value if len(value) == UUID.size else ZERO_UUID
 
 
 # ------------------------------------------------------------------------------------------------ reading

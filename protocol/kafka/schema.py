@@ -14,7 +14,7 @@ from typing import Any
 
 #: The largest version number a spec's "N+" stands for.
 MAX_VERSION = 2**15 - 1
-PRIMITIVES = ("bool", "int8", "int16", "int32", "int64", "string", "bytes", "records")
+PRIMITIVES = ("bool", "int8", "int16", "int32", "int64", "uuid", "string", "bytes", "records")
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +100,8 @@ def _default(field: dict[str, Any], nullable: Versions) -> Any:
         return text == "true"
     if kind.startswith("int"):
         return int(text, 0) if text is not None else 0
+    if kind == "uuid":
+        return bytes(16)  # Kafka's Uuid.ZERO_UUID
     if kind == "string":
         return None if text == "null" else (text or "")
     if kind in ("bytes", "records"):

@@ -410,6 +410,13 @@ async def zookeeper_of(cluster: ClusterState, *,
         await zk.close()
 
 
+async def cluster_id_in_zookeeper(cluster: ClusterState) -> str:
+    """The cluster's id, as /cluster/id holds it."""
+    async with zookeeper_of(cluster) as zk:
+        data, _stat = await zk.get(znodes.CLUSTER_ID_PATH)
+    return znodes.decode_cluster_id(data)
+
+
 async def topic_znode(cluster: ClusterState, topic: str) -> znodes.TopicAssignment | None:
     async with zookeeper_of(cluster) as zk:
         got = await zk.get_or_none(znodes.topic_path(topic))

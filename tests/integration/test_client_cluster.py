@@ -21,14 +21,15 @@ from client.cluster import ClusterState, load_cluster
 from client.consumer import Consumer, ConsumerRecord, OffsetOutOfRangeError
 from client.producer import Producer, ProducerError
 from protocol.errors import ErrorCode
-from tests.integration.clusterutil import cli, cluster_fixture, create_topic, status_json
+from tests.integration.clusterutil import cli, cluster_fixture, create_topic, status_json, topic_znode
 from tests.polling import eventually, poll_records, wait_for
 
 BROKERS = 3
 #: The Admin client's own request timeout: these tests use the client library as it comes.
 ADMIN_REQUEST_TIMEOUT_MS = 30_000
 
-cluster = cluster_fixture(brokers=BROKERS)
+#: with topics never created on first use, so that producing to a missing topic fails
+cluster = cluster_fixture(brokers=BROKERS, configs={"auto.create.topics.enable": "false"})
 
 
 @pytest.fixture(scope="module")
@@ -182,12 +183,13 @@ async def test_consumer_positions_seek_to_end_and_out_of_range(cluster, bootstra
             await consumer.poll(timeout_ms=5000)
 
 
-async def test_producing_to_a_missing_topic_fails_clearly(bootstrap):
+async def test_with_auto_creation_off_producing_to_a_missing_topic_fails_clearly(cluster, bootstrap):
     async with Producer(bootstrap, max_block_ms=1000) as producer:
         with pytest.raises(ProducerError) as raised:
             await producer.send("never-created", b"x")
     assert raised.value.code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     assert "never-created" in str(raised.value)
+    assert await topic_znode(cluster, "never-created") is None
 
 
 # ------------------------------------------------------------------------------------------------ CLI produce/consume

@@ -236,7 +236,7 @@ def _raw_request(cluster: ClusterState, api_key: int, version: int, body: bytes 
 
 
 def test_api_versions_above_ours_gets_the_v0_error_answer_and_unknown_apis_close(cluster: ClusterState) -> None:
-    assert _raw_request(cluster, 18, 3) == bytes.fromhex("0000002a" "0023" "00000001" "0012" "0000" "0002")
+    assert _raw_request(cluster, 18, 5) == bytes.fromhex("0000002a" "0023" "00000001" "0012" "0000" "0004")
     assert _raw_request(cluster, 18, 0)[:6] == bytes.fromhex("0000002a" "0000")
     assert _raw_request(cluster, 17, 1) == b""  # SaslHandshake: not served, the connection is closed
     assert _raw_request(cluster, 0, 2) == b""  # Produce v2: below the served versions
@@ -262,7 +262,8 @@ def test_kafkas_tools_create_describe_produce_consume_and_dump_minikafkas_segmen
     kafka_tool("org.apache.kafka.tools.TopicCommand", *bootstrap, "--create", "--topic", topic,
                "--partitions", "1", "--replication-factor", "3", "--config", "min.insync.replicas=2")
     described = kafka_tool("org.apache.kafka.tools.TopicCommand", *bootstrap, "--describe", "--topic", topic)
-    assert re.search(rf"Topic: {topic}\s+PartitionCount: 1\s+ReplicationFactor: 3\s+Configs: min.insync.replicas=2",
+    assert re.search(rf"Topic: {topic}\s+TopicId: [A-Za-z0-9_-]{{22}}\s+PartitionCount: 1\s+ReplicationFactor: 3\s+"
+                     r"Configs: min.insync.replicas=2",
                      described), described
     assert re.search(r"Partition: 0\s+Leader: [123]\s+Replicas: [123],[123],[123]\s+Isr: [123],[123],[123]",
                      described), described

@@ -29,13 +29,23 @@ SERVED: dict[str, tuple[int, int]] = {
     "Produce": (3, 8),
     "Fetch": (4, 11),
     "ListOffsets": (1, 5),
-    "Metadata": (0, 8),
-    "ApiVersions": (0, 2),
+    # v10+ answer with topic ids, v12 takes topics asked for by id
+    "Metadata": (0, 12),
+    # v3 is flexible and names the client's software (KIP-511); v4 is v3's format (Kafka 3.9's clients send it)
+    "ApiVersions": (0, 4),
     "CreateTopics": (2, 4),
     "DeleteTopics": (1, 3),
     "InitProducerId": (0, 1),
     "OffsetForLeaderEpoch": (2, 3),
     "DescribeConfigs": (1, 3),
+    # the admin apis
+    "DescribeCluster": (0, 1),
+    "CreatePartitions": (0, 3),
+    "ElectLeaders": (0, 2),
+    "DeleteRecords": (0, 2),
+    "AlterConfigs": (0, 2),
+    "IncrementalAlterConfigs": (0, 1),
+    "DescribeLogDirs": (0, 4),
     # the group apis: v5 and v6 of FindCoordinator are for transactions' and share groups' coordinators; v0 of
     # OffsetCommit and OffsetFetch kept offsets in ZooKeeper
     "FindCoordinator": (0, 4),

@@ -262,6 +262,8 @@ def test_meta_properties_round_trip(tmp_path: Path) -> None:
     write_meta_properties(tmp_path, 8)
     assert read_meta_properties(tmp_path) == {"version": "0", "broker.id": "8"}
     assert sorted(os.listdir(tmp_path)) == [META_PROPERTIES]
+    write_meta_properties(tmp_path, 8, "Wz3hJwq9T0y1e6bRfZbBLQ")
+    assert read_meta_properties(tmp_path) == {"version": "0", "broker.id": "8", "cluster.id": "Wz3hJwq9T0y1e6bRfZbBLQ"}
 
 
 def test_meta_properties_reads_kafka_written_file(tmp_path: Path) -> None:

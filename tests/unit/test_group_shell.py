@@ -12,13 +12,14 @@ from types import SimpleNamespace
 
 import pytest
 
+from broker.auto_topic_creation import AutoTopicCreationManager
 from broker.coordinator.config import GroupCoordinatorConfig
 from broker.coordinator.group.config import GroupConfig
 from broker.coordinator.group.requests import CommitRequest, HeartbeatRequest, JoinRequest, OffsetToCommit, SyncRequest
 from broker.coordinator.group.results import JoinResult
 from broker.coordinator.group_shell import GroupCoordinatorShell
 from broker.coordinator.offsets_log import OffsetsLog
-from broker.coordinator.offsets_topic import OffsetsTopic, offsets_topic_configs
+from broker.coordinator.offsets_topic import OffsetsTopic, offsets_topic, offsets_topic_configs
 from broker.log.log import wall_clock_ms
 from protocol.apis.produce import ProducePartitionResponse, ProduceRequest, ProduceResponse
 from protocol.apis.replica_control import UpdateMetadataPartitionState
@@ -257,7 +258,10 @@ def _leader_state(partition: int, leader: int) -> UpdateMetadataPartitionState:
 
 async def test_find_coordinator_creates_the_topic_once_enough_brokers_live_then_answers_its_leader():
     cluster, controller = Cluster(live_broker_count=2), Controller()
-    topic = OffsetsTopic(CONFIG, cluster, controller.create_topics, lambda _group: 1)
+    creation = AutoTopicCreationManager(cluster, controller.create_topics, auto_create_topics_enable=False,
+                                        num_partitions=1,
+                                        default_replication_factor=1, internal={OFFSETS_TOPIC: offsets_topic(CONFIG)})
+    topic = OffsetsTopic(cluster, creation, lambda _group: 1)
     assert topic.coordinator(GROUP, "PLAINTEXT").error is ErrorCode.COORDINATOR_NOT_AVAILABLE
     await settle()
     assert controller.requests == []  # 2 brokers alive, 3 replicas wanted

@@ -13,14 +13,14 @@ from broker.log.checkpoint import (
 )
 from broker.log.config import LogConfig
 from broker.log.log import flush_topic_ids
-from broker.log.manager import LogDirError, LogManager, remove_deleted_dir
+from broker.log.manager import InconsistentClusterIdError, LogDirError, LogManager, remove_deleted_dir
 from protocol.topic_partition import TopicPartition
 from tests.unit.logutil import ManualClock, batch, values_of
 
 
-def manager(*dirs, broker_id: int = 1, **config: int) -> LogManager:
+def manager(*dirs, broker_id: int = 1, cluster_id: str | None = None, **config: int) -> LogManager:
     started = LogManager(list(dirs), broker_id, LogConfig(**config), clock=ManualClock())
-    started.startup()
+    started.startup(cluster_id)
     return started
 
 
@@ -29,6 +29,17 @@ def test_startup_claims_the_log_dir_and_refuses_another_brokers(tmp_path):
     assert read_meta_properties(tmp_path / "a") == {"version": "0", "broker.id": "1"}
     with pytest.raises(LogDirError, match=r"belongs to broker.id 1, this broker is 2"):
         manager(tmp_path / "a", broker_id=2)
+
+
+def test_startup_records_the_cluster_id_and_refuses_another_clusters_log_dir(tmp_path):
+    manager(tmp_path / "a").shutdown()  # a log dir of a broker that did not know its cluster yet
+    manager(tmp_path / "a", cluster_id="Wz3hJwq9T0y1e6bRfZbBLQ").shutdown()
+    assert read_meta_properties(tmp_path / "a") == {"version": "0", "broker.id": "1",
+                                                    "cluster.id": "Wz3hJwq9T0y1e6bRfZbBLQ"}
+    manager(tmp_path / "a", cluster_id="Wz3hJwq9T0y1e6bRfZbBLQ").shutdown()
+    with pytest.raises(InconsistentClusterIdError, match=r"The Cluster ID kGwRvbWGSsO6m3ZxaPbnCw doesn't match "
+                                                         r"stored clusterId Wz3hJwq9T0y1e6bRfZbBLQ"):
+        manager(tmp_path / "a", cluster_id="kGwRvbWGSsO6m3ZxaPbnCw")
 
 
 def test_shutdown_writes_kafka_checkpoints_and_the_marker(tmp_path):

@@ -12,6 +12,18 @@ from hypothesis import strategies as st
 from protocol.apis import API_BY_REQUEST_TYPE, APIS, supported_api_versions
 from protocol.apis.api import ApiKey
 from protocol.apis.api_versions import ApiVersionRange, ApiVersionsRequest, ApiVersionsResponse
+from protocol.apis.cluster import ClusterBroker, DescribeClusterRequest, DescribeClusterResponse
+from protocol.apis.config_changes import (
+    AlterableConfig,
+    AlterConfigsRequest,
+    AlterConfigsResource,
+    AlterConfigsResponse,
+    AlterConfigsResult,
+    IncrementalAlterableConfig,
+    IncrementalAlterConfigsRequest,
+    IncrementalAlterConfigsResource,
+    IncrementalAlterConfigsResponse,
+)
 from protocol.apis.configs import (
     ConfigEntry,
     ConfigResourceType,
@@ -41,6 +53,14 @@ from protocol.apis.fetch import (
     FetchResponse,
     LeaderIdAndEpoch,
 )
+from protocol.apis.log_dirs import (
+    DescribableLogDirTopic,
+    DescribeLogDirsRequest,
+    DescribeLogDirsResponse,
+    LogDirPartition,
+    LogDirResult,
+    LogDirTopic,
+)
 from protocol.apis.metadata import MetadataBroker, MetadataPartition, MetadataRequest, MetadataResponse, MetadataTopic
 from protocol.apis.offsets import (
     EARLIEST_TIMESTAMP,
@@ -57,6 +77,15 @@ from protocol.apis.offsets import (
 )
 from protocol.apis.produce import ProducePartition, ProducePartitionResponse, ProduceRequest, ProduceResponse
 from protocol.apis.producer_ids import InitProducerIdRequest, InitProducerIdResponse
+from protocol.apis.records_deletion import (
+    HIGH_WATERMARK,
+    DeleteRecordsPartition,
+    DeleteRecordsPartitionResult,
+    DeleteRecordsRequest,
+    DeleteRecordsResponse,
+    DeleteRecordsTopic,
+    DeleteRecordsTopicResult,
+)
 from protocol.apis.replica_control import (
     LEADER_DURING_DELETE,
     ControlledShutdownRequest,
@@ -442,6 +471,36 @@ SAMPLES: dict[int, tuple[Any, Any]] = {
                                 error_message="preferred replica 3 is not live"),
             ])]),
     ),
+    ApiKey.DELETE_RECORDS: (
+        DeleteRecordsRequest(topics=[DeleteRecordsTopic(name="orders", partitions=[
+            DeleteRecordsPartition(partition_index=0, offset=HIGH_WATERMARK)])], timeout_ms=30000),
+        DeleteRecordsResponse(topics=[DeleteRecordsTopicResult(name="orders", partitions=[
+            DeleteRecordsPartitionResult(partition_index=0, low_watermark=120, error_code=0)])]),
+    ),
+    ApiKey.ALTER_CONFIGS: (
+        AlterConfigsRequest(resources=[AlterConfigsResource(resource_type=2, resource_name="orders", configs=[
+            AlterableConfig(name="retention.ms", value="60000")])]),
+        AlterConfigsResponse(responses=[AlterConfigsResult(error_code=0, resource_type=2, resource_name="orders")]),
+    ),
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: (
+        IncrementalAlterConfigsRequest(resources=[IncrementalAlterConfigsResource(
+            resource_type=2, resource_name="orders", configs=[
+                IncrementalAlterableConfig(name="retention.ms", config_operation=1, value=None)])], validate_only=True),
+        IncrementalAlterConfigsResponse(responses=[AlterConfigsResult(
+            error_code=40, error_message="Invalid config", resource_type=2, resource_name="orders")]),
+    ),
+    ApiKey.DESCRIBE_LOG_DIRS: (
+        DescribeLogDirsRequest(topics=[DescribableLogDirTopic(topic="orders", partitions=[0])]),
+        DescribeLogDirsResponse(error_code=0, results=[LogDirResult(
+            error_code=0, log_dir="/data/broker-1", total_bytes=10**12, usable_bytes=10**11, topics=[LogDirTopic(
+                name="orders", partitions=[LogDirPartition(partition_index=0, partition_size=4096, offset_lag=0)])])]),
+    ),
+    ApiKey.DESCRIBE_CLUSTER: (
+        DescribeClusterRequest(),
+        DescribeClusterResponse(error_code=0, cluster_id="Wz3hJwq9T0y1e6bRfZbBLQ", controller_id=2, brokers=[
+            ClusterBroker(broker_id=1, host="127.0.0.1", port=9092),
+            ClusterBroker(broker_id=2, host="127.0.0.2", port=9092)]),
+    ),
     ApiKey.DESCRIBE_REPLICAS: (
         DescribeReplicasRequest(topics=None),
         DescribeReplicasResponse(
@@ -525,6 +584,11 @@ def test_api_table() -> None:
         42: "DeleteGroups",
         43: "ElectLeaders",
         47: "OffsetDelete",
+        21: "DeleteRecords",
+        33: "AlterConfigs",
+        44: "IncrementalAlterConfigs",
+        35: "DescribeLogDirs",
+        60: "DescribeCluster",
         1000: "DescribeReplicas",
     }
     for key, api in APIS.items():

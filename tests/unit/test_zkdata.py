@@ -204,3 +204,13 @@ def test_the_pending_deletions_of_ten_thousand_replicas_take_a_few_bytes_each():
 def test_malformed_admin_znodes_are_refused_clearly(decode, data: bytes):
     with pytest.raises(ZkDataError):
         decode(data)
+
+
+def test_cluster_id_znode_is_kafkas():
+    assert znodes.CLUSTER_ID_PATH == "/cluster/id"
+    assert znodes.encode_cluster_id("Wz3hJwq9T0y1e6bRfZbBLQ") == b'{"version":"1","id":"Wz3hJwq9T0y1e6bRfZbBLQ"}'
+    assert znodes.decode_cluster_id(b'{"version":"1","id":"Wz3hJwq9T0y1e6bRfZbBLQ"}') == "Wz3hJwq9T0y1e6bRfZbBLQ"
+    cluster_id = znodes.new_cluster_id()
+    assert len(cluster_id) == 22 and cluster_id != znodes.new_cluster_id()
+    with pytest.raises(ZkDataError):
+        znodes.decode_cluster_id(b'{"version":"1"}')

@@ -1,0 +1,233 @@
+"""Kafka's admin tools and confluent-kafka's AdminClient against a real cluster (`minikafka cluster up`, 3 brokers),
+each result checked on the cluster: the cluster id (ZooKeeper's /cluster/id, every broker's meta.properties,
+Metadata, DescribeCluster, `cluster status`, `kafka-cluster cluster-id`), ApiVersions v3 from Kafka's Java clients,
+elections asked for by kafka-leader-election and confluent-kafka's elect_leaders, partitions added by
+kafka-topics --alter and confluent-kafka's create_partitions as by `topic alter`, records deleted by
+kafka-delete-records and confluent-kafka's delete_records, topic configs altered by kafka-configs and
+confluent-kafka's incremental_alter_configs and alter_configs, kafka-log-dirs' replicas and sizes, and
+topics created on first use by a producer (or not, with auto.create.topics.enable=false, on a 1-broker
+cluster of its own). One cluster serves every test, each with topics of its own."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import uuid
+from pathlib import Path
+
+import pytest
+from confluent_kafka import OFFSET_END, ElectionType, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import (
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    NewPartitions,
+    OffsetSpec,
+)
+
+from broker.log.checkpoint import read_meta_properties
+from client.admin import Admin
+from client.cluster import ClusterState, load_cluster
+from client.producer import Producer as MinikafkaProducer
+from tests.integration.clusterutil import (
+    cli,
+    cluster_fixture,
+    cluster_id_in_zookeeper,
+    create_topic,
+    status_json,
+    topic_znode,
+    zookeeper_of,
+)
+from tests.integration.test_stock_kafka_clients import TIMEOUT_S, kafka_tool
+from tests.polling import eventually
+from zk.topic_config import read_topic_config
+
+cluster = cluster_fixture(brokers=3)
+#: Kafka's cluster ids: a UUID in URL-safe base64 without padding (Uuid.toString)
+CLUSTER_ID = re.compile(r"[A-Za-z0-9_-]{22}")
+
+
+async def test_one_cluster_id_in_zookeeper_every_meta_properties_and_cluster_status(cluster: ClusterState) -> None:
+    cluster_id = await cluster_id_in_zookeeper(cluster)
+    assert CLUSTER_ID.fullmatch(cluster_id), cluster_id
+    for broker in load_cluster(cluster.directory).brokers:
+        meta = read_meta_properties(Path(broker.log_dir))
+        assert meta is not None and meta["cluster.id"] == cluster_id and meta["broker.id"] == str(broker.id)
+    assert status_json(cluster.directory)["cluster_id"] == cluster_id
+
+
+async def test_confluent_kafkas_describe_cluster_and_kafkas_cluster_tool_name_the_cluster(
+        cluster: ClusterState) -> None:
+    cluster_id = await cluster_id_in_zookeeper(cluster)
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+    described = admin.describe_cluster(request_timeout=TIMEOUT_S).result(TIMEOUT_S)
+    assert described.cluster_id == cluster_id
+    assert sorted(node.id for node in described.nodes) == [1, 2, 3]
+    assert described.controller is not None and described.controller.id in (1, 2, 3)
+    said = kafka_tool("org.apache.kafka.tools.ClusterTool", "cluster-id", "--bootstrap-server",
+                      cluster.bootstrap_servers)
+    assert said.strip() == f"Cluster ID: {cluster_id}"
+    for broker in load_cluster(cluster.directory).brokers:  # Kafka 3.9's clients open with ApiVersions v3
+        assert "ApiVersions version" not in broker.server_log.read_text(errors="replace")
+
+
+def test_a_producer_to_a_missing_topic_creates_it_with_the_brokers_defaults(cluster: ClusterState) -> None:
+    topic = f"auto-{uuid.uuid4().hex[:8]}"
+    producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "acks": "all"})
+    delivered = []
+    producer.produce(topic, value=b"first", on_delivery=lambda err, msg: delivered.append((err, msg.offset())))
+    assert producer.flush(TIMEOUT_S) == 0
+    assert delivered == [(None, 0)]
+    metadata = AdminClient({"bootstrap.servers": cluster.bootstrap_servers}).list_topics(topic, timeout=TIMEOUT_S)
+    partitions = metadata.topics[topic].partitions
+    assert len(partitions) == 1 and len(partitions[0].replicas) == 1  # num.partitions, default.replication.factor
+
+
+async def test_minikafkas_producer_creates_a_missing_topic_on_first_send(cluster: ClusterState) -> None:
+    topic = f"auto-{uuid.uuid4().hex[:8]}"
+    producer = MinikafkaProducer(cluster.bootstrap_servers)
+    try:
+        metadata = await (await producer.send(topic, b"first"))
+    finally:
+        await producer.close()
+    assert (metadata.topic, metadata.partition, metadata.offset) == (topic, 0, 0)
+    async with Admin(cluster.bootstrap_servers) as admin:
+        assert [p.partition for p in await admin.describe_topics([topic])] == [0]
+
+
+async def partitions_of(cluster: ClusterState, topic: str) -> dict[int, list[int]]:
+    """The topic's assignment in ZooKeeper: partition -> replicas."""
+    assignment = await topic_znode(cluster, topic)
+    assert assignment is not None, topic
+    return assignment.partitions
+
+
+async def test_kafka_topics_and_confluent_kafka_add_partitions_where_minikafka_would(cluster: ClusterState) -> None:
+    ours, java, confluent = (f"{name}-{uuid.uuid4().hex[:8]}" for name in ("ours", "java", "confluent"))
+    for topic in (ours, java, confluent):
+        await create_topic(cluster, topic, partitions=1, replication_factor=2)
+    cli("topic", "alter", ours, "--partitions", "4", "--dir", str(cluster.directory))
+    kafka_tool("org.apache.kafka.tools.TopicCommand", "--bootstrap-server", cluster.bootstrap_servers, "--alter",
+               "--topic", java, "--partitions", "4")
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+    admin.create_partitions([NewPartitions(confluent, 4)], request_timeout=TIMEOUT_S)[confluent].result(TIMEOUT_S)
+    expected = await partitions_of(cluster, ours)
+    assert len(expected) == 4
+    assert await partitions_of(cluster, java) == expected
+    assert await partitions_of(cluster, confluent) == expected
+    with pytest.raises(KafkaException) as fewer:  # partitions are never removed
+        admin.create_partitions([NewPartitions(confluent, 2)], request_timeout=TIMEOUT_S)[confluent].result(TIMEOUT_S)
+    assert fewer.value.args[0].code() == KafkaError.INVALID_PARTITIONS
+    producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "acks": "all"})
+    for partition in range(4):  # every new partition has a leader that takes records
+        producer.produce(java, value=b"v", partition=partition)
+    assert producer.flush(TIMEOUT_S) == 0
+
+
+async def test_kafka_leader_election_and_confluent_kafka_elect_leaders_reach_the_controller(
+        cluster: ClusterState) -> None:
+    topic = f"elect-{uuid.uuid4().hex[:8]}"
+    await create_topic(cluster, topic, partitions=2, replication_factor=3)
+    preferred = {p: replicas[0] for p, replicas in (await partitions_of(cluster, topic)).items()}
+    said = kafka_tool("org.apache.kafka.tools.LeaderElectionCommand", "--bootstrap-server",
+                      cluster.bootstrap_servers, "--election-type", "PREFERRED", "--topic", topic, "--partition", "0")
+    assert f"Valid replica already elected for partitions {topic}-0" in said, said
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+    # (confluent-kafka 2.16's elect_leaders fails on its own with a request_timeout: SystemError)
+    results = admin.elect_leaders(ElectionType.UNCLEAN, [TopicPartition(topic, 0), TopicPartition(topic, 1)]
+                                  ).result(TIMEOUT_S)
+    assert {tp.partition: error.code() for tp, error in results.items()} == {
+        0: KafkaError.ELECTION_NOT_NEEDED, 1: KafkaError.ELECTION_NOT_NEEDED}  # every partition has a live leader
+    missing = admin.elect_leaders(ElectionType.PREFERRED, [TopicPartition(topic, 7)]).result(TIMEOUT_S)
+    assert [error.code() for error in missing.values()] == [KafkaError.UNKNOWN_TOPIC_OR_PART]
+    leaders = admin.list_topics(topic, timeout=TIMEOUT_S).topics[topic].partitions
+    assert {p: leaders[p].leader for p in leaders} == preferred
+
+
+def test_kafka_delete_records_and_confluent_kafka_move_the_log_start_offset(cluster: ClusterState,
+                                                                           tmp_path: Path) -> None:
+    topic = f"deleted-{uuid.uuid4().hex[:8]}"
+    asyncio.run(create_topic(cluster, topic, partitions=2, replication_factor=3))
+    producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "acks": "all"})
+    for i in range(20):
+        producer.produce(topic, value=b"v%d" % i, partition=i % 2)
+    assert producer.flush(TIMEOUT_S) == 0
+    offsets = tmp_path / "offsets.json"
+    offsets.write_text(json.dumps({"version": 1, "partitions": [{"topic": topic, "partition": 0, "offset": 4}]}))
+    said = kafka_tool("org.apache.kafka.tools.DeleteRecordsCommand", "--bootstrap-server",
+                      cluster.bootstrap_servers, "--offset-json-file", str(offsets))
+    assert f"partition: {topic}-0\tlow_watermark: 4" in said, said
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+    [deleted] = admin.delete_records([TopicPartition(topic, 1, OFFSET_END)]).values()  # up to the high watermark
+    assert deleted.result(TIMEOUT_S).low_watermark == 10
+    earliest = admin.list_offsets({TopicPartition(topic, p): OffsetSpec.earliest() for p in (0, 1)})
+    assert {tp.partition: future.result(TIMEOUT_S).offset for tp, future in earliest.items()} == {0: 4, 1: 10}
+    [refused] = admin.delete_records([TopicPartition(topic, 0, 99)]).values()
+    with pytest.raises(KafkaException) as beyond:
+        refused.result(TIMEOUT_S)
+    assert beyond.value.args[0].code() == KafkaError.OFFSET_OUT_OF_RANGE
+
+
+async def test_kafka_configs_and_confluent_kafka_alter_topic_configs_in_zookeeper(cluster: ClusterState) -> None:
+    topic = f"configs-{uuid.uuid4().hex[:8]}"
+    await create_topic(cluster, topic, partitions=1, replication_factor=1)
+    kafka_tool("kafka.admin.ConfigCommand", "--bootstrap-server", cluster.bootstrap_servers, "--alter",
+               "--entity-type", "topics", "--entity-name", topic,
+               "--add-config", "retention.ms=60000,min.insync.replicas=1")
+    assert await read_topic_config_of(cluster, topic) == {"retention.ms": "60000", "min.insync.replicas": "1"}
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+    resource = ConfigResource("topic", topic, incremental_configs=[
+        ConfigEntry("retention.ms", None, incremental_operation=AlterConfigOpType.DELETE),
+        ConfigEntry("segment.bytes", "1048576", incremental_operation=AlterConfigOpType.SET)])
+    admin.incremental_alter_configs([resource])[resource].result(TIMEOUT_S)
+    assert await read_topic_config_of(cluster, topic) == {"min.insync.replicas": "1", "segment.bytes": "1048576"}
+    replaced = ConfigResource("topic", topic, set_config={"retention.bytes": "1000000"})
+    with pytest.warns(DeprecationWarning):  # confluent-kafka's deprecation of AlterConfigs
+        admin.alter_configs([replaced])[replaced].result(TIMEOUT_S)  # which keeps only the configs named
+    assert await read_topic_config_of(cluster, topic) == {"retention.bytes": "1000000"}
+
+    async def described() -> bool:  # every broker reads the change from its notification
+        [configs] = admin.describe_configs([ConfigResource("topic", topic)]).values()
+        return configs.result(TIMEOUT_S)["retention.bytes"].value == "1000000"
+
+    await eventually(described, "the new override in DescribeConfigs")
+    bad = ConfigResource("topic", topic, incremental_configs=[
+        ConfigEntry("no.such.config", "1", incremental_operation=AlterConfigOpType.SET)])
+    with pytest.raises(KafkaException) as refused:
+        admin.incremental_alter_configs([bad])[bad].result(TIMEOUT_S)
+    assert refused.value.args[0].code() == KafkaError.INVALID_CONFIG
+    assert await read_topic_config_of(cluster, topic) == {"retention.bytes": "1000000"}
+
+
+async def read_topic_config_of(cluster: ClusterState, topic: str) -> dict[str, str]:
+    async with zookeeper_of(cluster) as zk:
+        return await read_topic_config(zk, topic)
+
+
+async def test_kafka_log_dirs_describes_every_replica_with_its_size_on_disk(cluster: ClusterState) -> None:
+    topic = f"dirs-{uuid.uuid4().hex[:8]}"
+    await create_topic(cluster, topic, partitions=1, replication_factor=3)
+    producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "acks": "all"})
+    for i in range(10):
+        producer.produce(topic, value=b"v%d" % i, partition=0)
+    assert producer.flush(TIMEOUT_S) == 0
+    brokers = load_cluster(cluster.directory).brokers
+
+    async def caught_up() -> bool:  # followers have every record (acks=all waited for the ISR, not for their files)
+        sizes = {(Path(b.log_dir) / f"{topic}-0" / "00000000000000000000.log").stat().st_size for b in brokers}
+        return len(sizes) == 1
+
+    await eventually(caught_up, "every replica's segment to hold the records")
+    said = kafka_tool("org.apache.kafka.tools.LogDirsCommand", "--bootstrap-server", cluster.bootstrap_servers,
+                      "--describe", "--topic-list", topic)
+    described = json.loads(next(line for line in said.splitlines() if line.startswith("{")))
+    assert sorted(b["broker"] for b in described["brokers"]) == [1, 2, 3]
+    for entry in described["brokers"]:
+        broker = next(b for b in brokers if b.id == entry["broker"])
+        [log_dir] = entry["logDirs"]
+        assert log_dir["logDir"] == str(Path(broker.log_dir).resolve()) and log_dir["error"] is None
+        segment = Path(broker.log_dir) / f"{topic}-0" / "00000000000000000000.log"
+        assert log_dir["partitions"] == [{"partition": f"{topic}-0", "size": segment.stat().st_size,
+                                          "offsetLag": 0, "isFuture": False}]

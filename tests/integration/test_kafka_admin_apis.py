@@ -41,7 +41,7 @@ from tests.integration.clusterutil import (
     zookeeper_of,
 )
 from tests.integration.test_stock_kafka_clients import TIMEOUT_S, kafka_tool
-from tests.polling import eventually
+from tests.polling import eventually, wait_for
 from zk.topic_config import read_topic_config
 
 cluster = cluster_fixture(brokers=3)
@@ -80,9 +80,14 @@ def test_a_producer_to_a_missing_topic_creates_it_with_the_brokers_defaults(clus
     producer.produce(topic, value=b"first", on_delivery=lambda err, msg: delivered.append((err, msg.offset())))
     assert producer.flush(TIMEOUT_S) == 0
     assert delivered == [(None, 0)]
-    metadata = AdminClient({"bootstrap.servers": cluster.bootstrap_servers}).list_topics(topic, timeout=TIMEOUT_S)
-    partitions = metadata.topics[topic].partitions
-    assert len(partitions) == 1 and len(partitions[0].replicas) == 1  # num.partitions, default.replication.factor
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+
+    def partitions() -> dict | None:  # a broker other than the leader learns of the topic by UpdateMetadata
+        described = admin.list_topics(topic, timeout=TIMEOUT_S).topics[topic]
+        return described.partitions if described.error is None else None
+
+    found = wait_for(partitions, f"the brokers' metadata to have {topic}")
+    assert len(found) == 1 and len(found[0].replicas) == 1  # num.partitions, default.replication.factor
 
 
 async def test_minikafkas_producer_creates_a_missing_topic_on_first_send(cluster: ClusterState) -> None:

@@ -1,6 +1,6 @@
-"""The admin client: create, delete, grow, list and describe topics, elect leaders, describe the replicas every
-broker hosts, look up offsets by time; and the consumer groups: list, describe, delete them, and read, alter and
-delete their committed offsets."""
+"""The admin client: create, delete, grow, list and describe topics, elect leaders, reassign partitions, describe
+the replicas every broker hosts, look up offsets by time; and the consumer groups: list, describe, delete them, and
+read, alter and delete their committed offsets."""
 
 from __future__ import annotations
 
@@ -39,6 +39,15 @@ from protocol.apis.group_offsets import OffsetDeleteRequest, OffsetDeleteRespons
 from protocol.apis.groups import Coordinator
 from protocol.apis.metadata import MetadataRequest, MetadataResponse
 from protocol.apis.offsets import ListOffsetsPartition, ListOffsetsRequest, ListOffsetsResponse
+from protocol.apis.reassignments import (
+    AlterPartitionReassignmentsRequest,
+    AlterPartitionReassignmentsResponse,
+    ListPartitionReassignmentsRequest,
+    ListPartitionReassignmentsResponse,
+    ListPartitionReassignmentsTopics,
+    ReassignablePartition,
+    ReassignableTopic,
+)
 from protocol.apis.replicas import DescribedReplica, DescribeReplicasRequest, DescribeReplicasResponse
 from protocol.apis.shapes import Topic
 from protocol.apis.topics import (
@@ -60,6 +69,7 @@ from transport.connection import BrokerConnection, KafkaConnectionError
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
+R = TypeVar("R")
 #: Errors after which a group's coordinator is looked for again.
 _COORDINATOR_ERRORS = frozenset({ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR,
                                  ErrorCode.COORDINATOR_LOAD_IN_PROGRESS})
@@ -106,14 +116,23 @@ class ElectionResult:
     message: str
 
 
+@dataclass(frozen=True, slots=True)
+class Reassignment:
+    """A partition reassignment in progress: the replicas assigned now, those being added and removed."""
+
+    replicas: list[int]
+    adding: list[int]
+    removing: list[int]
+
+
 def _monotonic_ms() -> float:
     return time.monotonic() * 1000
 
 
 class Admin(AsyncClosing):
-    """Topic administration against a cluster. CreateTopics, DeleteTopics, CreatePartitions and ElectLeaders go
-    to the active controller (found through Metadata, re-found on NOT_CONTROLLER); DescribeReplicas goes to every
-    live broker."""
+    """Topic administration against a cluster. CreateTopics, DeleteTopics, CreatePartitions, ElectLeaders and
+    the partition reassignments go to the active controller (found through Metadata, re-found on NOT_CONTROLLER);
+    DescribeReplicas goes to every live broker."""
 
     def __init__(
         self,
@@ -194,23 +213,38 @@ class Admin(AsyncClosing):
             election_type=election_type, timeout_ms=timeout_ms,
             topic_partitions=None if partitions is None else [
                 TopicPartitions(topic=t, partitions=ps) for t, ps in by_topic.items()])
-        while True:
-            problem = "no controller"
-            try:
-                response = await self._ask_controller(request)
-            except (KafkaConnectionError, KafkaError) as e:
-                problem = str(e)
-            else:
-                assert isinstance(response, ElectLeadersResponse)
-                error = ErrorCode.from_code(response.error_code)
-                if error == ErrorCode.NONE:
-                    return [ElectionResult(t.topic, p.partition_id, ErrorCode.from_code(p.error_code),
-                                           p.error_message or "")
-                            for t in response.replica_election_results for p in t.partition_result]
-                if error != ErrorCode.NOT_CONTROLLER:
-                    raise AdminError(error, "ElectLeaders refused")
-                problem = f"broker {self.metadata.controller_id} is not the controller"
-            await self._backoff(deadline, f"cannot elect leaders: {problem}")
+        response = await self._controller_answer(request, ElectLeadersResponse, deadline, "elect leaders")
+        return [ElectionResult(t.topic, p.partition_id, ErrorCode.from_code(p.error_code), p.error_message or "")
+                for t in response.replica_election_results for p in t.partition_result]
+
+    async def alter_partition_reassignments(self, targets: Mapping[tuple[str, int], Sequence[int] | None], *,
+                                            timeout_ms: int = 30000) -> dict[tuple[str, int], tuple[ErrorCode, str]]:
+        """Start, change or cancel (None) partition reassignments through the controller; each partition's
+        outcome: NONE, or why not (e.g. NO_REASSIGNMENT_IN_PROGRESS for a cancel)."""
+        by_topic: dict[str, list[ReassignablePartition]] = {}
+        for (topic, partition), replicas in targets.items():
+            by_topic.setdefault(topic, []).append(ReassignablePartition(
+                partition_index=partition, replicas=None if replicas is None else list(replicas)))
+        request = AlterPartitionReassignmentsRequest(timeout_ms=timeout_ms, topics=[
+            ReassignableTopic(name=t, partitions=ps) for t, ps in by_topic.items()])
+        response = await self._controller_answer(request, AlterPartitionReassignmentsResponse,
+                                                 self._clock() + timeout_ms, "reassign partitions")
+        return {(t.name, p.partition_index): (ErrorCode.from_code(p.error_code), p.error_message or "")
+                for t in response.responses for p in t.partitions}
+
+    async def list_partition_reassignments(self, partitions: Iterable[tuple[str, int]] | None = None, *,
+                                           timeout_ms: int = 30000) -> dict[tuple[str, int], Reassignment]:
+        """The reassignments in progress (of `partitions`, or all), from the controller."""
+        by_topic: dict[str, list[int]] = {}
+        for topic, partition in partitions or ():
+            by_topic.setdefault(topic, []).append(partition)
+        request = ListPartitionReassignmentsRequest(timeout_ms=timeout_ms, topics=None if partitions is None else [
+            ListPartitionReassignmentsTopics(name=t, partition_indexes=ps) for t, ps in by_topic.items()])
+        response = await self._controller_answer(request, ListPartitionReassignmentsResponse,
+                                                 self._clock() + timeout_ms, "list partition reassignments")
+        return {(t.name, p.partition_index): Reassignment(list(p.replicas), list(p.adding_replicas),
+                                                          list(p.removing_replicas))
+                for t in response.topics for p in t.partitions}
 
     async def list_topics(self) -> list[str]:
         """The names of all topics."""
@@ -458,6 +492,25 @@ class Admin(AsyncClosing):
         if controller not in self.metadata.brokers:
             raise KafkaConnectionError(f"no live controller (controller id {controller})")
         return await self._ask(controller, request)
+
+    async def _controller_answer(self, request: object, answer: type[R], deadline: float, what: str) -> R:
+        """The controller's answer to a request whose response carries one error code: asked again (the
+        controller found again) while it is NOT_CONTROLLER; AdminError for any other error."""
+        while True:
+            problem = "no controller"
+            try:
+                response = await self._ask_controller(request)
+            except (KafkaConnectionError, KafkaError) as e:
+                problem = str(e)
+            else:
+                assert isinstance(response, answer)
+                error = ErrorCode.from_code(response.error_code)  # type: ignore[attr-defined]
+                if error == ErrorCode.NONE:
+                    return response
+                if error != ErrorCode.NOT_CONTROLLER:
+                    raise AdminError(error, f"cannot {what}")
+                problem = f"broker {self.metadata.controller_id} is not the controller"
+            await self._backoff(deadline, f"cannot {what}: {problem}")
 
     async def _on_controller(self, names: list[str], request: Callable[[int, list[str]], object],
                              timeout_ms: int) -> list[Any]:

@@ -4,7 +4,8 @@ Metadata, DescribeCluster, `cluster status`, `kafka-cluster cluster-id`), ApiVer
 elections asked for by kafka-leader-election and confluent-kafka's elect_leaders, partitions added by
 kafka-topics --alter and confluent-kafka's create_partitions as by `topic alter`, records deleted by
 kafka-delete-records and confluent-kafka's delete_records, topic configs altered by kafka-configs and
-confluent-kafka's incremental_alter_configs and alter_configs, kafka-log-dirs' replicas and sizes, and
+confluent-kafka's incremental_alter_configs and alter_configs, kafka-log-dirs' replicas and sizes, partitions moved by
+kafka-reassign-partitions and `reassign-partitions --bootstrap-server` and a move cancelled (null replicas), and
 topics created on first use by a producer (or not, with auto.create.topics.enable=false, on a 1-broker
 cluster of its own). One cluster serves every test, each with topics of its own."""
 
@@ -28,14 +29,17 @@ from confluent_kafka.admin import (
 )
 
 from broker.log.checkpoint import read_meta_properties
-from client.admin import Admin
+from client.admin import Admin, Reassignment
 from client.cluster import ClusterState, load_cluster
 from client.producer import Producer as MinikafkaProducer
+from protocol.errors import ErrorCode
 from tests.integration.clusterutil import (
     cli,
     cluster_fixture,
     cluster_id_in_zookeeper,
+    controller_of,
     create_topic,
+    paused,
     status_json,
     topic_znode,
     zookeeper_of,
@@ -173,6 +177,63 @@ def test_kafka_delete_records_and_confluent_kafka_move_the_log_start_offset(clus
     with pytest.raises(KafkaException) as beyond:
         refused.result(TIMEOUT_S)
     assert beyond.value.args[0].code() == KafkaError.OFFSET_OUT_OF_RANGE
+
+
+REASSIGN = "org.apache.kafka.tools.reassign.ReassignPartitionsCommand"
+
+
+def plan_file(directory: Path, topic: str, replicas: list[int]) -> str:
+    """A --reassignment-json-file moving partition 0 of `topic` to `replicas`."""
+    path = directory / f"{topic}.json"
+    path.write_text(json.dumps({"version": 1, "partitions": [{"topic": topic, "partition": 0, "replicas": replicas}]}))
+    return str(path)
+
+
+async def test_kafka_reassign_partitions_and_minikafkas_over_bootstrap_server_move_and_cancel_through_the_controller(
+        cluster: ClusterState, tmp_path: Path) -> None:
+    java, ours, cancelled = (f"{name}-{uuid.uuid4().hex[:8]}" for name in ("java", "ours", "cancelled"))
+    controller, _ = await controller_of(cluster)
+    spare = max({1, 2, 3} - {controller})  # held by no replica of `cancelled`, and paused while it moves there
+    kept = sorted({1, 2, 3} - {spare})
+    for topic in (java, ours):
+        await create_topic(cluster, topic, assignments={0: kept}, in_sync=True)
+    await create_topic(cluster, cancelled, assignments={0: kept}, in_sync=True)
+    target = [spare, kept[0]]
+    tool = (REASSIGN, "--bootstrap-server", cluster.bootstrap_servers, "--reassignment-json-file")
+    said = kafka_tool(*tool, plan_file(tmp_path, java, target), "--execute")
+    assert f"Successfully started partition reassignment for {java}-0" in said, said
+
+    def java_verified() -> str | None:
+        out = kafka_tool(*tool, plan_file(tmp_path, java, target), "--verify")
+        return out if f"Reassignment of partition {java}-0 is completed." in out else None
+
+    await eventually(java_verified, f"kafka-reassign-partitions --verify to find {java}-0 completed")
+    ours_plan = ("--bootstrap-server", cluster.bootstrap_servers, "--reassignment-json-file",
+                 plan_file(tmp_path, ours, target))
+    cli("reassign-partitions", "--execute", *ours_plan)
+
+    def ours_verified() -> bool:  # (the answering broker's metadata may lag the controller's a moment)
+        said = cli("reassign-partitions", "--verify", "--json", *ours_plan, check=False).stdout
+        return json.loads(said) == {f"{ours}-0": "complete"}
+
+    await eventually(ours_verified, f"reassign-partitions --verify to find {ours}-0 complete")
+    for topic in (java, ours):
+        znode = await topic_znode(cluster, topic)
+        assert znode is not None and (znode.partitions, znode.adding, znode.removing) == ({0: target}, {}, {})
+    moved = (cancelled, 0)
+    # the new replica cannot catch up while its broker is paused: the reassignment stays in progress
+    async with paused(cluster, spare), Admin(cluster.broker(controller).address) as admin:
+        assert await admin.alter_partition_reassignments({moved: target}) == {moved: (ErrorCode.NONE, "")}
+        assert await admin.list_partition_reassignments([moved]) == {
+            moved: Reassignment(replicas=[spare, *kept], adding=[spare], removing=[kept[1]])}
+        moving = await topic_znode(cluster, cancelled)
+        assert moving is not None and (moving.adding, moving.removing) == ({0: [spare]}, {0: [kept[1]]})
+        assert await admin.alter_partition_reassignments({moved: None}) == {moved: (ErrorCode.NONE, "")}
+        assert await admin.list_partition_reassignments([moved]) == {}
+        [(again, _)] = (await admin.alter_partition_reassignments({moved: None})).values()
+        assert again == ErrorCode.NO_REASSIGNMENT_IN_PROGRESS
+    znode = await topic_znode(cluster, cancelled)
+    assert znode is not None and (znode.partitions, znode.adding, znode.removing) == ({0: kept}, {}, {})
 
 
 async def test_kafka_configs_and_confluent_kafka_alter_topic_configs_in_zookeeper(cluster: ClusterState) -> None:

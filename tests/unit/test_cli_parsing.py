@@ -98,6 +98,8 @@ def test_client_commands_take_bootstrap_server_and_dir(command):
         (("reassign-partitions",), "give one of --generate, --execute, --verify"),
         (("reassign-partitions", "--generate", "--broker-list", "1,2"), "--generate needs --topics-to-move"),
         (("reassign-partitions", "--verify"), "--verify needs --reassignment-json-file"),
+        (("reassign-partitions", "--verify", "--reassignment-json-file", "plan.json", "--bootstrap-server",
+          "127.0.0.1:9092", "--zookeeper", "127.0.0.1:2181"), "give --bootstrap-server or --zookeeper, not both"),
         (("replica-verification", "--topic-white-list", "(", "--once"), "is an invalid regex"),
     ],
 )

@@ -1,6 +1,6 @@
 """The admin client: create, delete, grow, list and describe topics, elect leaders, reassign partitions, describe
-the replicas every broker hosts, look up offsets by time; and the consumer groups: list, describe, delete them, and
-read, alter and delete their committed offsets."""
+the replicas every broker hosts and its log dirs, look up offsets by time, delete records; and the consumer groups:
+list, describe, delete them, and read, alter and delete their committed offsets."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import asyncio
 import logging
 import time
 from collections import defaultdict
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -37,6 +37,7 @@ from protocol.apis.group_admin import (
 )
 from protocol.apis.group_offsets import OffsetDeleteRequest, OffsetDeleteResponse
 from protocol.apis.groups import Coordinator
+from protocol.apis.log_dirs import DescribeLogDirsRequest, DescribeLogDirsResponse, LogDirResult
 from protocol.apis.metadata import MetadataRequest, MetadataResponse
 from protocol.apis.offsets import ListOffsetsPartition, ListOffsetsRequest, ListOffsetsResponse
 from protocol.apis.reassignments import (
@@ -47,6 +48,12 @@ from protocol.apis.reassignments import (
     ListPartitionReassignmentsTopics,
     ReassignablePartition,
     ReassignableTopic,
+)
+from protocol.apis.records_deletion import (
+    DeleteRecordsPartition,
+    DeleteRecordsRequest,
+    DeleteRecordsResponse,
+    DeleteRecordsTopic,
 )
 from protocol.apis.replicas import DescribedReplica, DescribeReplicasRequest, DescribeReplicasResponse
 from protocol.apis.shapes import Topic
@@ -267,9 +274,8 @@ class Admin(AsyncClosing):
         await self.metadata.refresh([])
         broker_ids = sorted(self.metadata.brokers)
         request = DescribeReplicasRequest(topics=None if names is None else list(names))
-        answers = await asyncio.gather(*(self._ask(b, request) for b in broker_ids), return_exceptions=True)
         described: dict[int, list[DescribedReplica]] = {}
-        for broker_id, answer in zip(broker_ids, answers, strict=True):
+        for broker_id, answer in (await self._ask_each(broker_ids, request)).items():
             if isinstance(answer, DescribeReplicasResponse):
                 described[broker_id] = answer.partitions
             else:
@@ -281,44 +287,60 @@ class Admin(AsyncClosing):
         """Each partition's offset for `timestamp` (protocol.apis.offsets' EARLIEST_TIMESTAMP or LATEST_TIMESTAMP,
         or a time in ms: the first offset at or after it, -1 if there is none), asked of its leader; retriable
         errors are retried until timeout_ms. A partition that does not exist is left out."""
-        deadline = self._clock() + timeout_ms
-        pending = {TopicPartition(*tp) for tp in partitions}
-        found: dict[TopicPartition, int] = {}
-        while pending:
-            problem = "no leader known"
-            await self.metadata.refresh(sorted({tp.topic for tp in pending}))
-            by_leader: dict[int, list[TopicPartition]] = defaultdict(list)
-            for tp in sorted(pending):
-                info = self.metadata.leader_for(*tp)
-                count = self.metadata.partition_count(tp.topic)
-                if self.metadata.topic_errors.get(tp.topic) == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION or (
-                        count and tp.partition >= count):
-                    pending.discard(tp)
-                elif info is not None:
-                    by_leader[info.leader].append(tp)
-            for leader, tps in by_leader.items():
-                request = ListOffsetsRequest(replica_id=CONSUMER_REPLICA_ID, isolation_level=0, topics=[
-                    Topic(name=topic, partitions=[ListOffsetsPartition(partition=p, timestamp=timestamp)
-                                                  for p in numbers]) for topic, numbers in by_topic(tps).items()])
-                try:
-                    response = await self._ask(leader, request)
-                except (KafkaConnectionError, KafkaError) as e:
-                    problem = str(e)
-                    continue
-                assert isinstance(response, ListOffsetsResponse)
-                for topic in response.topics:
-                    for result in topic.partitions:
-                        tp, error = TopicPartition(topic.name, result.partition), ErrorCode.from_code(result.error_code)
-                        if error == ErrorCode.NONE:
-                            found[tp] = result.offset
-                            pending.discard(tp)
-                        elif error.retriable:
-                            problem = f"{error.name} from broker {leader} for {tp}"
-                        else:
-                            raise AdminError(error, f"cannot list the offsets of {tp}")
-            if pending:
-                await self._backoff(deadline, f"cannot list offsets: {problem}")
-        return found
+
+        def request(tps: list[TopicPartition]) -> ListOffsetsRequest:
+            return ListOffsetsRequest(replica_id=CONSUMER_REPLICA_ID, isolation_level=0, topics=[
+                Topic(name=topic, partitions=[ListOffsetsPartition(partition=p, timestamp=timestamp)
+                                              for p in numbers]) for topic, numbers in by_topic(tps).items()])
+
+        def results(response: object) -> Iterator[tuple[TopicPartition, ErrorCode, int]]:
+            assert isinstance(response, ListOffsetsResponse)
+            for topic in response.topics:
+                for result in topic.partitions:
+                    yield TopicPartition(topic.name, result.partition), ErrorCode.from_code(result.error_code), \
+                        result.offset
+
+        outcomes = await self._on_leaders(partitions, request, results, timeout_ms, "list offsets")
+        for tp, (error, _) in outcomes.items():
+            if error not in (ErrorCode.NONE, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION):
+                raise AdminError(error, f"cannot list the offsets of {tp}")
+        return {tp: offset for tp, (error, offset) in outcomes.items() if error == ErrorCode.NONE}
+
+    async def delete_records(self, offsets: Mapping[tuple[str, int], int], *, timeout_ms: int = 30000
+                             ) -> dict[TopicPartition, tuple[ErrorCode, int]]:
+        """Delete each partition's records below its offset (HIGH_WATERMARK: all committed ones), asked of its
+        leader; per partition NONE and the new log start offset (low watermark), or the error (-1)."""
+
+        def request(tps: list[TopicPartition]) -> DeleteRecordsRequest:
+            return DeleteRecordsRequest(timeout_ms=timeout_ms, topics=[DeleteRecordsTopic(name=topic, partitions=[
+                DeleteRecordsPartition(partition_index=p, offset=offsets[(topic, p)]) for p in numbers])
+                for topic, numbers in by_topic(tps).items()])
+
+        def results(response: object) -> Iterator[tuple[TopicPartition, ErrorCode, int]]:
+            assert isinstance(response, DeleteRecordsResponse)
+            for topic in response.topics:
+                for result in topic.partitions:
+                    yield TopicPartition(topic.name, result.partition_index), \
+                        ErrorCode.from_code(result.error_code), result.low_watermark
+
+        return await self._on_leaders(offsets, request, results, timeout_ms, "delete records")
+
+    async def describe_log_dirs(self, broker_ids: Sequence[int] | None = None) -> dict[int, list[LogDirResult]]:
+        """Each broker's log dirs (of `broker_ids`, or every live broker) with every replica's size and offset
+        lag. AdminError if a broker does not answer."""
+        await self.metadata.refresh([])
+        asked = sorted(self.metadata.brokers) if broker_ids is None else list(broker_ids)
+        unknown = sorted(set(asked) - set(self.metadata.brokers))
+        if unknown:
+            raise AdminError(ErrorCode.BROKER_NOT_AVAILABLE, f"no live broker {', '.join(map(str, unknown))}")
+        described = {}
+        for broker_id, answer in (await self._ask_each(asked, DescribeLogDirsRequest(topics=None))).items():
+            if not isinstance(answer, DescribeLogDirsResponse):
+                raise AdminError(ErrorCode.BROKER_NOT_AVAILABLE, f"broker {broker_id}: {answer}")
+            if answer.error_code != ErrorCode.NONE:
+                raise AdminError(ErrorCode.from_code(answer.error_code), f"broker {broker_id}")
+            described[broker_id] = answer.results
+        return described
 
     # ----------------------------------------------------------------------------------- consumer groups
 
@@ -485,6 +507,50 @@ class Admin(AsyncClosing):
     async def _ask(self, broker_id: int, request: object) -> object:
         connection = await self.metadata.connection(broker_id)
         return await connection.request(request)
+
+    async def _ask_each(self, broker_ids: list[int], request: object) -> dict[int, object]:
+        """Each broker's answer to the request, or the exception it raised."""
+        answers = await asyncio.gather(*(self._ask(b, request) for b in broker_ids), return_exceptions=True)
+        return dict(zip(broker_ids, answers, strict=True))
+
+    async def _on_leaders(self, partitions: Iterable[tuple[str, int]],
+                          request: Callable[[list[TopicPartition]], object],
+                          results: Callable[[object], Iterable[tuple[TopicPartition, ErrorCode, T]]],
+                          timeout_ms: int, what: str) -> dict[TopicPartition, tuple[ErrorCode, T | int]]:
+        """Ask each partition's leader (the partitions it leads in one request) until every partition has an
+        answer other than a retriable error, until timeout_ms; a partition that does not exist is
+        UNKNOWN_TOPIC_OR_PARTITION (-1). Per partition the error and the value `results` gives with it."""
+        deadline = self._clock() + timeout_ms
+        pending = {TopicPartition(*tp) for tp in partitions}
+        found: dict[TopicPartition, tuple[ErrorCode, T | int]] = {}
+        while pending:
+            problem = "no leader known"
+            await self.metadata.refresh(sorted({tp.topic for tp in pending}))
+            by_leader: dict[int, list[TopicPartition]] = defaultdict(list)
+            for tp in sorted(pending):
+                info = self.metadata.leader_for(*tp)
+                count = self.metadata.partition_count(tp.topic)
+                if self.metadata.topic_errors.get(tp.topic) == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION or (
+                        count and tp.partition >= count):
+                    found[tp] = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, -1)
+                    pending.discard(tp)
+                elif info is not None:
+                    by_leader[info.leader].append(tp)
+            for leader, tps in by_leader.items():
+                try:
+                    response = await self._ask(leader, request(tps))
+                except (KafkaConnectionError, KafkaError) as e:
+                    problem = str(e)
+                    continue
+                for tp, error, value in results(response):
+                    if error.retriable:
+                        problem = f"{error.name} from broker {leader} for {tp}"
+                    elif tp in pending:
+                        found[tp] = (error, value)
+                        pending.discard(tp)
+            if pending:
+                await self._backoff(deadline, f"cannot {what}: {problem}")
+        return found
 
     async def _ask_controller(self, request: object) -> object:
         await self.metadata.refresh([])

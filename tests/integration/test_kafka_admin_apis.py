@@ -3,11 +3,12 @@ each result checked on the cluster: the cluster id (ZooKeeper's /cluster/id, eve
 Metadata, DescribeCluster, `cluster status`, `kafka-cluster cluster-id`), ApiVersions v3 from Kafka's Java clients,
 elections asked for by kafka-leader-election and confluent-kafka's elect_leaders, partitions added by
 kafka-topics --alter and confluent-kafka's create_partitions as by `topic alter`, records deleted by
-kafka-delete-records and confluent-kafka's delete_records, topic configs altered by kafka-configs and
-confluent-kafka's incremental_alter_configs and alter_configs, kafka-log-dirs' replicas and sizes, partitions moved by
-kafka-reassign-partitions and `reassign-partitions --bootstrap-server` and a move cancelled (null replicas), and
-topics created on first use by a producer (or not, with auto.create.topics.enable=false, on a 1-broker
-cluster of its own). One cluster serves every test, each with topics of its own."""
+kafka-delete-records, `delete-records` and confluent-kafka's delete_records, topic configs altered by kafka-configs
+and confluent-kafka's incremental_alter_configs and alter_configs, kafka-log-dirs' and `log-dirs`' replicas and
+sizes, partitions moved by kafka-reassign-partitions and `reassign-partitions --bootstrap-server` and a move
+cancelled (null replicas), and topics created on first use by a producer (or not, with
+auto.create.topics.enable=false, on a 1-broker cluster of its own). One cluster serves every test, each with topics
+of its own."""
 
 from __future__ import annotations
 
@@ -155,28 +156,39 @@ async def test_kafka_leader_election_and_confluent_kafka_elect_leaders_reach_the
     assert {p: leaders[p].leader for p in leaders} == preferred
 
 
-def test_kafka_delete_records_and_confluent_kafka_move_the_log_start_offset(cluster: ClusterState,
-                                                                           tmp_path: Path) -> None:
+def offsets_file(directory: Path, name: str, topic: str, offsets: dict[int, int]) -> str:
+    """An --offset-json-file of kafka-delete-records."""
+    path = directory / name
+    path.write_text(json.dumps({"version": 1, "partitions": [
+        {"topic": topic, "partition": p, "offset": o} for p, o in offsets.items()]}))
+    return str(path)
+
+
+def test_kafka_delete_records_minikafkas_and_confluent_kafka_move_the_log_start_offset(cluster: ClusterState,
+                                                                                     tmp_path: Path) -> None:
     topic = f"deleted-{uuid.uuid4().hex[:8]}"
-    asyncio.run(create_topic(cluster, topic, partitions=2, replication_factor=3))
+    asyncio.run(create_topic(cluster, topic, partitions=3, replication_factor=3))
     producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "acks": "all"})
-    for i in range(20):
-        producer.produce(topic, value=b"v%d" % i, partition=i % 2)
+    for i in range(30):
+        producer.produce(topic, value=b"v%d" % i, partition=i % 3)
     assert producer.flush(TIMEOUT_S) == 0
-    offsets = tmp_path / "offsets.json"
-    offsets.write_text(json.dumps({"version": 1, "partitions": [{"topic": topic, "partition": 0, "offset": 4}]}))
-    said = kafka_tool("org.apache.kafka.tools.DeleteRecordsCommand", "--bootstrap-server",
-                      cluster.bootstrap_servers, "--offset-json-file", str(offsets))
+    said = kafka_tool("org.apache.kafka.tools.DeleteRecordsCommand", "--bootstrap-server", cluster.bootstrap_servers,
+                      "--offset-json-file", offsets_file(tmp_path, "java.json", topic, {0: 4}))
     assert f"partition: {topic}-0\tlow_watermark: 4" in said, said
+    ours = ("delete-records", "--bootstrap-server", cluster.bootstrap_servers, "--offset-json-file")
+    said = cli(*ours, offsets_file(tmp_path, "ours.json", topic, {2: 4})).stdout
+    assert f"partition: {topic}-2\tlow_watermark: 4" in said, said
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
     [deleted] = admin.delete_records([TopicPartition(topic, 1, OFFSET_END)]).values()  # up to the high watermark
     assert deleted.result(TIMEOUT_S).low_watermark == 10
-    earliest = admin.list_offsets({TopicPartition(topic, p): OffsetSpec.earliest() for p in (0, 1)})
-    assert {tp.partition: future.result(TIMEOUT_S).offset for tp, future in earliest.items()} == {0: 4, 1: 10}
+    earliest = admin.list_offsets({TopicPartition(topic, p): OffsetSpec.earliest() for p in (0, 1, 2)})
+    assert {tp.partition: future.result(TIMEOUT_S).offset for tp, future in earliest.items()} == {0: 4, 1: 10, 2: 4}
     [refused] = admin.delete_records([TopicPartition(topic, 0, 99)]).values()
     with pytest.raises(KafkaException) as beyond:
         refused.result(TIMEOUT_S)
     assert beyond.value.args[0].code() == KafkaError.OFFSET_OUT_OF_RANGE
+    beyond_ours = cli(*ours, offsets_file(tmp_path, "beyond.json", topic, {2: 99}), check=False)
+    assert beyond_ours.returncode == 1 and f"partition: {topic}-2\terror: OFFSET_OUT_OF_RANGE" in beyond_ours.stdout
 
 
 REASSIGN = "org.apache.kafka.tools.reassign.ReassignPartitionsCommand"
@@ -272,7 +284,8 @@ async def read_topic_config_of(cluster: ClusterState, topic: str) -> dict[str, s
         return await read_topic_config(zk, topic)
 
 
-async def test_kafka_log_dirs_describes_every_replica_with_its_size_on_disk(cluster: ClusterState) -> None:
+async def test_kafka_log_dirs_and_minikafkas_describe_every_replica_with_its_size_on_disk(
+        cluster: ClusterState) -> None:
     topic = f"dirs-{uuid.uuid4().hex[:8]}"
     await create_topic(cluster, topic, partitions=1, replication_factor=3)
     producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "acks": "all"})
@@ -289,6 +302,10 @@ async def test_kafka_log_dirs_describes_every_replica_with_its_size_on_disk(clus
     said = kafka_tool("org.apache.kafka.tools.LogDirsCommand", "--bootstrap-server", cluster.bootstrap_servers,
                       "--describe", "--topic-list", topic)
     described = json.loads(next(line for line in said.splitlines() if line.startswith("{")))
+    ours = json.loads(cli("log-dirs", "--describe", "--topic-list", topic, "--bootstrap-server",
+                          cluster.bootstrap_servers).stdout)
+    assert sorted(ours["brokers"], key=lambda b: b["broker"]) == sorted(described["brokers"],
+                                                                        key=lambda b: b["broker"])
     assert sorted(b["broker"] for b in described["brokers"]) == [1, 2, 3]
     for entry in described["brokers"]:
         broker = next(b for b in brokers if b.id == entry["broker"])

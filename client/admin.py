@@ -76,7 +76,8 @@ from transport.connection import BrokerConnection, KafkaConnectionError
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
-R = TypeVar("R")
+#: The controller's answers that carry one error code for the whole request.
+R = TypeVar("R", ElectLeadersResponse, AlterPartitionReassignmentsResponse, ListPartitionReassignmentsResponse)
 #: Errors after which a group's coordinator is looked for again.
 _COORDINATOR_ERRORS = frozenset({ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR,
                                  ErrorCode.COORDINATOR_LOAD_IN_PROGRESS})
@@ -570,7 +571,7 @@ class Admin(AsyncClosing):
                 problem = str(e)
             else:
                 assert isinstance(response, answer)
-                error = ErrorCode.from_code(response.error_code)  # type: ignore[attr-defined]
+                error = ErrorCode.from_code(response.error_code)
                 if error == ErrorCode.NONE:
                     return response
                 if error != ErrorCode.NOT_CONTROLLER:

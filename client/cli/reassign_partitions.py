@@ -65,12 +65,12 @@ def reassign_partitions_command(mode: str | None, topics_to_move_json_file: Path
                                 reassignment_json_file: Path | None, as_json: bool, wait: bool, timeout: float,
                                 bootstrap_server: str | None, zookeeper: str | None, directory: Path) -> None:
     """Reassign partitions: --generate prints the current assignment and a proposal (seed 001's rule over
-    --broker-list); --execute writes /admin/reassign_partitions (with --bootstrap-server: asks the controller, as
-    AlterPartitionReassignments), and the controller starts the new replicas,
-    waits until they join the ISR, moves leaders into the target set and deletes the removed replicas;
-    --verify reports each partition (exit status 1 if one failed), with --wait once none is in progress (on a
-    terminal, a status line counts them meanwhile). A target broker that is down holds its partitions'
-    reassignments until it is back; the replication factor may go up or down."""
+    --broker-list); --execute writes /admin/reassign_partitions (with --bootstrap-server: asks the controller, by
+    AlterPartitionReassignments), and the controller starts the new replicas, waits until they join the ISR, moves
+    leaders into the target set and deletes the removed replicas; --verify reports each partition (exit status 1
+    if one failed), with --wait once none is in progress (on a terminal, a status line counts them meanwhile). A
+    target broker that is down holds its partitions' reassignments until it is back (over --bootstrap-server it
+    is refused, as Kafka does); the replication factor may go up or down."""
     if mode is None:
         raise click.UsageError("give one of --generate, --execute, --verify")
     if mode == "generate" and (topics_to_move_json_file is None or broker_list is None):

@@ -1,6 +1,6 @@
-"""The admin client: create, delete, grow, list and describe topics, elect leaders, describe the replicas every
-broker hosts, look up offsets by time; and the consumer groups: list, describe, delete them, and read, alter and
-delete their committed offsets."""
+"""The admin client: create, delete, grow, list and describe topics, elect leaders, reassign partitions, describe
+the replicas every broker hosts and its log dirs, look up offsets by time, delete records; and the consumer groups:
+list, describe, delete them, and read, alter and delete their committed offsets."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import asyncio
 import logging
 import time
 from collections import defaultdict
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -37,8 +37,24 @@ from protocol.apis.group_admin import (
 )
 from protocol.apis.group_offsets import OffsetDeleteRequest, OffsetDeleteResponse
 from protocol.apis.groups import Coordinator
+from protocol.apis.log_dirs import DescribeLogDirsRequest, DescribeLogDirsResponse, LogDirResult
 from protocol.apis.metadata import MetadataRequest, MetadataResponse
 from protocol.apis.offsets import ListOffsetsPartition, ListOffsetsRequest, ListOffsetsResponse
+from protocol.apis.reassignments import (
+    AlterPartitionReassignmentsRequest,
+    AlterPartitionReassignmentsResponse,
+    ListPartitionReassignmentsRequest,
+    ListPartitionReassignmentsResponse,
+    ListPartitionReassignmentsTopics,
+    ReassignablePartition,
+    ReassignableTopic,
+)
+from protocol.apis.records_deletion import (
+    DeleteRecordsPartition,
+    DeleteRecordsRequest,
+    DeleteRecordsResponse,
+    DeleteRecordsTopic,
+)
 from protocol.apis.replicas import DescribedReplica, DescribeReplicasRequest, DescribeReplicasResponse
 from protocol.apis.shapes import Topic
 from protocol.apis.topics import (
@@ -60,6 +76,8 @@ from transport.connection import BrokerConnection, KafkaConnectionError
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
+#: The controller's answers that carry one error code for the whole request.
+R = TypeVar("R", ElectLeadersResponse, AlterPartitionReassignmentsResponse, ListPartitionReassignmentsResponse)
 #: Errors after which a group's coordinator is looked for again.
 _COORDINATOR_ERRORS = frozenset({ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR,
                                  ErrorCode.COORDINATOR_LOAD_IN_PROGRESS})
@@ -106,14 +124,23 @@ class ElectionResult:
     message: str
 
 
+@dataclass(frozen=True, slots=True)
+class Reassignment:
+    """A partition reassignment in progress: the replicas assigned now, those being added and removed."""
+
+    replicas: list[int]
+    adding: list[int]
+    removing: list[int]
+
+
 def _monotonic_ms() -> float:
     return time.monotonic() * 1000
 
 
 class Admin(AsyncClosing):
-    """Topic administration against a cluster. CreateTopics, DeleteTopics, CreatePartitions and ElectLeaders go
-    to the active controller (found through Metadata, re-found on NOT_CONTROLLER); DescribeReplicas goes to every
-    live broker."""
+    """Topic administration against a cluster. CreateTopics, DeleteTopics, CreatePartitions, ElectLeaders and
+    the partition reassignments go to the active controller (found through Metadata, re-found on NOT_CONTROLLER);
+    DescribeReplicas goes to every live broker."""
 
     def __init__(
         self,
@@ -194,23 +221,38 @@ class Admin(AsyncClosing):
             election_type=election_type, timeout_ms=timeout_ms,
             topic_partitions=None if partitions is None else [
                 TopicPartitions(topic=t, partitions=ps) for t, ps in by_topic.items()])
-        while True:
-            problem = "no controller"
-            try:
-                response = await self._ask_controller(request)
-            except (KafkaConnectionError, KafkaError) as e:
-                problem = str(e)
-            else:
-                assert isinstance(response, ElectLeadersResponse)
-                error = ErrorCode.from_code(response.error_code)
-                if error == ErrorCode.NONE:
-                    return [ElectionResult(t.topic, p.partition_id, ErrorCode.from_code(p.error_code),
-                                           p.error_message or "")
-                            for t in response.replica_election_results for p in t.partition_result]
-                if error != ErrorCode.NOT_CONTROLLER:
-                    raise AdminError(error, "ElectLeaders refused")
-                problem = f"broker {self.metadata.controller_id} is not the controller"
-            await self._backoff(deadline, f"cannot elect leaders: {problem}")
+        response = await self._controller_answer(request, ElectLeadersResponse, deadline, "elect leaders")
+        return [ElectionResult(t.topic, p.partition_id, ErrorCode.from_code(p.error_code), p.error_message or "")
+                for t in response.replica_election_results for p in t.partition_result]
+
+    async def alter_partition_reassignments(self, targets: Mapping[tuple[str, int], Sequence[int] | None], *,
+                                            timeout_ms: int = 30000) -> dict[tuple[str, int], tuple[ErrorCode, str]]:
+        """Start, change or cancel (None) partition reassignments through the controller; each partition's
+        outcome: NONE, or why not (e.g. NO_REASSIGNMENT_IN_PROGRESS for a cancel)."""
+        by_topic: dict[str, list[ReassignablePartition]] = {}
+        for (topic, partition), replicas in targets.items():
+            by_topic.setdefault(topic, []).append(ReassignablePartition(
+                partition_index=partition, replicas=None if replicas is None else list(replicas)))
+        request = AlterPartitionReassignmentsRequest(timeout_ms=timeout_ms, topics=[
+            ReassignableTopic(name=t, partitions=ps) for t, ps in by_topic.items()])
+        response = await self._controller_answer(request, AlterPartitionReassignmentsResponse,
+                                                 self._clock() + timeout_ms, "reassign partitions")
+        return {(t.name, p.partition_index): (ErrorCode.from_code(p.error_code), p.error_message or "")
+                for t in response.responses for p in t.partitions}
+
+    async def list_partition_reassignments(self, partitions: Iterable[tuple[str, int]] | None = None, *,
+                                           timeout_ms: int = 30000) -> dict[tuple[str, int], Reassignment]:
+        """The reassignments in progress (of `partitions`, or all), from the controller."""
+        by_topic: dict[str, list[int]] = {}
+        for topic, partition in partitions or ():
+            by_topic.setdefault(topic, []).append(partition)
+        request = ListPartitionReassignmentsRequest(timeout_ms=timeout_ms, topics=None if partitions is None else [
+            ListPartitionReassignmentsTopics(name=t, partition_indexes=ps) for t, ps in by_topic.items()])
+        response = await self._controller_answer(request, ListPartitionReassignmentsResponse,
+                                                 self._clock() + timeout_ms, "list partition reassignments")
+        return {(t.name, p.partition_index): Reassignment(list(p.replicas), list(p.adding_replicas),
+                                                          list(p.removing_replicas))
+                for t in response.topics for p in t.partitions}
 
     async def list_topics(self) -> list[str]:
         """The names of all topics."""
@@ -233,9 +275,8 @@ class Admin(AsyncClosing):
         await self.metadata.refresh([])
         broker_ids = sorted(self.metadata.brokers)
         request = DescribeReplicasRequest(topics=None if names is None else list(names))
-        answers = await asyncio.gather(*(self._ask(b, request) for b in broker_ids), return_exceptions=True)
         described: dict[int, list[DescribedReplica]] = {}
-        for broker_id, answer in zip(broker_ids, answers, strict=True):
+        for broker_id, answer in (await self._ask_each(broker_ids, request)).items():
             if isinstance(answer, DescribeReplicasResponse):
                 described[broker_id] = answer.partitions
             else:
@@ -247,44 +288,60 @@ class Admin(AsyncClosing):
         """Each partition's offset for `timestamp` (protocol.apis.offsets' EARLIEST_TIMESTAMP or LATEST_TIMESTAMP,
         or a time in ms: the first offset at or after it, -1 if there is none), asked of its leader; retriable
         errors are retried until timeout_ms. A partition that does not exist is left out."""
-        deadline = self._clock() + timeout_ms
-        pending = {TopicPartition(*tp) for tp in partitions}
-        found: dict[TopicPartition, int] = {}
-        while pending:
-            problem = "no leader known"
-            await self.metadata.refresh(sorted({tp.topic for tp in pending}))
-            by_leader: dict[int, list[TopicPartition]] = defaultdict(list)
-            for tp in sorted(pending):
-                info = self.metadata.leader_for(*tp)
-                count = self.metadata.partition_count(tp.topic)
-                if self.metadata.topic_errors.get(tp.topic) == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION or (
-                        count and tp.partition >= count):
-                    pending.discard(tp)
-                elif info is not None:
-                    by_leader[info.leader].append(tp)
-            for leader, tps in by_leader.items():
-                request = ListOffsetsRequest(replica_id=CONSUMER_REPLICA_ID, isolation_level=0, topics=[
-                    Topic(name=topic, partitions=[ListOffsetsPartition(partition=p, timestamp=timestamp)
-                                                  for p in numbers]) for topic, numbers in by_topic(tps).items()])
-                try:
-                    response = await self._ask(leader, request)
-                except (KafkaConnectionError, KafkaError) as e:
-                    problem = str(e)
-                    continue
-                assert isinstance(response, ListOffsetsResponse)
-                for topic in response.topics:
-                    for result in topic.partitions:
-                        tp, error = TopicPartition(topic.name, result.partition), ErrorCode.from_code(result.error_code)
-                        if error == ErrorCode.NONE:
-                            found[tp] = result.offset
-                            pending.discard(tp)
-                        elif error.retriable:
-                            problem = f"{error.name} from broker {leader} for {tp}"
-                        else:
-                            raise AdminError(error, f"cannot list the offsets of {tp}")
-            if pending:
-                await self._backoff(deadline, f"cannot list offsets: {problem}")
-        return found
+
+        def request(tps: list[TopicPartition]) -> ListOffsetsRequest:
+            return ListOffsetsRequest(replica_id=CONSUMER_REPLICA_ID, isolation_level=0, topics=[
+                Topic(name=topic, partitions=[ListOffsetsPartition(partition=p, timestamp=timestamp)
+                                              for p in numbers]) for topic, numbers in by_topic(tps).items()])
+
+        def results(response: object) -> Iterator[tuple[TopicPartition, ErrorCode, int]]:
+            assert isinstance(response, ListOffsetsResponse)
+            for topic in response.topics:
+                for result in topic.partitions:
+                    yield TopicPartition(topic.name, result.partition), ErrorCode.from_code(result.error_code), \
+                        result.offset
+
+        outcomes = await self._on_leaders(partitions, request, results, timeout_ms, "list offsets")
+        for tp, (error, _) in outcomes.items():
+            if error not in (ErrorCode.NONE, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION):
+                raise AdminError(error, f"cannot list the offsets of {tp}")
+        return {tp: offset for tp, (error, offset) in outcomes.items() if error == ErrorCode.NONE}
+
+    async def delete_records(self, offsets: Mapping[tuple[str, int], int], *, timeout_ms: int = 30000
+                             ) -> dict[TopicPartition, tuple[ErrorCode, int]]:
+        """Delete each partition's records below its offset (HIGH_WATERMARK: all committed ones), asked of its
+        leader; per partition NONE and the new log start offset (low watermark), or the error (-1)."""
+
+        def request(tps: list[TopicPartition]) -> DeleteRecordsRequest:
+            return DeleteRecordsRequest(timeout_ms=timeout_ms, topics=[DeleteRecordsTopic(name=topic, partitions=[
+                DeleteRecordsPartition(partition_index=p, offset=offsets[(topic, p)]) for p in numbers])
+                for topic, numbers in by_topic(tps).items()])
+
+        def results(response: object) -> Iterator[tuple[TopicPartition, ErrorCode, int]]:
+            assert isinstance(response, DeleteRecordsResponse)
+            for topic in response.topics:
+                for result in topic.partitions:
+                    yield TopicPartition(topic.name, result.partition_index), \
+                        ErrorCode.from_code(result.error_code), result.low_watermark
+
+        return await self._on_leaders(offsets, request, results, timeout_ms, "delete records")
+
+    async def describe_log_dirs(self, broker_ids: Sequence[int] | None = None) -> dict[int, list[LogDirResult]]:
+        """Each broker's log dirs (of `broker_ids`, or every live broker) with every replica's size and offset
+        lag. AdminError if a broker does not answer."""
+        await self.metadata.refresh([])
+        asked = sorted(self.metadata.brokers) if broker_ids is None else list(broker_ids)
+        unknown = sorted(set(asked) - set(self.metadata.brokers))
+        if unknown:
+            raise AdminError(ErrorCode.BROKER_NOT_AVAILABLE, f"no live broker {', '.join(map(str, unknown))}")
+        described = {}
+        for broker_id, answer in (await self._ask_each(asked, DescribeLogDirsRequest(topics=None))).items():
+            if not isinstance(answer, DescribeLogDirsResponse):
+                raise AdminError(ErrorCode.BROKER_NOT_AVAILABLE, f"broker {broker_id}: {answer}")
+            if answer.error_code != ErrorCode.NONE:
+                raise AdminError(ErrorCode.from_code(answer.error_code), f"broker {broker_id}")
+            described[broker_id] = answer.results
+        return described
 
     # ----------------------------------------------------------------------------------- consumer groups
 
@@ -452,12 +509,75 @@ class Admin(AsyncClosing):
         connection = await self.metadata.connection(broker_id)
         return await connection.request(request)
 
+    async def _ask_each(self, broker_ids: list[int], request: object) -> dict[int, object]:
+        """Each broker's answer to the request, or the exception it raised."""
+        answers = await asyncio.gather(*(self._ask(b, request) for b in broker_ids), return_exceptions=True)
+        return dict(zip(broker_ids, answers, strict=True))
+
+    async def _on_leaders(self, partitions: Iterable[tuple[str, int]],
+                          request: Callable[[list[TopicPartition]], object],
+                          results: Callable[[object], Iterable[tuple[TopicPartition, ErrorCode, T]]],
+                          timeout_ms: int, what: str) -> dict[TopicPartition, tuple[ErrorCode, T | int]]:
+        """Ask each partition's leader (the partitions it leads in one request) until every partition has an
+        answer other than a retriable error, until timeout_ms; a partition that does not exist is
+        UNKNOWN_TOPIC_OR_PARTITION (-1). Per partition the error and the value `results` gives with it."""
+        deadline = self._clock() + timeout_ms
+        pending = {TopicPartition(*tp) for tp in partitions}
+        found: dict[TopicPartition, tuple[ErrorCode, T | int]] = {}
+        while pending:
+            problem = "no leader known"
+            await self.metadata.refresh(sorted({tp.topic for tp in pending}))
+            by_leader: dict[int, list[TopicPartition]] = defaultdict(list)
+            for tp in sorted(pending):
+                info = self.metadata.leader_for(*tp)
+                count = self.metadata.partition_count(tp.topic)
+                if self.metadata.topic_errors.get(tp.topic) == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION or (
+                        count and tp.partition >= count):
+                    found[tp] = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, -1)
+                    pending.discard(tp)
+                elif info is not None:
+                    by_leader[info.leader].append(tp)
+            for leader, tps in by_leader.items():
+                try:
+                    response = await self._ask(leader, request(tps))
+                except (KafkaConnectionError, KafkaError) as e:
+                    problem = str(e)
+                    continue
+                for tp, error, value in results(response):
+                    if error.retriable:
+                        problem = f"{error.name} from broker {leader} for {tp}"
+                    elif tp in pending:
+                        found[tp] = (error, value)
+                        pending.discard(tp)
+            if pending:
+                await self._backoff(deadline, f"cannot {what}: {problem}")
+        return found
+
     async def _ask_controller(self, request: object) -> object:
         await self.metadata.refresh([])
         controller = self.metadata.controller_id
         if controller not in self.metadata.brokers:
             raise KafkaConnectionError(f"no live controller (controller id {controller})")
         return await self._ask(controller, request)
+
+    async def _controller_answer(self, request: object, answer: type[R], deadline: float, what: str) -> R:
+        """The controller's answer to a request whose response carries one error code: asked again (the
+        controller found again) while it is NOT_CONTROLLER; AdminError for any other error."""
+        while True:
+            problem = "no controller"
+            try:
+                response = await self._ask_controller(request)
+            except (KafkaConnectionError, KafkaError) as e:
+                problem = str(e)
+            else:
+                assert isinstance(response, answer)
+                error = ErrorCode.from_code(response.error_code)
+                if error == ErrorCode.NONE:
+                    return response
+                if error != ErrorCode.NOT_CONTROLLER:
+                    raise AdminError(error, f"cannot {what}")
+                problem = f"broker {self.metadata.controller_id} is not the controller"
+            await self._backoff(deadline, f"cannot {what}: {problem}")
 
     async def _on_controller(self, names: list[str], request: Callable[[int, list[str]], object],
                              timeout_ms: int) -> list[Any]:

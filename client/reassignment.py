@@ -1,8 +1,10 @@
-"""Partition reassignment from the operator's side, as Kafka's kafka-reassign-partitions does it in ZooKeeper mode:
-the JSON files it reads and prints, a proposed plan (the replica assignment over the brokers given), starting a
-plan by writing /admin/reassign_partitions (the controller does the rest), and each partition's status.
+"""Partition reassignment from the operator's side, as Kafka's kafka-reassign-partitions does it: the JSON files it
+reads and prints, a proposed plan (the replica assignment over the brokers given), starting a plan, and each
+partition's status. A plan starts either through ZooKeeper, by writing /admin/reassign_partitions (`ZkReassignments`,
+the --zookeeper way), or through the controller's AlterPartitionReassignments (`client.reassignment_admin`, the
+--bootstrap-server way); the controller does the rest.
 
-The plan functions are pure; `execute` and `statuses` talk to ZooKeeper.
+The plan functions are pure; `execute`, `read_statuses` and `wait_statuses` go through a `Reassignments`.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import enum
 import json
 import time
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import Any, Protocol
 
 from controller.assignment import TopicCreationError, assign_replicas
 from zk import znodes
@@ -140,60 +142,91 @@ def status_lines(result: Mapping[tuple[str, int], ReassignmentStatus]) -> list[s
         f"Reassignment of partition {t}-{p} {status.value}" for (t, p), status in sorted(result.items())]
 
 
-# ------------------------------------------------------------------------------------------------ ZooKeeper
+# ------------------------------------------------------------------------------------------------ the cluster
 
 
-async def read_assignments(zk: ZkClient, topics: Iterable[str]) -> dict[str, TopicAssignment]:
-    """The topic znodes of the topics that exist."""
-    found = {}
-    for topic in dict.fromkeys(topics):
-        got = await zk.get_or_none(znodes.topic_path(topic))
-        if got is not None:
-            found[topic] = znodes.decode_topic_znode(got[0])
-    return found
+class Reassignments(Protocol):
+    """Where a plan is checked, started and followed."""
+
+    async def assignments(self, topics: Iterable[str]) -> dict[str, TopicAssignment]:
+        """The assignments of the topics that exist, with the replicas reassignments in progress add and remove."""
+        ...
+
+    async def live_brokers(self) -> list[int]: ...
+
+    async def in_progress(self) -> set[tuple[str, int]]:
+        """Partitions whose reassignment is asked for and not done (beyond those the assignments show)."""
+        ...
+
+    async def start(self, plan: Plan) -> None:
+        """Start the plan (ReassignmentError if another one is running or the cluster refuses it)."""
+        ...
 
 
-async def live_brokers(zk: ZkClient) -> list[int]:
-    return sorted(int(b) for b in await zk.get_children(znodes.BROKER_IDS_PATH) if b.isdigit())
+class ZkReassignments:
+    """Plans through ZooKeeper: /admin/reassign_partitions and the topic znodes."""
+
+    def __init__(self, zk: ZkClient) -> None:
+        self._zk = zk
+
+    async def assignments(self, topics: Iterable[str]) -> dict[str, TopicAssignment]:
+        found = {}
+        for topic in dict.fromkeys(topics):
+            got = await self._zk.get_or_none(znodes.topic_path(topic))
+            if got is not None:
+                found[topic] = znodes.decode_topic_znode(got[0])
+        return found
+
+    async def live_brokers(self) -> list[int]:
+        return sorted(int(b) for b in await self._zk.get_children(znodes.BROKER_IDS_PATH) if b.isdigit())
+
+    async def in_progress(self) -> set[tuple[str, int]]:
+        got = await self._zk.get_or_none(znodes.REASSIGN_PARTITIONS_PATH)
+        return set(znodes.decode_reassignment(got[0])) if got is not None else set()
+
+    async def start(self, plan: Plan) -> None:
+        try:
+            await self._zk.create(znodes.REASSIGN_PARTITIONS_PATH, znodes.encode_reassignment(plan), makepath=True)
+        except NodeExistsError:
+            raise ReassignmentError(EXISTING_REASSIGNMENT) from None
 
 
-async def check_brokers(zk: ZkClient, brokers: Iterable[int]) -> None:
-    unknown = sorted(set(brokers) - set(await live_brokers(zk)))
+EXISTING_REASSIGNMENT = "There is an existing assignment running."
+
+
+async def check_brokers(cluster: Reassignments, brokers: Iterable[int]) -> None:
+    unknown = sorted(set(brokers) - set(await cluster.live_brokers()))
     if unknown:
         raise ReassignmentError(f"The proposed assignment contains non-existent brokerIDs: "
                                 f"{','.join(map(str, unknown))}")
 
 
-async def execute(zk: ZkClient, plan: Plan) -> Plan:
-    """Start a plan: check it against the cluster and write /admin/reassign_partitions. Returns the current
-    assignment of its partitions (to roll back with)."""
-    assignments = await read_assignments(zk, (t for t, _ in plan))
+async def execute(cluster: Reassignments, plan: Plan) -> Plan:
+    """Start a plan after checking it against the cluster. Returns the current assignment of its partitions (to
+    roll back with)."""
+    assignments = await cluster.assignments(t for t, _ in plan)
     missing = [f"{t}-{p}" for t, p in sorted(plan) if t not in assignments or p not in assignments[t].partitions]
     if missing:
         raise ReassignmentError(f"The proposed assignment contains non-existent partitions: {', '.join(missing)}")
-    await check_brokers(zk, (r for replicas in plan.values() for r in replicas))
+    await check_brokers(cluster, (r for replicas in plan.values() for r in replicas))
     current = current_plan(assignments, plan)
-    try:
-        await zk.create(znodes.REASSIGN_PARTITIONS_PATH, znodes.encode_reassignment(plan), makepath=True)
-    except NodeExistsError:
-        raise ReassignmentError("There is an existing assignment running.") from None
+    await cluster.start(plan)
     return current
 
 
-async def read_statuses(zk: ZkClient, plan: Plan) -> dict[tuple[str, int], ReassignmentStatus]:
-    got = await zk.get_or_none(znodes.REASSIGN_PARTITIONS_PATH)
-    running = znodes.decode_reassignment(got[0]) if got is not None else {}
-    return statuses(plan, await read_assignments(zk, (t for t, _ in plan)), running)
+async def read_statuses(cluster: Reassignments, plan: Plan) -> dict[tuple[str, int], ReassignmentStatus]:
+    running = await cluster.in_progress()
+    return statuses(plan, await cluster.assignments(t for t, _ in plan), running)
 
 
-async def wait_statuses(zk: ZkClient, plan: Plan, timeout_s: float,
+async def wait_statuses(cluster: Reassignments, plan: Plan, timeout_s: float,
                         seen: Callable[[Mapping[tuple[str, int], ReassignmentStatus]], None] = lambda _: None,
                         interval_s: float = 0.5) -> dict[tuple[str, int], ReassignmentStatus]:
     """The statuses once no partition of the plan is in progress, or at the deadline (some still are); each
     reading is shown to `seen` on the way."""
     deadline = time.monotonic() + timeout_s
     while True:
-        found = await read_statuses(zk, plan)
+        found = await read_statuses(cluster, plan)
         seen(found)
         if ReassignmentStatus.IN_PROGRESS not in found.values() or time.monotonic() >= deadline:
             return found

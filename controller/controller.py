@@ -16,7 +16,8 @@ The rooms, each over the pure election and assignment rules (controller.election
     topic_creation.py           CreateTopics and the topics in /brokers/topics
     partition_addition.py       CreatePartitions
     topic_deletion.py           DeleteTopics, /admin/delete_topics, and the deletions left to brokers that were down
-    reassignment.py             /admin/reassign_partitions: moving replicas, changing the replication factor
+    reassignment.py             /admin/reassign_partitions and AlterPartitionReassignments: moving replicas,
+                                changing the replication factor
     preferred_election.py       ElectLeaders, /admin/preferred_replica_election and the auto leader rebalance
     notifications.py            ISR change and config change notifications
 
@@ -48,6 +49,12 @@ from controller.topic_creation import TopicConfigValidator, TopicCreation
 from controller.topic_deletion import TopicDeletionManager
 from controller.zk_store import ControllerZkStore, stat_version
 from protocol.apis.elections import ElectLeadersRequest, ElectLeadersResponse
+from protocol.apis.reassignments import (
+    AlterPartitionReassignmentsRequest,
+    AlterPartitionReassignmentsResponse,
+    ListPartitionReassignmentsRequest,
+    ListPartitionReassignmentsResponse,
+)
 from protocol.apis.replica_control import ControlledShutdownResponse
 from protocol.apis.topics import (
     CreatePartitionsRequest,
@@ -193,6 +200,16 @@ class KafkaController:
     async def elect_leaders(self, request: ElectLeadersRequest) -> ElectLeadersResponse:
         """Preferred or unclean leader elections by hand (see controller.preferred_election)."""
         return await self.elections.handle_elect_leaders(request)
+
+    async def alter_partition_reassignments(self, request: AlterPartitionReassignmentsRequest
+                                            ) -> AlterPartitionReassignmentsResponse:
+        """Start, change or cancel partition reassignments (see controller.reassignment)."""
+        return await self.reassignments.handle_alter_partition_reassignments(request)
+
+    async def list_partition_reassignments(self, request: ListPartitionReassignmentsRequest
+                                           ) -> ListPartitionReassignmentsResponse:
+        """The partition reassignments in progress (see controller.reassignment)."""
+        return await self.reassignments.handle_list_partition_reassignments(request)
 
     # -- stepping down -------------------------------------------------------------------------
 

@@ -15,6 +15,11 @@ Phase B, once TRS is in the ISR (checked on ISR change notifications, broker sta
   B6/B7  RS = TRS in the topic znode, and the partition leaves /admin/reassign_partitions (the znode goes with
          its last partition); every broker gets the new metadata.
 
+Reassignments come from /admin/reassign_partitions or from AlterPartitionReassignments (KIP-455), which may also
+change the target of one in progress (replicas no longer wanted are stopped and deleted at once) or cancel it (null
+replicas: the target becomes ORS again); the latest request for a partition wins over its znode entry.
+ListPartitionReassignments lists those in progress (RS, AR, RR).
+
 The topic znode is written with RS = TRS last: it is the only place ORS is kept, so a new controller resumes any
 reassignment from ZooKeeper. A target broker that is down holds phase A until it comes back. Topic deletion waits
 for its topic's reassignments.
@@ -25,19 +30,34 @@ from __future__ import annotations
 import logging
 
 from controller.activity import ControllerActivity
+from controller.channel import ControllerBrokerRequestBatch
 from controller.context import ControllerContext, PartitionReassignment
 from controller.election import LeaderAndIsr, reassign_partition_election
 from controller.partition_state_machine import Decide, PartitionChange, PartitionStateMachine
-from controller.replica_state_machine import ReplicaState, ReplicaStateMachine
+from controller.replica_state_machine import Replica, ReplicaState, ReplicaStateMachine
 from controller.request_sender import BrokerRequestSender
 from controller.topic_deletion import TopicDeletionManager
 from controller.zk_store import ControllerZkStore
+from protocol.apis.reassignments import (
+    AlterPartitionReassignmentsRequest,
+    AlterPartitionReassignmentsResponse,
+    ListPartitionReassignmentsRequest,
+    ListPartitionReassignmentsResponse,
+    OngoingPartitionReassignment,
+    OngoingTopicReassignment,
+    ReassignablePartitionResponse,
+    ReassignableTopicResponse,
+    alter_partition_reassignments_error,
+    list_partition_reassignments_error,
+)
+from protocol.errors import ErrorCode
 from protocol.topic_partition import TopicPartition
 from zk import znodes
 from zk.client import ZkClient
 from zk.znodes import LeaderIsrAndControllerEpoch, TopicAssignment
 
 log = logging.getLogger("controller")
+Outcome = tuple[ErrorCode, str]
 
 
 class ReassignmentManager:
@@ -128,6 +148,114 @@ class ReassignmentManager:
         await self._store.set_or_delete(znodes.REASSIGN_PARTITIONS_PATH,
                                         znodes.encode_reassignment(remaining) if remaining else None)
 
+    # -- AlterPartitionReassignments and ListPartitionReassignments (KIP-455) ----------------
+
+    async def handle_alter_partition_reassignments(self, request: AlterPartitionReassignmentsRequest
+                                                   ) -> AlterPartitionReassignmentsResponse:
+        """AlterPartitionReassignments, processed as a controller event: per partition NONE (started, changed or
+        cancelled) or why not. NOT_CONTROLLER elsewhere."""
+        targets = {TopicPartition(t.name, p.partition_index): p.replicas for t in request.topics for p in t.partitions}
+        outcomes = await self._activity.answer("AlterPartitionReassignments", lambda: self.alter(targets),
+                                               lambda why: why)
+        if isinstance(outcomes, str):
+            return alter_partition_reassignments_error(request, ErrorCode.NOT_CONTROLLER, outcomes)
+        by_topic: dict[str, list[ReassignablePartitionResponse]] = {}
+        for (topic, partition), (code, why) in sorted(outcomes.items()):
+            by_topic.setdefault(topic, []).append(ReassignablePartitionResponse(
+                partition_index=partition, error_code=code, error_message=why or None))
+        return AlterPartitionReassignmentsResponse(error_code=ErrorCode.NONE, error_message=None, responses=[
+            ReassignableTopicResponse(name=topic, partitions=results) for topic, results in by_topic.items()])
+
+    async def handle_list_partition_reassignments(self, request: ListPartitionReassignmentsRequest
+                                                  ) -> ListPartitionReassignmentsResponse:
+        """ListPartitionReassignments: the reassignments in progress among the partitions named (all if none
+        are); partitions not being reassigned are left out. NOT_CONTROLLER elsewhere."""
+        named = None if request.topics is None else {
+            TopicPartition(t.name, p) for t in request.topics for p in t.partition_indexes}
+        ongoing = await self._activity.answer("ListPartitionReassignments", lambda: self.ongoing(named),
+                                              lambda why: why)
+        if isinstance(ongoing, str):
+            return list_partition_reassignments_error(request, ErrorCode.NOT_CONTROLLER, ongoing)
+        by_topic: dict[str, list[OngoingPartitionReassignment]] = {}
+        for (topic, partition), reassignment in sorted(ongoing.items()):
+            by_topic.setdefault(topic, []).append(OngoingPartitionReassignment(
+                partition_index=partition, replicas=reassignment.replicas, adding_replicas=reassignment.adding,
+                removing_replicas=reassignment.removing))
+        return ListPartitionReassignmentsResponse(error_code=ErrorCode.NONE, error_message=None, topics=[
+            OngoingTopicReassignment(name=topic, partitions=partitions) for topic, partitions in by_topic.items()])
+
+    async def ongoing(self, named: set[TopicPartition] | None) -> dict[TopicPartition, PartitionReassignment]:
+        """The reassignments in progress (of the partitions named, if any are)."""
+        return {tp: r for tp, r in self._context.reassignments.items() if named is None or tp in named}
+
+    async def alter(self, targets: dict[TopicPartition, list[int] | None]) -> dict[TopicPartition, Outcome]:
+        """Start, change or cancel (None) reassignments, as Kafka's controller does for the API: a new target
+        replaces one in progress (keeping its original replicas), a cancel goes back to the original replicas,
+        and either takes precedence over /admin/reassign_partitions, whose entry for the partition goes."""
+        context = self._context
+        outcomes: dict[TopicPartition, Outcome] = {}
+        wanted: dict[TopicPartition, PartitionReassignment] = {}
+        for tp, target in targets.items():
+            problem = self._api_problem(tp, target)
+            ongoing = context.reassignments.get(tp)
+            if problem[0] == ErrorCode.NONE and target is None and ongoing is None:
+                problem = (ErrorCode.NO_REASSIGNMENT_IN_PROGRESS, f"No reassignment of {tp.topic}-{tp.partition} "
+                                                                  "is in progress.")
+            outcomes[tp] = problem
+            if problem[0] == ErrorCode.NONE:
+                original = ongoing.original if ongoing is not None else tuple(context.replicas(*tp))
+                wanted[tp] = PartitionReassignment(original, original if target is None else tuple(target))
+        await self._remove_from_znode(list(wanted))
+        for tp, reassignment in sorted(wanted.items()):
+            if tp in context.reassignments or context.replicas(*tp) != list(reassignment.target):
+                log.info("Controller %d: reassigning %s-%d to %s (requested)", self._activity.broker_id, *tp,
+                         list(reassignment.target))
+                await self._replace(tp, reassignment)
+        return outcomes
+
+    def _api_problem(self, tp: TopicPartition, target: list[int] | None) -> Outcome:
+        """Kafka's checks of an API reassignment (validateReplicas): the partition exists, the target has
+        replicas, distinct and not negative, and the replicas it adds are on live brokers."""
+        context = self._context
+        if tp.topic in context.topics_to_delete or tp.partition not in context.assignments.get(tp.topic, {}):
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "The partition does not exist."
+        if target is None:
+            return ErrorCode.NONE, ""
+        if not target:
+            return ErrorCode.INVALID_REPLICA_ASSIGNMENT, "Empty replica list specified in partition reassignment."
+        if len(set(target)) != len(target):
+            return (ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                    f"Duplicate replica ids in partition reassignment replica list: {target}")
+        if any(r < 0 for r in target):
+            return ErrorCode.INVALID_REPLICA_ASSIGNMENT, f"Invalid broker id in replica list: {target}"
+        ongoing = context.reassignments.get(tp)
+        original = ongoing.original if ongoing is not None else context.replicas(*tp)
+        added = [r for r in target if r not in original]
+        if not set(added) <= set(context.live_brokers):
+            return (ErrorCode.INVALID_REPLICA_ASSIGNMENT, f"Replica assignment has brokers that are not alive. "
+                    f"Replica list: {added}, live broker list: {sorted(context.live_brokers)}")
+        return ErrorCode.NONE, ""
+
+    async def _replace(self, tp: TopicPartition, reassignment: PartitionReassignment) -> None:
+        """Run an API reassignment: the replicas of the one in progress that it does not keep are stopped and
+        deleted first (Kafka's updateCurrentReassignment), then it goes on as any other."""
+        context = self._context
+        dropped = [r for r in context.replicas(*tp) if r not in reassignment.replicas]
+        if dropped:
+            context.reassignments[tp] = reassignment
+            context.assignments[tp.topic][tp.partition] = reassignment.replicas
+            await self._write_assignment(tp.topic)
+            reason = f"reassignment to {list(reassignment.target)}: replicas {dropped} no longer wanted"
+            batch = self._requests.new_batch()
+            changed: list[TopicPartition] = []
+            state = context.states.get(tp)
+            if state is not None and state.leader in dropped:
+                changed = await self._partition_states.update_partition_states(
+                    [tp], _leader_within(reassignment.replicas, context.electable(), reason))
+            started = await self._drop_replicas(batch, tp, dropped, changed, reason)
+            self._deletion.track(self._requests.send(batch).stop_replica, started)
+        await self._reassign(tp, reassignment)
+
     # -- the phases -------------------------------------------------------------------------
 
     async def resume(self, partitions: list[TopicPartition] | None = None) -> None:
@@ -193,19 +321,26 @@ class ReassignmentManager:
         batch = self._requests.new_batch()
         changed = await self._partition_states.update_partition_states(
             [tp], _leader_within(target, context.electable(), f"reassignment to {target} completing"))
-        if removing:
-            changed += await self._partition_states.update_partition_states(
-                [tp], _isr_without(removing, f"reassignment to {target}: replicas {removing} removed"))
-        self._partition_states.queue_changes(batch, changed)
-        removed = [(*tp, b) for b in removing]
-        states.to_offline(None, removed)
-        started = await self._deletion.remove_replicas(batch, removed)
+        started = await self._drop_replicas(batch, tp, removing, changed,
+                                            f"reassignment to {target}: replicas {removing} removed")
         del context.reassignments[tp]
         await self._write_assignment(tp.topic)
         self._deletion.track(self._requests.send(batch).stop_replica, started)
         await self._remove_from_znode([tp])
         log.info("Controller %d: %s-%d reassigned to %s", self._activity.broker_id, *tp, target)
         await self._deletion.resume()
+
+    async def _drop_replicas(self, batch: ControllerBrokerRequestBatch, tp: TopicPartition, dropped: list[int],
+                             changed: list[TopicPartition], reason: str) -> list[Replica]:
+        """The dropped replicas leave the ISR, go offline and are deleted; the partition's changes (`changed`
+        and the ISR's) are queued in the batch. Returns the replicas whose deletion started."""
+        if dropped:
+            changed = changed + await self._partition_states.update_partition_states([tp], _isr_without(dropped,
+                                                                                                        reason))
+        self._partition_states.queue_changes(batch, list(dict.fromkeys(changed)))
+        removed = [(*tp, b) for b in dropped]
+        self._replica_states.to_offline(None, removed)
+        return await self._deletion.remove_replicas(batch, removed)
 
     async def _write_assignment(self, topic: str) -> None:
         context = self._context

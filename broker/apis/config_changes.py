@@ -1,7 +1,8 @@
 """AlterConfigs and IncrementalAlterConfigs for topics: any broker writes the new overrides to /config/topics/<topic>
 with a change notification (zk/topic_config.py, as `minikafka topic alter --config` does), which every broker and
 the controller pick up. Overrides are checked as CreateTopics checks them (INVALID_CONFIG); brokers' dynamic configs
-are not kept, and are refused with INVALID_REQUEST."""
+are not kept: setting one is refused with INVALID_REQUEST, deleting them succeeds (there is none to delete; Kafka's
+kafka-reassign-partitions --verify clears its throttles so)."""
 
 from __future__ import annotations
 
@@ -59,6 +60,8 @@ class TopicConfigChanges:
 
     async def _change(self, resource_type: int, name: str, configs: Mapping[str, str | None], deleted: Iterable[str],
                       validate_only: bool, *, replace_all: bool) -> AlterConfigsResult:
+        if resource_type == ConfigResourceType.BROKER and not configs and not replace_all:
+            return _result(resource_type, name, ErrorCode.NONE, None)  # none kept: deleting any is done already
         if resource_type != ConfigResourceType.TOPIC:
             return _result(resource_type, name, ErrorCode.INVALID_REQUEST,
                            "only topics' configs can be altered (brokers' dynamic configs are not kept)")

@@ -15,6 +15,7 @@ from broker.apis import (
     offsets,
     produce,
     producer_ids,
+    reassignments,
     replica_control,
     replicas,
     topics,
@@ -29,6 +30,7 @@ from broker.apis.handler import Handled, Handler
 from broker.apis.log_dirs import LogDirs, handle_describe_log_dirs
 from broker.apis.metadata import MetadataHandler, TopicCreation
 from broker.apis.producer_ids import ProducerIdSource
+from broker.apis.reassignments import PartitionReassigner
 from broker.apis.replica_control import ShutdownController
 from broker.apis.topics import TopicController
 from broker.metadata_cache import MetadataCache
@@ -54,6 +56,7 @@ from protocol.apis.metadata import MetadataRequest
 from protocol.apis.offsets import ListOffsetsRequest, OffsetsForLeaderEpochRequest
 from protocol.apis.produce import ProduceRequest
 from protocol.apis.producer_ids import InitProducerIdRequest
+from protocol.apis.reassignments import AlterPartitionReassignmentsRequest, ListPartitionReassignmentsRequest
 from protocol.apis.records_deletion import DeleteRecordsRequest
 from protocol.apis.replica_control import (
     ControlledShutdownRequest,
@@ -66,7 +69,7 @@ from protocol.apis.topics import CreatePartitionsRequest, CreateTopicsRequest, D
 from protocol.errors import ErrorCode
 
 
-class ControllerApi(TopicController, LeaderElector, ShutdownController, Protocol):
+class ControllerApi(TopicController, LeaderElector, PartitionReassigner, ShutdownController, Protocol):
     """The part of the controller the handlers use."""
 
 
@@ -105,6 +108,8 @@ class KafkaApis:
             DeleteTopicsRequest: partial(topics.handle_delete_topics, controller),
             CreatePartitionsRequest: partial(topics.handle_create_partitions, controller),
             ElectLeadersRequest: partial(elections.handle_elect_leaders, controller),
+            AlterPartitionReassignmentsRequest: partial(reassignments.handle_alter_partition_reassignments, controller),
+            ListPartitionReassignmentsRequest: partial(reassignments.handle_list_partition_reassignments, controller),
             DescribeReplicasRequest: partial(replicas.handle_describe_replicas, broker_id, replica_manager),
             FindCoordinatorRequest: partial(groups.handle_find_coordinator, coordinator_locator),
             JoinGroupRequest: partial(groups.handle_join_group, group_coordinator),

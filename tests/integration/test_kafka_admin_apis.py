@@ -3,10 +3,12 @@ each result checked on the cluster: the cluster id (ZooKeeper's /cluster/id, eve
 Metadata, DescribeCluster, `cluster status`, `kafka-cluster cluster-id`), ApiVersions v3 from Kafka's Java clients,
 elections asked for by kafka-leader-election and confluent-kafka's elect_leaders, partitions added by
 kafka-topics --alter and confluent-kafka's create_partitions as by `topic alter`, records deleted by
-kafka-delete-records and confluent-kafka's delete_records, topic configs altered by kafka-configs and
-confluent-kafka's incremental_alter_configs and alter_configs, kafka-log-dirs' replicas and sizes, and
-topics created on first use by a producer (or not, with auto.create.topics.enable=false, on a 1-broker
-cluster of its own). One cluster serves every test, each with topics of its own."""
+kafka-delete-records, `delete-records` and confluent-kafka's delete_records, topic configs altered by kafka-configs
+and confluent-kafka's incremental_alter_configs and alter_configs, kafka-log-dirs' and `log-dirs`' replicas and
+sizes, partitions moved by kafka-reassign-partitions and `reassign-partitions --bootstrap-server` and a move
+cancelled (null replicas), and topics created on first use by a producer (or not, with
+auto.create.topics.enable=false, on a 1-broker cluster of its own). One cluster serves every test, each with topics
+of its own."""
 
 from __future__ import annotations
 
@@ -28,14 +30,17 @@ from confluent_kafka.admin import (
 )
 
 from broker.log.checkpoint import read_meta_properties
-from client.admin import Admin
+from client.admin import Admin, Reassignment
 from client.cluster import ClusterState, load_cluster
 from client.producer import Producer as MinikafkaProducer
+from protocol.errors import ErrorCode
 from tests.integration.clusterutil import (
     cli,
     cluster_fixture,
     cluster_id_in_zookeeper,
+    controller_of,
     create_topic,
+    paused,
     status_json,
     topic_znode,
     zookeeper_of,
@@ -151,28 +156,96 @@ async def test_kafka_leader_election_and_confluent_kafka_elect_leaders_reach_the
     assert {p: leaders[p].leader for p in leaders} == preferred
 
 
-def test_kafka_delete_records_and_confluent_kafka_move_the_log_start_offset(cluster: ClusterState,
-                                                                           tmp_path: Path) -> None:
+def offsets_file(directory: Path, name: str, topic: str, offsets: dict[int, int]) -> str:
+    """An --offset-json-file of kafka-delete-records."""
+    path = directory / name
+    path.write_text(json.dumps({"version": 1, "partitions": [
+        {"topic": topic, "partition": p, "offset": o} for p, o in offsets.items()]}))
+    return str(path)
+
+
+def test_kafka_delete_records_minikafkas_and_confluent_kafka_move_the_log_start_offset(cluster: ClusterState,
+                                                                                     tmp_path: Path) -> None:
     topic = f"deleted-{uuid.uuid4().hex[:8]}"
-    asyncio.run(create_topic(cluster, topic, partitions=2, replication_factor=3))
+    asyncio.run(create_topic(cluster, topic, partitions=3, replication_factor=3))
     producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "acks": "all"})
-    for i in range(20):
-        producer.produce(topic, value=b"v%d" % i, partition=i % 2)
+    for i in range(30):
+        producer.produce(topic, value=b"v%d" % i, partition=i % 3)
     assert producer.flush(TIMEOUT_S) == 0
-    offsets = tmp_path / "offsets.json"
-    offsets.write_text(json.dumps({"version": 1, "partitions": [{"topic": topic, "partition": 0, "offset": 4}]}))
-    said = kafka_tool("org.apache.kafka.tools.DeleteRecordsCommand", "--bootstrap-server",
-                      cluster.bootstrap_servers, "--offset-json-file", str(offsets))
+    said = kafka_tool("org.apache.kafka.tools.DeleteRecordsCommand", "--bootstrap-server", cluster.bootstrap_servers,
+                      "--offset-json-file", offsets_file(tmp_path, "java.json", topic, {0: 4}))
     assert f"partition: {topic}-0\tlow_watermark: 4" in said, said
+    ours = ("delete-records", "--bootstrap-server", cluster.bootstrap_servers, "--offset-json-file")
+    said = cli(*ours, offsets_file(tmp_path, "ours.json", topic, {2: 4})).stdout
+    assert f"partition: {topic}-2\tlow_watermark: 4" in said, said
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
     [deleted] = admin.delete_records([TopicPartition(topic, 1, OFFSET_END)]).values()  # up to the high watermark
     assert deleted.result(TIMEOUT_S).low_watermark == 10
-    earliest = admin.list_offsets({TopicPartition(topic, p): OffsetSpec.earliest() for p in (0, 1)})
-    assert {tp.partition: future.result(TIMEOUT_S).offset for tp, future in earliest.items()} == {0: 4, 1: 10}
+    earliest = admin.list_offsets({TopicPartition(topic, p): OffsetSpec.earliest() for p in (0, 1, 2)})
+    assert {tp.partition: future.result(TIMEOUT_S).offset for tp, future in earliest.items()} == {0: 4, 1: 10, 2: 4}
     [refused] = admin.delete_records([TopicPartition(topic, 0, 99)]).values()
     with pytest.raises(KafkaException) as beyond:
         refused.result(TIMEOUT_S)
     assert beyond.value.args[0].code() == KafkaError.OFFSET_OUT_OF_RANGE
+    beyond_ours = cli(*ours, offsets_file(tmp_path, "beyond.json", topic, {2: 99}), check=False)
+    assert beyond_ours.returncode == 1 and f"partition: {topic}-2\terror: OFFSET_OUT_OF_RANGE" in beyond_ours.stdout
+
+
+REASSIGN = "org.apache.kafka.tools.reassign.ReassignPartitionsCommand"
+
+
+def plan_file(directory: Path, topic: str, replicas: list[int]) -> str:
+    """A --reassignment-json-file moving partition 0 of `topic` to `replicas`."""
+    path = directory / f"{topic}.json"
+    path.write_text(json.dumps({"version": 1, "partitions": [{"topic": topic, "partition": 0, "replicas": replicas}]}))
+    return str(path)
+
+
+async def test_kafka_reassign_partitions_and_minikafkas_over_bootstrap_server_move_and_cancel_through_the_controller(
+        cluster: ClusterState, tmp_path: Path) -> None:
+    java, ours, cancelled = (f"{name}-{uuid.uuid4().hex[:8]}" for name in ("java", "ours", "cancelled"))
+    controller, _ = await controller_of(cluster)
+    spare = max({1, 2, 3} - {controller})  # held by no replica of `cancelled`, and paused while it moves there
+    kept = sorted({1, 2, 3} - {spare})
+    for topic in (java, ours):
+        await create_topic(cluster, topic, assignments={0: kept}, in_sync=True)
+    await create_topic(cluster, cancelled, assignments={0: kept}, in_sync=True)
+    target = [spare, kept[0]]
+    tool = (REASSIGN, "--bootstrap-server", cluster.bootstrap_servers, "--reassignment-json-file")
+    said = kafka_tool(*tool, plan_file(tmp_path, java, target), "--execute")
+    assert f"Successfully started partition reassignment for {java}-0" in said, said
+
+    def java_verified() -> str | None:
+        out = kafka_tool(*tool, plan_file(tmp_path, java, target), "--verify")
+        return out if f"Reassignment of partition {java}-0 is completed." in out else None
+
+    await eventually(java_verified, f"kafka-reassign-partitions --verify to find {java}-0 completed")
+    ours_plan = ("--bootstrap-server", cluster.bootstrap_servers, "--reassignment-json-file",
+                 plan_file(tmp_path, ours, target))
+    cli("reassign-partitions", "--execute", *ours_plan)
+
+    def ours_verified() -> bool:  # (the answering broker's metadata may lag the controller's a moment)
+        said = cli("reassign-partitions", "--verify", "--json", *ours_plan, check=False).stdout
+        return json.loads(said) == {f"{ours}-0": "complete"}
+
+    await eventually(ours_verified, f"reassign-partitions --verify to find {ours}-0 complete")
+    for topic in (java, ours):
+        znode = await topic_znode(cluster, topic)
+        assert znode is not None and (znode.partitions, znode.adding, znode.removing) == ({0: target}, {}, {})
+    moved = (cancelled, 0)
+    # the new replica cannot catch up while its broker is paused: the reassignment stays in progress
+    async with paused(cluster, spare), Admin(cluster.broker(controller).address) as admin:
+        assert await admin.alter_partition_reassignments({moved: target}) == {moved: (ErrorCode.NONE, "")}
+        assert await admin.list_partition_reassignments([moved]) == {
+            moved: Reassignment(replicas=[spare, *kept], adding=[spare], removing=[kept[1]])}
+        moving = await topic_znode(cluster, cancelled)
+        assert moving is not None and (moving.adding, moving.removing) == ({0: [spare]}, {0: [kept[1]]})
+        assert await admin.alter_partition_reassignments({moved: None}) == {moved: (ErrorCode.NONE, "")}
+        assert await admin.list_partition_reassignments([moved]) == {}
+        [(again, _)] = (await admin.alter_partition_reassignments({moved: None})).values()
+        assert again == ErrorCode.NO_REASSIGNMENT_IN_PROGRESS
+    znode = await topic_znode(cluster, cancelled)
+    assert znode is not None and (znode.partitions, znode.adding, znode.removing) == ({0: kept}, {}, {})
 
 
 async def test_kafka_configs_and_confluent_kafka_alter_topic_configs_in_zookeeper(cluster: ClusterState) -> None:
@@ -211,7 +284,8 @@ async def read_topic_config_of(cluster: ClusterState, topic: str) -> dict[str, s
         return await read_topic_config(zk, topic)
 
 
-async def test_kafka_log_dirs_describes_every_replica_with_its_size_on_disk(cluster: ClusterState) -> None:
+async def test_kafka_log_dirs_and_minikafkas_describe_every_replica_with_its_size_on_disk(
+        cluster: ClusterState) -> None:
     topic = f"dirs-{uuid.uuid4().hex[:8]}"
     await create_topic(cluster, topic, partitions=1, replication_factor=3)
     producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "acks": "all"})
@@ -228,6 +302,10 @@ async def test_kafka_log_dirs_describes_every_replica_with_its_size_on_disk(clus
     said = kafka_tool("org.apache.kafka.tools.LogDirsCommand", "--bootstrap-server", cluster.bootstrap_servers,
                       "--describe", "--topic-list", topic)
     described = json.loads(next(line for line in said.splitlines() if line.startswith("{")))
+    ours = json.loads(cli("log-dirs", "--describe", "--topic-list", topic, "--bootstrap-server",
+                          cluster.bootstrap_servers).stdout)
+    assert sorted(ours["brokers"], key=lambda b: b["broker"]) == sorted(described["brokers"],
+                                                                        key=lambda b: b["broker"])
     assert sorted(b["broker"] for b in described["brokers"]) == [1, 2, 3]
     for entry in described["brokers"]:
         broker = next(b for b in brokers if b.id == entry["broker"])

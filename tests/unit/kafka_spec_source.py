@@ -46,6 +46,8 @@ SERVED: dict[str, tuple[int, int]] = {
     "AlterConfigs": (0, 2),
     "IncrementalAlterConfigs": (0, 1),
     "DescribeLogDirs": (0, 4),
+    "AlterPartitionReassignments": (0, 0),
+    "ListPartitionReassignments": (0, 0),
     # the group apis: v5 and v6 of FindCoordinator are for transactions' and share groups' coordinators; v0 of
     # OffsetCommit and OffsetFetch kept offsets in ZooKeeper
     "FindCoordinator": (0, 4),

@@ -11,13 +11,17 @@ from click.testing import CliRunner
 
 from client.admin import ElectionResult
 from client.cli import describe_json, describe_lines, main, record_json, split_key
+from client.cli.delete_records import parse_offsets, result_lines
 from client.cli.leader_election import election_lines
+from client.cli.log_dirs import log_dirs_json
 from client.cli.topic import select_partitions
 from client.cluster import BrokerProcess, ClusterState, ZooKeeperProcess, save_cluster
 from client.consumer import ConsumerRecord
 from client.metadata import PartitionInfo
+from protocol.apis.log_dirs import LogDirPartition, LogDirResult, LogDirTopic
 from protocol.apis.replicas import DescribedReplica, FollowerState
 from protocol.errors import ErrorCode
+from protocol.topic_partition import TopicPartition
 
 
 def _commands(group: click.Group, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
@@ -43,6 +47,7 @@ def test_every_expected_command_exists():
         ("cluster", "up"), ("cluster", "status"), ("cluster", "down"), ("cluster", "kill"), ("cluster", "start"),
         ("topic", "create"), ("topic", "list"), ("topic", "describe"), ("topic", "delete"), ("topic", "alter"),
         ("leader-election",), ("reassign-partitions",), ("replica-verification",), ("state-change-log", "merge"),
+        ("delete-records",), ("log-dirs",),
     }
     assert expected <= set(ALL_COMMANDS)
 
@@ -98,6 +103,8 @@ def test_client_commands_take_bootstrap_server_and_dir(command):
         (("reassign-partitions",), "give one of --generate, --execute, --verify"),
         (("reassign-partitions", "--generate", "--broker-list", "1,2"), "--generate needs --topics-to-move"),
         (("reassign-partitions", "--verify"), "--verify needs --reassignment-json-file"),
+        (("reassign-partitions", "--verify", "--reassignment-json-file", "plan.json", "--bootstrap-server",
+          "127.0.0.1:9092", "--zookeeper", "127.0.0.1:2181"), "give --bootstrap-server or --zookeeper, not both"),
         (("replica-verification", "--topic-white-list", "(", "--once"), "is an invalid regex"),
     ],
 )
@@ -290,3 +297,34 @@ def test_reassignment_files_are_checked_before_anything_is_asked(tmp_path):
     result = invoke("reassign-partitions", "--generate", "--topics-to-move-json-file", str(path), "--broker-list",
                     "1,x", "--zookeeper", "127.0.0.1:1")
     assert result.exit_code == 2 and "expected broker ids" in result.output, result.output
+
+
+def test_delete_records_reads_kafkas_offset_json_file_and_refuses_what_kafka_does():
+    assert parse_offsets('{"version": 1, "partitions": [{"topic": "t", "partition": 0, "offset": 4}, '
+                         '{"topic": "t", "partition": 1, "offset": -1}]}') == {("t", 0): 4, ("t", 1): -1}
+    for text, message in [
+        ("{", "not JSON"),
+        ('{"partitions": []}', "expected"),
+        ('{"partitions": [{"topic": "t", "partition": "0", "offset": 4}]}', "not a topic, partition and offset"),
+        ('{"partitions": [{"topic": "t", "partition": 0, "offset": 4}, {"topic": "t", "partition": 0, "offset": 5}]}',
+         "Offset json file contains duplicate topic partitions: t-0"),
+    ]:
+        with pytest.raises(ValueError, match=message):
+            parse_offsets(text)
+
+
+def test_delete_records_reports_each_partition_as_kafka_delete_records_does():
+    assert result_lines({TopicPartition("t", 1): (ErrorCode.OFFSET_OUT_OF_RANGE, -1),
+                         TopicPartition("t", 0): (ErrorCode.NONE, 4)}) == [
+        "Records delete operation completed:", "partition: t-0\tlow_watermark: 4",
+        "partition: t-1\terror: OFFSET_OUT_OF_RANGE"]
+
+
+def test_log_dirs_json_has_kafka_log_dirs_shape_with_the_topics_asked_for():
+    dirs = {2: [LogDirResult(error_code=0, log_dir="/d/2", topics=[
+        LogDirTopic(name="a", partitions=[LogDirPartition(partition_index=0, partition_size=70, offset_lag=0)]),
+        LogDirTopic(name="b", partitions=[LogDirPartition(partition_index=1, partition_size=0, offset_lag=3)])])]}
+    assert log_dirs_json(dirs, ["a"]) == {"version": 1, "brokers": [{"broker": 2, "logDirs": [{
+        "logDir": "/d/2", "error": None,
+        "partitions": [{"partition": "a-0", "size": 70, "offsetLag": 0, "isFuture": False}]}]}]}
+    assert [p["partition"] for p in log_dirs_json(dirs, [])["brokers"][0]["logDirs"][0]["partitions"]] == ["a-0", "b-1"]

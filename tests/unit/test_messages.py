@@ -77,6 +77,19 @@ from protocol.apis.offsets import (
 )
 from protocol.apis.produce import ProducePartition, ProducePartitionResponse, ProduceRequest, ProduceResponse
 from protocol.apis.producer_ids import InitProducerIdRequest, InitProducerIdResponse
+from protocol.apis.reassignments import (
+    AlterPartitionReassignmentsRequest,
+    AlterPartitionReassignmentsResponse,
+    ListPartitionReassignmentsRequest,
+    ListPartitionReassignmentsResponse,
+    ListPartitionReassignmentsTopics,
+    OngoingPartitionReassignment,
+    OngoingTopicReassignment,
+    ReassignablePartition,
+    ReassignablePartitionResponse,
+    ReassignableTopic,
+    ReassignableTopicResponse,
+)
 from protocol.apis.records_deletion import (
     HIGH_WATERMARK,
     DeleteRecordsPartition,
@@ -471,6 +484,23 @@ SAMPLES: dict[int, tuple[Any, Any]] = {
                                 error_message="preferred replica 3 is not live"),
             ])]),
     ),
+    ApiKey.ALTER_PARTITION_REASSIGNMENTS: (
+        AlterPartitionReassignmentsRequest(timeout_ms=60000, topics=[ReassignableTopic(name="orders", partitions=[
+            ReassignablePartition(partition_index=0, replicas=[2, 3]),
+            ReassignablePartition(partition_index=1, replicas=None)])]),
+        AlterPartitionReassignmentsResponse(error_code=0, error_message=None, responses=[ReassignableTopicResponse(
+            name="orders", partitions=[
+                ReassignablePartitionResponse(partition_index=0, error_code=0),
+                ReassignablePartitionResponse(partition_index=1, error_code=ErrorCode.NO_REASSIGNMENT_IN_PROGRESS,
+                                              error_message="No reassignment of orders-1 is in progress.")])]),
+    ),
+    ApiKey.LIST_PARTITION_REASSIGNMENTS: (
+        ListPartitionReassignmentsRequest(timeout_ms=60000, topics=[ListPartitionReassignmentsTopics(
+            name="orders", partition_indexes=[0, 1])]),
+        ListPartitionReassignmentsResponse(error_code=0, error_message=None, topics=[OngoingTopicReassignment(
+            name="orders", partitions=[OngoingPartitionReassignment(partition_index=0, replicas=[2, 3, 1],
+                                                                    adding_replicas=[3], removing_replicas=[1])])]),
+    ),
     ApiKey.DELETE_RECORDS: (
         DeleteRecordsRequest(topics=[DeleteRecordsTopic(name="orders", partitions=[
             DeleteRecordsPartition(partition_index=0, offset=HIGH_WATERMARK)])], timeout_ms=30000),
@@ -583,6 +613,8 @@ def test_api_table() -> None:
         37: "CreatePartitions",
         42: "DeleteGroups",
         43: "ElectLeaders",
+        45: "AlterPartitionReassignments",
+        46: "ListPartitionReassignments",
         47: "OffsetDelete",
         21: "DeleteRecords",
         33: "AlterConfigs",

@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import itertools
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -47,8 +48,8 @@ class ProducerStats:
                 for partition in partitions}
 
 
-class Workers:
-    """`count` tasks of the same work (`_run_one(number)`), all until stop()."""
+class Workers(ABC):
+    """`count` tasks of the same work (`_run_one(number)`, which a subclass defines), all until stop()."""
 
     def __init__(self, count: int) -> None:
         self.count = count
@@ -61,8 +62,9 @@ class Workers:
         """Run every worker until stop() (each finishes what it started)."""
         await asyncio.gather(*(self._run_one(n) for n in range(self.count)))
 
+    @abstractmethod
     async def _run_one(self, number: int) -> None:
-        raise NotImplementedError
+        """One worker's loop, until stop()."""
 
 
 class HistoryProducers(Workers):

@@ -14,6 +14,7 @@ index files is only trusted while its log is empty.
 from __future__ import annotations
 
 import bisect
+import contextlib
 import os
 import struct
 import threading
@@ -37,9 +38,11 @@ class _IndexFile(ABC):
         self._keys: list[int] = []
         self._values: list[int] = []
         self._unwritten = bytearray()  # entries appended since the last write to the file
-        # The owner appends on its thread while a flush may write the buffer on a worker thread: the buffer is
-        # changed and written under this lock (a write holds the buffer, which may not grow meanwhile).
+        # The owner appends, renames and deletes on its thread while a flush may write the buffer on a worker thread:
+        # the buffer is changed and written, and the file opened, renamed and removed, under this lock (a write holds
+        # the buffer, which may not grow meanwhile; a flush never recreates a file under an old or removed name).
         self._lock = threading.Lock()
+        self._deleted = False
         self._load()
 
     def _open(self) -> int:
@@ -102,43 +105,57 @@ class _IndexFile(ABC):
     def _keep_first(self, count: int) -> None:
         if count >= len(self._keys):
             return  # nothing to cut (and no file to create)
-        fd = self._open()
-        try:
-            with self._lock:
+        with self._lock:
+            fd = self._open()
+            try:
                 self._write_unwritten(fd)
                 del self._keys[count:]
                 del self._values[count:]
                 os.ftruncate(fd, count * self.ENTRY.size)
-        finally:
-            os.close(fd)
+            finally:
+                os.close(fd)
 
     def reset(self) -> None:
         """Drop every entry (before a rebuild)."""
         self._keep_first(0)
 
     def flush(self) -> None:
-        fd = self._open()
-        try:
-            with self._lock:
+        with self._lock:
+            if self._deleted:
+                return
+            fd = self._open()
+            try:
                 self._write_unwritten(fd)
+            except BaseException:
+                os.close(fd)
+                raise
+        try:
             os.fsync(fd)
         finally:
             os.close(fd)
 
     def close(self) -> None:
         """Write the buffered entries (the index stays usable: it holds no descriptor)."""
-        if self._unwritten:
-            fd = self._open()
-            try:
-                with self._lock:
+        with self._lock:
+            if self._unwritten and not self._deleted:
+                fd = self._open()
+                try:
                     self._write_unwritten(fd)
-            finally:
-                os.close(fd)
+                finally:
+                    os.close(fd)
+
+    def rename(self, path: Path) -> None:
+        """Give the index the name ``path``, renaming its file if it has one yet."""
+        with self._lock:
+            with contextlib.suppress(FileNotFoundError):  # not created yet: the first write creates it so named
+                os.rename(self.path, path)
+            self.path = path
 
     def delete(self) -> None:
         with self._lock:
+            self._deleted = True
             self._unwritten.clear()
-        self.path.unlink(missing_ok=True)
+            self.path.unlink(missing_ok=True)
 
 
 class OffsetIndex(_IndexFile):

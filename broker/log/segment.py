@@ -371,10 +371,7 @@ class LogSegment:
         self.log_path = self._renamed(self.log_path, suffix)
         self._path = str(self.log_path)
         for index in (self.offset_index, self.time_index):
-            try:
-                index.path = self._renamed(index.path, suffix)
-            except FileNotFoundError:
-                index.path = file_with_suffix(index.path, self.suffix, suffix)
+            index.rename(file_with_suffix(index.path, self.suffix, suffix))
         self.suffix = suffix
 
     def _renamed(self, path: Path, suffix: str) -> Path:

@@ -8,7 +8,7 @@ import time
 from collections import deque
 
 from broker.network.channel import RequestChannel, ResponseSlot
-from broker.network.request import CLOSE_CONNECTION, NO_RESPONSE, Request, Response, ResponseResult
+from broker.network.request import ANONYMOUS, CLOSE_CONNECTION, NO_RESPONSE, Request, Response, ResponseResult
 from broker.network.stats import NetworkStats
 from broker.network.wire import ENCODING_ERRORS, Rejection, Wire, sniff
 from protocol.apis.api_versions import ApiVersionsRequest
@@ -46,6 +46,7 @@ class Connection:
     ) -> None:
         self.id = connection_id
         self.listener_name = listener_name
+        self.principal = ANONYMOUS  # set by an authentication on the connection
         self._stream = stream
         assert stream.transport is not None
         self._transport = stream.transport
@@ -147,7 +148,8 @@ class Connection:
             if isinstance(body, ApiVersionsRequest) and body.client_software_name:
                 self._record_client_software(body)
             slot = self._add_slot(header, body)
-            request = Request(header, body, self.id, LENGTH_PREFIX_SIZE + length, self.listener_name, time.monotonic())
+            request = Request(header, body, self.id, LENGTH_PREFIX_SIZE + length, self.listener_name, time.monotonic(),
+                              self.principal)
             await self._channel.send_request(request, slot)
 
     @property

@@ -9,6 +9,9 @@ from typing import Final, TypeAlias
 from protocol.envelope import RequestHeader
 from protocol.errors import ErrorCode
 
+ANONYMOUS: Final = "User:ANONYMOUS"
+"""The principal of a connection that did not authenticate (Kafka's KafkaPrincipal.ANONYMOUS)."""
+
 
 @dataclass(slots=True)
 class Request:
@@ -20,6 +23,7 @@ class Request:
     size: int  # bytes of the frame, length prefix included
     listener_name: str = "PLAINTEXT"  # the listener the connection came in on
     received_s: float = 0.0  # time.monotonic() when it was read
+    principal: str = ANONYMOUS  # who the connection authenticated as (Kafka's "User:NAME"), for authorization
 
     @property
     def client_host(self) -> str:

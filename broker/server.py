@@ -107,7 +107,7 @@ class BrokerServer:
                               self.log_manager)
         self.socket_server = SocketServer(config.network, self.apis.handle, self.replica_manager.counters)
         self.metrics = MetricsServer(BrokerCollector(self.replica_manager, self._controller_gauges, self.fetchers,
-                                                     self.socket_server))
+                                                     self.socket_server, self.group_coordinator.committed_offsets))
         self.endpoints: tuple[EndPoint, ...] = ()  # what this broker registered, once started
         self.host, self.port = "", -1  # its inter-broker endpoint, once started
         self.broker_epoch = -1

@@ -15,7 +15,7 @@ import asyncio
 import functools
 import logging
 import time
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Iterator
 
 from broker.coordinator.config import GroupCoordinatorConfig
 from broker.coordinator.group.context import Clock
@@ -91,6 +91,10 @@ class GroupCoordinatorShell:
         answer: asyncio.Future[CommitResult] = asyncio.get_running_loop().create_future()
         self._carry_out(self._rules.commit(request, answer))
         return answer
+
+    def committed_offsets(self) -> Iterator[tuple[str, TopicPartition, int]]:
+        """(group id, partition, committed offset) of every offset of the groups this broker coordinates."""
+        return self._rules.committed_offsets()
 
     def fetch_offsets(self, group_id: str, partitions: Collection[TopicPartition] | None,
                       require_stable: bool) -> OffsetFetchResult:

@@ -6,7 +6,7 @@ without a Kafka MBean (the controller epoch, a replica's HW) are named minikafka
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric, SummaryMetricFamily
@@ -17,6 +17,7 @@ from broker.network import SocketServer
 from broker.replication.fetcher import ReplicaFetcherManager
 from broker.replication.replica_manager import ReplicaManager
 from protocol.errors import ErrorCode
+from protocol.topic_partition import TopicPartition
 
 PARTITION_LABELS = ["topic", "partition"]
 
@@ -36,12 +37,14 @@ class BrokerCollector(Collector):
     """Reads the broker's counters and state each time it is scraped (on the broker's event loop)."""
 
     def __init__(self, replica_manager: ReplicaManager, controller: Callable[[], ControllerGauges],
-                 fetchers: ReplicaFetcherManager, socket_server: SocketServer) -> None:
+                 fetchers: ReplicaFetcherManager, socket_server: SocketServer,
+                 committed_offsets: Callable[[], Iterable[tuple[str, TopicPartition, int]]] = tuple) -> None:
         self._replica_manager = replica_manager
         self._controller = controller
         self._fetchers = fetchers
         self._socket_server = socket_server
-        self._last_clocks = (time.monotonic(), time.thread_time())
+        self._committed_offsets = committed_offsets
+        self._last_clocks = self._clocks()
 
     def collect(self) -> Iterator[Metric]:
         counters = self._replica_manager.counters
@@ -54,16 +57,44 @@ class BrokerCollector(Collector):
                      "leader's HW (MaxLag)", self._fetchers.max_lag(), clientId="Replica")
         yield _gauge("kafka_network_requestchannel_requestqueuesize", "Requests waiting for a handler task",
                      self._socket_server.channel.size())
+        network_idle, handlers_idle = self._idle_fractions()
         yield _gauge("kafka_network_socketserver_networkprocessoravgidlepercent", "Fraction of the time since the "
-                     "last scrape the event loop (which serves the network) spent idle", self._idle_fraction())
+                     "last scrape the event loop (which serves the network) spent idle", network_idle)
+        yield _gauge("kafka_server_kafkarequesthandlerpool_requesthandleravgidlepercent", "Fraction of the time "
+                     "since the last scrape the request handler tasks spent waiting for a request", handlers_idle)
+        yield from self._group_metrics()
 
-    def _idle_fraction(self) -> float:
-        """1 - the event loop thread's CPU time over the wall time since the last scrape (scrapes run on it)."""
-        wall, cpu = time.monotonic(), time.thread_time()
-        last_wall, last_cpu = self._last_clocks
-        self._last_clocks = (wall, cpu)
+    def _clocks(self) -> tuple[float, float, float]:
+        return time.monotonic(), time.thread_time(), self._socket_server.handler_busy_s
+
+    def _idle_fractions(self) -> tuple[float, float]:
+        """Since the last scrape: 1 - the event loop thread's CPU time over the wall time (scrapes run on it), and
+        1 - the handler tasks' busy time over their wall time."""
+        (wall, cpu, busy), (last_wall, last_cpu, last_busy) = self._clocks(), self._last_clocks
+        self._last_clocks = (wall, cpu, busy)
         elapsed = wall - last_wall
-        return min(1.0, max(0.0, 1.0 - (cpu - last_cpu) / elapsed)) if elapsed > 0 else 1.0
+        if elapsed <= 0:
+            return 1.0, 1.0
+        handlers = max(1, self._socket_server.config.num_io_threads)
+        return _fraction(1.0 - (cpu - last_cpu) / elapsed), _fraction(1.0 - (busy - last_busy) / elapsed / handlers)
+
+    def _group_metrics(self) -> Iterator[Metric]:
+        """The committed offsets of the groups this broker coordinates and their lag, under kafka_exporter's names
+        (Kafka has no broker MBean for them). The lag is the HW of this broker's replica minus the committed offset:
+        exact where this broker leads the partition, at most a fetch behind on a follower, and left out where it
+        holds no replica."""
+        labels = ["consumergroup", "topic", "partition"]
+        current = GaugeMetricFamily("kafka_consumergroup_current_offset", "A group's committed offset", labels=labels)
+        lag = GaugeMetricFamily("kafka_consumergroup_lag", "A partition's high watermark minus the group's committed "
+                                "offset", labels=labels)
+        partitions = self._replica_manager.partitions
+        for group_id, tp, offset in sorted(self._committed_offsets()):
+            values = [group_id, tp.topic, str(tp.partition)]
+            current.add_metric(values, float(offset))
+            replica = partitions.get(tp)
+            if replica is not None:
+                lag.add_metric(values, float(max(0, replica.log.high_watermark - offset)))
+        yield from (current, lag)
 
     def _replica_manager_metrics(self, counters: BrokerCounters) -> Iterator[Metric]:
         partitions = list(self._replica_manager.partitions.values())
@@ -121,6 +152,10 @@ class BrokerCollector(Collector):
         yield _gauge(prefix + "globalpartitioncount", "Partitions (on the active controller)", gauges.partitions)
         yield _gauge("minikafka_controller_epoch", "The controller epoch this broker last heard of",
                      max(gauges.epoch, self._replica_manager.controller_epoch))
+
+
+def _fraction(value: float) -> float:
+    return min(1.0, max(0.0, value))
 
 
 def _gauge(name: str, doc: str, value: float, **labels: str) -> GaugeMetricFamily:

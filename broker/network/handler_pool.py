@@ -30,6 +30,7 @@ class RequestHandlerPool:
         self._num_io_threads = num_io_threads
         self._stats = stats
         self._tasks: list[asyncio.Task[None]] = []
+        self.busy_s = 0.0  # seconds the handler tasks together spent on requests (for RequestHandlerAvgIdlePercent)
 
     def start(self) -> None:
         """Start the handler tasks."""
@@ -47,10 +48,12 @@ class RequestHandlerPool:
     async def _serve(self) -> None:
         while True:
             request, slot = await self._channel.receive_request()
+            started = time.monotonic()
             try:
                 result: HandlerResult = await self._handler(request)
             except Exception as e:
                 result = self._failure(request, f"{type(e).__name__}: {e}", e)
+            self.busy_s += time.monotonic() - started
             if isinstance(result, asyncio.Future):
                 result.add_done_callback(functools.partial(self._complete_delayed, request, slot))
             else:

@@ -40,6 +40,11 @@ class SocketServer:
         self.bound: dict[str, tuple[str, int]] = {}  # listener name -> bound (host, port), once started
         self._stopped = False
 
+    @property
+    def handler_busy_s(self) -> float:
+        """Seconds the handler tasks together have spent serving requests since start."""
+        return self._handler_pool.busy_s
+
     async def start(self) -> dict[str, tuple[str, int]]:
         """Listen on every configured listener (port 0: a free one); return each listener's bound host and port."""
         if self._acceptors or self._stopped:

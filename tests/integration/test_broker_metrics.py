@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 from prometheus_client.parser import text_string_to_metric_families
 
+from client.admin import Admin
 from client.cluster import ClusterState, start_broker
 from tests.integration.clusterutil import (
     cluster_fixture,
@@ -107,3 +108,24 @@ async def test_metrics_follow_a_follower_stopped_killed_and_restarted(cluster: C
     assert value(restarted, "kafka_log_log_logendoffset", topic="watched", partition="0") == len(produced)
     assert value(restarted, "kafka_server_replicafetchermanager_maxlag", clientId="Replica") == 0
     assert value(restarted, "kafka_server_brokertopicmetrics_replicationbytesin_total") > 0
+
+
+async def test_the_coordinator_reports_a_groups_committed_offset_and_lag_and_the_handlers_idle_time(
+        cluster: ClusterState):
+    addresses = {b["id"]: b["metrics_address"] for b in status_json(cluster.directory)["brokers"]}
+    await create_topic(cluster, "lagging", partitions=1, replication_factor=3)
+    produced = await produce_values(cluster, "lagging", [b"l%d" % i for i in range(30)])
+    async with Admin(cluster.bootstrap_servers) as admin:
+        await admin.alter_group_offsets("lag-watchers", {("lagging", 0): 12})
+    labels = {"consumergroup": "lag-watchers", "topic": "lagging", "partition": "0"}
+
+    async def coordinator_reports() -> Samples | None:
+        scraped = await scrape(addresses, sorted(addresses))
+        reporting = [s for s in scraped.values() if ("kafka_consumergroup_current_offset",
+                                                     tuple(sorted(labels.items()))) in s]
+        return reporting[0] if len(reporting) == 1 and value(reporting[0], "kafka_consumergroup_lag",
+                                                              **labels) == len(produced) - 12 else None
+
+    samples = await eventually(coordinator_reports, "the group's coordinator (alone) reporting its offset and lag")
+    assert value(samples, "kafka_consumergroup_current_offset", **labels) == 12
+    assert 0 <= value(samples, "kafka_server_kafkarequesthandlerpool_requesthandleravgidlepercent") <= 1

@@ -11,7 +11,7 @@ as Kafka does for older clients); a group of a partition not led here is NOT_COO
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Iterator
 
 from broker.coordinator.group.admin import delete_group, describe_group, list_groups
 from broker.coordinator.group.config import GroupConfig
@@ -202,6 +202,12 @@ class GroupCoordinator:
         else:  # without a generation, a group that only commits offsets is made
             commit_offsets(self._ctx, self._group_or_new(request.group_id), request, reply_to)
         return fx
+
+    def committed_offsets(self) -> Iterator[tuple[str, TopicPartition, int]]:
+        """(group id, partition, committed offset) of every offset the groups held here have, for the metrics."""
+        for group_id, group in self._ctx.groups.items():
+            for tp, value in group.offsets.items():
+                yield group_id, tp, value.offset
 
     def fetch_offsets(self, group_id: str, partitions: Collection[TopicPartition] | None = None,
                       require_stable: bool = False) -> OffsetFetchResult:

@@ -4,6 +4,8 @@ log, the grouping of segments, and what of a batch survives."""
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from broker.log.cleaner import rules
 from broker.log.cleaner.offset_map import ENTRY_OVERHEAD_BYTES, NO_OFFSET, OffsetMap
@@ -185,3 +187,28 @@ def test_an_empty_offset_map_takes_the_part_of_a_batch_that_fits():
     assert (len(offset_map), offset_map.latest_offset, offset_map.used_bytes) == (0, NO_OFFSET, 0)
 
 
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from([b"a", b"b", b"c", b"d", None]), st.booleans()), min_size=1, max_size=60),
+       st.integers(1, 59), st.booleans())
+def test_a_batch_the_offset_map_covers_keeps_the_same_records_by_its_latest_offsets_as_by_its_keys(
+        records: list[tuple[bytes | None, bool]], split: int, keep_tombstones: bool):
+    # The map is built from every record at offset 100 on; the batch is a consecutive run of them.
+    offset_map = OffsetMap(capacity_bytes=1 << 20)
+    keyed = [(key, 100 + i) for i, (key, _) in enumerate(records) if key is not None]
+    offset_map.put_all([k for k, _ in keyed], [o for _, o in keyed])
+    offset_map.update_latest_offset(100 + len(records) - 1)
+    start, stop = min(split, len(records) - 1), len(records)
+    offsets = list(range(100 + start, 100 + stop))
+    keys = [key for key, _ in records[start:stop]]
+    tombstones = [tombstone for _, tombstone in records[start:stop]]
+    latest = offset_map.latest_offsets_between(offsets[0], offsets[-1])
+    by_keys = rules.retained_records(offsets, keys, tombstones, offset_map.offsets, offset_map.latest_offset,
+                                     keep_tombstones)
+    assert rules.retained_of_mapped_batch(offsets, latest, tombstones, keep_tombstones) == by_keys
+
+
+def test_a_batch_with_gaps_in_its_offsets_is_decided_by_its_keys():
+    assert rules.retained_of_mapped_batch([10, 12, 13], [12], [False] * 3, True) is None
+    assert rules.retained_of_mapped_batch([10, 11, 12], [12], [False] * 3, True) == [2]

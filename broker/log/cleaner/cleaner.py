@@ -30,6 +30,7 @@ from broker.log.log import Log, ReplacementRefusedError
 from broker.log.segment import LogSegment
 from protocol.records import (
     BatchHeader,
+    StoredRecords,
     TruncatedBatchError,
     build_empty_batch,
     build_retained_batch,
@@ -233,19 +234,24 @@ class Cleaner:
                    stats: CleanerStats) -> tuple[BatchHeader, bytes | memoryview | None]:
         """What survives of the batch at buf[at:]: its header and bytes (itself, a copy of it with fewer records or a
         delete horizon, or an empty batch), or None."""
-        header, records = read_stored_records(buf, at)
+        header = read_header(buf, at)
         original = memoryview(buf)[at:at + header.size_in_bytes]
         stats.bytes_read += header.size_in_bytes
         stats.records_read += header.record_count
         if header.is_control:
             stats.records_written += header.record_count
             return header, original
-        tombstones = records.tombstones
-        retained = rules.retained_records(records.offsets, records.keys, tombstones, self.offset_map.offsets,
-                                          self.offset_map.latest_offset, rules.keeps_tombstones(header, now))
+        offset_map, keep_tombstones = self.offset_map, rules.keeps_tombstones(header, now)
+        mapped = job.first_dirty <= header.base_offset and header.last_offset <= offset_map.latest_offset
+        latest = offset_map.latest_offsets_between(header.base_offset, header.last_offset) if mapped else None
+        if latest == []:  # a batch the map covers and none of whose records is its key's latest is not even read
+            records, retained = None, []
+        else:
+            header, records = read_stored_records(buf, at)  # validated too
+            retained = self._retained(records, latest, keep_tombstones)
         stats.records_written += len(retained)
-        if retained:
-            horizon = rules.delete_horizon(header, (tombstones[i] for i in retained), now,
+        if records is not None and retained:
+            horizon = rules.delete_horizon(header, (records.tombstones[i] for i in retained), now,
                                            job.config.delete_retention_ms)
             if len(retained) == header.record_count and horizon == header.delete_horizon_ms:
                 return header, original
@@ -255,6 +261,17 @@ class Cleaner:
             empty = build_empty_batch(header)
             return read_header(empty), empty
         return header, None
+
+
+    def _retained(self, records: StoredRecords, latest: list[int] | None, keep_tombstones: bool) -> list[int]:
+        """The indexes of the records kept, by the offsets in ``latest`` if the map covers the batch (not None),
+        else by looking up each record's key."""
+        if latest is not None:
+            retained = rules.retained_of_mapped_batch(records.offsets, latest, records.tombstones, keep_tombstones)
+            if retained is not None:
+                return retained
+        return rules.retained_records(records.offsets, records.keys, records.tombstones, self.offset_map.offsets,
+                                      self.offset_map.latest_offset, keep_tombstones)
 
 
 @contextmanager

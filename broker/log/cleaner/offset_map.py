@@ -9,6 +9,7 @@ keys, and the memory the setting names is the memory used.
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 
 #: What CPython spends on one entry beyond its key's bytes: the bytes object's header (33), the offset's int (28
@@ -26,6 +27,7 @@ class OffsetMap:
         self.offsets: dict[bytes, int] = {}
         self.used_bytes = 0
         self.latest_offset = NO_OFFSET
+        self._sorted_latest: list[int] | None = None  # the map's offsets in order, once asked for (until a change)
 
     def __len__(self) -> int:
         return len(self.offsets)
@@ -46,11 +48,13 @@ class OffsetMap:
             new = len(set(keys).difference(self.offsets))
             if self.used_bytes + new * entry_bytes > self.capacity_bytes:
                 return 0 if before else self._put_while_room(keys, offsets, entry_bytes)
+        self._sorted_latest = None
         self.offsets.update(zip(keys, offsets, strict=True))
         self.used_bytes += (len(self.offsets) - before) * entry_bytes
         return len(keys)
 
     def _put_while_room(self, keys: Sequence[bytes], offsets: Sequence[int], entry_bytes: int) -> int:
+        self._sorted_latest = None
         for recorded, (key, offset) in enumerate(zip(keys, offsets, strict=True)):
             if key not in self.offsets:
                 if self.used_bytes + entry_bytes > self.capacity_bytes:
@@ -62,7 +66,17 @@ class OffsetMap:
     def update_latest_offset(self, offset: int) -> None:
         self.latest_offset = max(self.latest_offset, offset)
 
+    def latest_offsets_between(self, first: int, last: int) -> list[int]:
+        """The offsets in [first, last] that are some key's latest, in order. Within the part of the log the map was
+        built from, these are exactly the keyed records the map keeps (a record there is its key's latest or has a
+        later one), found without looking at keys."""
+        if self._sorted_latest is None:
+            self._sorted_latest = sorted(self.offsets.values())
+        latest = self._sorted_latest
+        return latest[bisect_left(latest, first):bisect_right(latest, last)]
+
     def clear(self) -> None:
+        self._sorted_latest = None
         self.offsets.clear()
         self.used_bytes = 0
         self.latest_offset = NO_OFFSET

@@ -219,6 +219,20 @@ def retained_records(offsets: Sequence[int], keys: Sequence[bytes | None], tombs
             if offset > map_end or (key is not None and offset >= get(key, -1) and (keep_tombstones or not tombstone))]
 
 
+def retained_of_mapped_batch(offsets: Sequence[int], latest: Sequence[int], tombstones: Sequence[bool],
+                             keep_tombstones: bool) -> list[int] | None:
+    """retained_records for a batch whose every record the offset map was built from, given the batch's offsets that
+    are some key's latest (``latest``, in order): there a record is kept if it is its key's latest, so the keys need
+    no look-up. None unless the batch's offsets are consecutive (a batch a cleaning already thinned: use
+    retained_records)."""
+    if not offsets or offsets[-1] - offsets[0] != len(offsets) - 1:
+        return None
+    base = offsets[0]
+    if keep_tombstones:
+        return [offset - base for offset in latest]
+    return [i for i in (offset - base for offset in latest) if not tombstones[i]]
+
+
 def keeps_tombstones(header: BatchHeader, now_ms: int) -> bool:
     """Whether a batch's tombstones survive this cleaning: until the delete horizon the cleaner set on its first
     pass over them has come."""

@@ -8,9 +8,7 @@ one transaction with a sequential change notification (/kafka-acl-changes/acl_ch
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import time
 from collections.abc import Callable
 
 from protocol.acls import (
@@ -30,7 +28,6 @@ from protocol.acls import (
     store_roots,
 )
 from zk.client import BadVersionError, CreateOp, DeleteOp, NodeExistsError, NoNodeError, Op, SetOp, ZkClient
-from zk.topic_config import CHANGE_EXPIRATION_MS
 
 log = logging.getLogger(__name__)
 
@@ -120,17 +117,8 @@ def change_sequence(name: str) -> int | None:
     return int(digits) if digits.isdigit() else None
 
 
-async def purge_changes(zk: ZkClient, root: str, names: list[str]) -> None:
-    """Delete notifications older than CHANGE_EXPIRATION_MS (every broker has read them by then)."""
-    now_ms = time.time() * 1000
-    paths = [f"{root}/{name}" for name in names]
-    for path, got in zip(paths, await zk.get_many(paths), strict=True):
-        if got is not None and now_ms - got[1].ctime_ms > CHANGE_EXPIRATION_MS:
-            with contextlib.suppress(NoNodeError):
-                await zk.delete(path)
 
 
 def literal_changes(root: str) -> bool:
     """Whether notifications under `root` name literal patterns (plain text) rather than others (JSON)."""
     return root == ACL_CHANGES_PATH
-

@@ -179,10 +179,13 @@ def chain(*guards: Guard) -> Guard:
     return wrap
 
 
-def replica_or_topics(topic_guard: Guard) -> Guard:
-    """A follower's request (replica_id >= 0) needs CLUSTER_ACTION, a consumer's the topic guard."""
+def replica_or_topics(topic_guard: Guard, code: ErrorCode) -> Guard:
+    """A follower's request (replica_id >= 0) needs CLUSTER_ACTION (refused: `code` for every partition), a
+    consumer's the topic guard."""
     def wrap(authorizer: Authorizer, handler: Handler) -> Handler:
-        as_follower, as_consumer = cluster(Op.CLUSTER_ACTION)(authorizer, handler), topic_guard(authorizer, handler)
+        as_follower = whole(lambda _body: (Op.CLUSTER_ACTION, ResourceType.CLUSTER, CLUSTER_NAME, code))(
+            authorizer, handler)
+        as_consumer = topic_guard(authorizer, handler)
 
         async def guarded(body: Any, request: Request) -> Handled:
             return await (as_follower if body.replica_id >= 0 else as_consumer)(body, request)
@@ -306,9 +309,9 @@ def metadata(authorizer: Authorizer, handler: Handler) -> Handler:
 GUARDS: dict[type, Guard] = {
     MetadataRequest: metadata,
     ProduceRequest: topics(Op.WRITE),
-    FetchRequest: replica_or_topics(topics(Op.READ)),
+    FetchRequest: replica_or_topics(topics(Op.READ), TOPIC_DENIED),
     ListOffsetsRequest: topics(Op.DESCRIBE),
-    OffsetsForLeaderEpochRequest: replica_or_topics(topics(Op.DESCRIBE, name=lambda item: item.topic)),
+    OffsetsForLeaderEpochRequest: replica_or_topics(topics(Op.DESCRIBE, name=lambda item: item.topic), CLUSTER_DENIED),
     DeleteRecordsRequest: topics(Op.DELETE),
     InitProducerIdRequest: init_producer_id,
     CreateTopicsRequest: create_topics,

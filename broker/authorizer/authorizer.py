@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from broker.authorizer.rules import AclCache, AuthorizerConfig, authorize, authorize_any
 from broker.network import Request
 from protocol.acls import (
+    AccessControlEntry,
     AclBinding,
     AclBindingFilter,
     AclFormatError,
@@ -26,7 +27,9 @@ from protocol.acls import (
 )
 from protocol.apis import APIS
 from zk import acls as store
+from zk.acls import Entries
 from zk.client import Watch, ZkClient
+from zk.topic_config import purge_expired_changes
 
 log = logging.getLogger(__name__)
 audit = logging.getLogger("kafka.authorizer.logger")
@@ -108,7 +111,7 @@ class AclAuthorizer:
                 for pattern in patterns:
                     self.cache.set(pattern, await store.read_resource(self._zk, pattern))
                     log.info("ACLs of %s refreshed after a change notification", pattern)
-                await store.purge_changes(self._zk, root, [name for _, name in fresh])
+                await purge_expired_changes(self._zk, root, [name for _, name in fresh])
             except Exception:
                 log.exception("processing the ACL change notifications under %s failed", root)
 
@@ -140,18 +143,17 @@ class AclAuthorizer:
 
     async def create(self, bindings: Iterable[AclBinding]) -> None:
         """Add the bindings (checked by the caller), one ZooKeeper update per pattern."""
-        by_pattern: dict[ResourcePattern, set] = {}
-        for binding in bindings:
-            by_pattern.setdefault(binding.pattern, set()).add(binding.entry)
-        for pattern, entries in by_pattern.items():
-            self.cache.set(pattern, await store.update_resource(self._zk, pattern,
-                                                                lambda current, e=entries: current | e))
+        await self._update(bindings, lambda current, entries: current | entries)
 
     async def delete(self, bindings: Iterable[AclBinding]) -> None:
         """Remove the bindings, one ZooKeeper update per pattern."""
-        by_pattern: dict[ResourcePattern, set] = {}
+        await self._update(bindings, lambda current, entries: current - entries)
+
+    async def _update(self, bindings: Iterable[AclBinding], combine: Callable[[Entries, Entries], Entries]) -> None:
+        by_pattern: dict[ResourcePattern, set[AccessControlEntry]] = {}
         for binding in bindings:
             by_pattern.setdefault(binding.pattern, set()).add(binding.entry)
         for pattern, entries in by_pattern.items():
-            self.cache.set(pattern, await store.update_resource(self._zk, pattern,
-                                                                lambda current, e=entries: current - e))
+            changed = frozenset(entries)
+            self.cache.set(pattern, await store.update_resource(
+                self._zk, pattern, lambda current, e=changed: combine(current, e)))

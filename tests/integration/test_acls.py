@@ -12,6 +12,7 @@ authenticated connections, PRINCIPAL becomes a user and the brokers' principal a
 from __future__ import annotations
 
 import asyncio
+import json
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -222,6 +223,13 @@ async def test_a_broker_enforces_an_acl_created_through_another(cluster: Cluster
             resource_type=ResourceType.TOPIC, resource_name=topic, principal=PRINCIPAL, host=CLIENT_HOST,
             operation=AclOperation.DESCRIBE, permission_type=AclPermissionType.DENY)]))
     assert isinstance(created, CreateAclsResponse) and created.results[0].error_code == ErrorCode.NONE
+    async with zookeeper_of(cluster) as zk:  # stored and announced as Kafka does
+        data, _stat = await zk.get(f"/kafka-acl/Topic/{topic}")
+        notifications = await zk.get_many([f"/kafka-acl-changes/{name}"
+                                           for name in await zk.get_children("/kafka-acl-changes")])
+    assert json.loads(data) == {"version": 1, "acls": [{"principal": PRINCIPAL, "permissionType": "Deny",
+                                                        "operation": "Describe", "host": CLIENT_HOST}]}
+    assert f"TOPIC:{topic}".encode() in [got[0] for got in notifications if got is not None]
 
     async def refused_on_second() -> bool:
         return await error_on_second() == ErrorCode.TOPIC_AUTHORIZATION_FAILED

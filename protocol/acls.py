@@ -137,6 +137,8 @@ def check_binding(binding: AclBinding) -> None:
         raise AclFormatError(f"Invalid pattern type {pattern.pattern_type.name}")
     if not pattern.name:
         raise AclFormatError("Invalid empty resource name")
+    if "/" in pattern.name or pattern.name in (".", "..") or "\x00" in pattern.name:
+        raise AclFormatError(f"Invalid resource name {pattern.name!r}: it names a znode in ZooKeeper")
     if pattern.resource_type == ResourceType.CLUSTER and pattern.name != CLUSTER_NAME:
         raise AclFormatError(f"The only valid name for the CLUSTER resource is {CLUSTER_NAME}")
     if entry.operation in (AclOperation.ANY, AclOperation.UNKNOWN):

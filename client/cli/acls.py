@@ -101,17 +101,18 @@ def acls_command(action: str | None, allow_principal: tuple[str, ...], deny_prin
     pattern_type = PatternType.parse(resource_pattern_type)
     named = resources(topics, groups, transactional_ids, cluster)
     wanted = entries(allow_principal, deny_principal, allow_host, deny_host, operations)
-    bootstrap = resolve_bootstrap(bootstrap_server, directory)
     if action == "add":
         if pattern_type not in (PatternType.LITERAL, PatternType.PREFIXED):
             raise click.BadParameter("--add takes literal or prefixed", param_hint="--resource-pattern-type")
         if not named or not wanted:
             raise click.UsageError("--add needs a resource and --allow-principal or --deny-principal")
+        bootstrap = resolve_bootstrap(bootstrap_server, directory)
         run(_add([AclBinding(ResourcePattern(t, n, pattern_type), e) for t, n in named for e in wanted], bootstrap,
                  named, pattern_type))
     elif action == "remove":
         if not named:
             raise click.UsageError("--remove needs a resource (--topic, --group, --transactional-id or --cluster)")
+        bootstrap = resolve_bootstrap(bootstrap_server, directory)
         filters = [AclBindingFilter(ResourcePatternFilter(t, n, pattern_type), AccessControlEntryFilter(
             e.principal, e.host, e.operation, e.permission_type)) for t, n in named for e in wanted] or [
             AclBindingFilter(ResourcePatternFilter(t, n, pattern_type)) for t, n in named]
@@ -120,7 +121,7 @@ def acls_command(action: str | None, allow_principal: tuple[str, ...], deny_prin
             return
         run(_remove(filters, bootstrap, named, pattern_type))
     else:
-        run(_list(bootstrap, named, pattern_type, principals))
+        run(_list(resolve_bootstrap(bootstrap_server, directory), named, pattern_type, principals))
 
 
 def _filters(named: list[tuple[ResourceType, str]], pattern_type: PatternType, principal: str | None = None

@@ -97,6 +97,8 @@ def test_filter_by_entry_fields() -> None:
     AclBinding(ResourcePattern(ResourceType.CLUSTER, "other"), READ_ALICE),
     AclBinding(ResourcePattern(ResourceType.TOPIC, "t", PatternType.MATCH), READ_ALICE),
     AclBinding(ResourcePattern(ResourceType.ANY, "t"), READ_ALICE),
+    AclBinding(ResourcePattern(ResourceType.GROUP, "a/b"), READ_ALICE),
+    AclBinding(ResourcePattern(ResourceType.GROUP, ".."), READ_ALICE),
     AclBinding(ResourcePattern(ResourceType.TOPIC, "t"),
                AccessControlEntry("alice", "*", AclOperation.READ, AclPermissionType.ALLOW)),
     AclBinding(ResourcePattern(ResourceType.TOPIC, "t"),

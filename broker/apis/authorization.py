@@ -22,6 +22,8 @@ from broker.network import CLOSE_CONNECTION, NoResponse, Request, Response
 from protocol.acls import CLUSTER_NAME, AclOperation, ResourceType
 from protocol.apis import API_BY_REQUEST_TYPE
 from protocol.apis.acls import CreateAclsRequest, DeleteAclsRequest, DescribeAclsRequest
+from protocol.apis.api_versions import ApiVersionsRequest
+from protocol.apis.cluster import DescribeClusterRequest
 from protocol.apis.config_changes import AlterConfigsRequest, IncrementalAlterConfigsRequest
 from protocol.apis.configs import ConfigResourceType, DescribeConfigsRequest
 from protocol.apis.elections import ElectLeadersRequest
@@ -305,7 +307,10 @@ def metadata(authorizer: Authorizer, handler: Handler) -> Handler:
     return guarded
 
 
-#: The guard of each request type; a type not listed needs no permission (ApiVersions, DescribeCluster).
+#: The request types anyone may send (Kafka authorizes neither).
+UNGUARDED: frozenset[type] = frozenset({ApiVersionsRequest, DescribeClusterRequest})
+
+#: The guard of every other request type.
 GUARDS: dict[type, Guard] = {
     MetadataRequest: metadata,
     ProduceRequest: topics(Op.WRITE),

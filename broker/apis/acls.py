@@ -12,6 +12,7 @@ from broker.network import Request, Response
 from protocol.acls import AclBinding, AclBindingFilter, AclFormatError, check_binding, check_filter
 from protocol.apis.acls import (
     AclCreationResult,
+    AclFilter,
     CreateAclsRequest,
     CreateAclsResponse,
     DeleteAclsFilterResult,
@@ -31,6 +32,13 @@ from zk.client import ZkError
 log = logging.getLogger(__name__)
 
 DISABLED = "No Authorizer is configured on the broker"
+
+
+def _checked(message: AclFilter) -> AclBindingFilter:
+    """The filter of a message; AclFormatError for an unknown code."""
+    acl_filter = to_filter(message)
+    check_filter(acl_filter)
+    return acl_filter
 
 
 class AclStore(Protocol):
@@ -53,8 +61,7 @@ class AclApis:
         if self._store is None:
             return Response(DescribeAclsResponse(error_code=ErrorCode.SECURITY_DISABLED, error_message=DISABLED))
         try:
-            acl_filter = to_filter(body.filter)
-            check_filter(acl_filter)
+            acl_filter = _checked(body.filter)
         except AclFormatError as e:
             return Response(DescribeAclsResponse(error_code=ErrorCode.INVALID_REQUEST, error_message=str(e)))
         return Response(DescribeAclsResponse(error_code=ErrorCode.NONE,
@@ -90,8 +97,7 @@ class AclApis:
         doomed: dict[AclBinding, None] = {}
         for message in body.filters:
             try:
-                acl_filter = to_filter(message)
-                check_filter(acl_filter)
+                acl_filter = _checked(message)
             except AclFormatError as e:
                 results.append(DeleteAclsFilterResult(error_code=ErrorCode.INVALID_REQUEST, error_message=str(e)))
                 continue

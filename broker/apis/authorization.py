@@ -83,15 +83,13 @@ def _refused(body: Any, code: ErrorCode) -> Response:
     return Response(error_response(body, code, None))
 
 
-def whole(check: Callable[[Any], Check | None]) -> Guard:
-    """Authorize the request on one resource (`check` None: nothing to check)."""
+def whole(check: Callable[[Any], Check]) -> Guard:
+    """Authorize the request on one resource."""
     def wrap(authorizer: Authorizer, handler: Handler) -> Handler:
         async def guarded(body: Any, request: Request) -> Handled:
-            wanted = check(body)
-            if wanted is not None:
-                operation, resource_type, name, code = wanted
-                if not authorizer.authorize(request, operation, resource_type, name):
-                    return _refused(body, code)
+            operation, resource_type, name, code = check(body)
+            if not authorizer.authorize(request, operation, resource_type, name):
+                return _refused(body, code)
             return await handler(body, request)
         return guarded
     return wrap
@@ -117,7 +115,8 @@ class PerItem:
 
     def __call__(self, authorizer: Authorizer, handler: Handler) -> Handler:
         async def guarded(body: Any, request: Request) -> Handled:
-            allowed, refused = [], {}
+            allowed: list[Any] = []
+            refused: dict[ErrorCode, list[Any]] = {}
             for item in getattr(body, self.field):
                 operation, resource_type, name, code = self.check(item)
                 if authorizer.authorize(request, operation, resource_type, name):

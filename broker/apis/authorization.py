@@ -132,14 +132,13 @@ class PerItem:
             if not allowed:
                 return _with(_refused(body, next(iter(refused))), self.answers, answers)
             served = await handler(replace(body, **{self.field: allowed}), request)
-            return _then(served, lambda response: _with(response, self.answers,
-                                                         [*getattr(response.body, self.answers), *answers]))
+            return _then(served, lambda response: response if response.body is None else _with(
+                response, self.answers, [*getattr(response.body, self.answers), *answers]))
         return guarded
 
 
 def _with(response: Response, answers: str, entries: list) -> Response:
-    if response.body is None:
-        return response
+    """The response with its list `answers` replaced by `entries`."""
     return Response(replace(response.body, **{answers: entries}), response.error_code, response.error_message)
 
 
@@ -239,6 +238,8 @@ def offset_fetch(authorizer: Authorizer, handler: Handler) -> Handler:
                                                               GROUP_DENIED))(authorizer, handler)(body, request)
 
         def visible(response: Response) -> Response:
+            if response.body is None:
+                return response
             return _with(response, "groups", [replace(g, topics=[
                 t for t in g.topics if authorizer.authorize(request, Op.DESCRIBE, ResourceType.TOPIC, t.name,
                                                             log_if_denied=False)]) for g in response.body.groups])
@@ -252,7 +253,7 @@ def list_groups(authorizer: Authorizer, handler: Handler) -> Handler:
         served = await handler(body, request)
         if authorizer.authorize(request, Op.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME, log_if_denied=False):
             return served
-        return _then(served, lambda response: _with(response, "groups", [
+        return _then(served, lambda response: response if response.body is None else _with(response, "groups", [
             g for g in response.body.groups
             if authorizer.authorize(request, Op.DESCRIBE, ResourceType.GROUP, g.group_id, log_if_denied=False)]))
     return guarded
@@ -277,7 +278,8 @@ def metadata(authorizer: Authorizer, handler: Handler) -> Handler:
 
         if body.topics is None:  # all topics: the others are left out
             served = await handler(body, request)
-            return _then(served, lambda r: _with(r, "topics", [t for t in r.body.topics if described(t.name, False)]))
+            return _then(served, lambda r: r if r.body is None else _with(
+                r, "topics", [t for t in r.body.topics if described(t.name, False)]))
         names = [n for n in body.topics if described(n, True)]
         refused = [MetadataTopic(error_code=TOPIC_DENIED, name=n, partitions=[]) for n in body.topics
                    if n not in names]

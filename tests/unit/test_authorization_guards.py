@@ -248,3 +248,12 @@ def test_create_acls_refuses_a_malformed_binding_and_creates_the_others() -> Non
         CreateAclsRequest(creations=[good, cluster_misnamed, unknown_operation]), REQUEST))
     assert [r.error_code for r in answer.body.results] == [0, ErrorCode.INVALID_REQUEST, ErrorCode.INVALID_REQUEST]
     assert [b.pattern.name for b in store.created] == ["t"]
+
+
+def test_a_request_level_error_of_the_handler_is_passed_on() -> None:
+    authorizer = StubAuthorizer({(AclOperation.WRITE, ResourceType.TOPIC, "secret"),
+                                 (AclOperation.DESCRIBE, ResourceType.TOPIC, "secret")})
+    failing = StubHandler(lambda _body: Response(None, ErrorCode.INVALID_REQUEST, "bad"))
+    for request_type, body in ((ProduceRequest, produce("open", "secret")), (MetadataRequest, MetadataRequest())):
+        answer = asyncio.run(guarded(request_type, authorizer, failing)(body, REQUEST))
+        assert (answer.body, answer.error_code) == (None, ErrorCode.INVALID_REQUEST)

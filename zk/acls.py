@@ -9,13 +9,14 @@ one transaction with a sequential change notification (/kafka-acl-changes/acl_ch
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from protocol.acls import (
     ACL_CHANGE_PREFIX,
     ACL_CHANGES_PATH,
     EXTENDED_ACL_CHANGES_PATH,
     AccessControlEntry,
+    AclBinding,
     AclFormatError,
     ResourcePattern,
     ResourceType,
@@ -122,3 +123,25 @@ def change_sequence(name: str) -> int | None:
 def literal_changes(root: str) -> bool:
     """Whether notifications under `root` name literal patterns (plain text) rather than others (JSON)."""
     return root == ACL_CHANGES_PATH
+
+
+async def change_bindings(zk: ZkClient, bindings: Iterable[AclBinding], combine: Callable[[Entries, Entries], Entries]
+                          ) -> dict[ResourcePattern, Entries]:
+    """Each pattern's entries replaced by `combine(current, its entries among the bindings)` (one update a
+    pattern); the entries written."""
+    by_pattern: dict[ResourcePattern, set[AccessControlEntry]] = {}
+    for binding in bindings:
+        by_pattern.setdefault(binding.pattern, set()).add(binding.entry)
+    written = {}
+    for pattern, entries in by_pattern.items():
+        changed = frozenset(entries)
+        written[pattern] = await update_resource(zk, pattern, lambda current, e=changed: combine(current, e))
+    return written
+
+
+def add_entries(current: Entries, entries: Entries) -> Entries:
+    return current | entries
+
+
+def remove_entries(current: Entries, entries: Entries) -> Entries:
+    return current - entries

@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from pathlib import Path
 
 from broker.authorizer.rules import AclCache, AuthorizerConfig, authorize, authorize_any
 from broker.network import Request
 from protocol.acls import (
-    AccessControlEntry,
     AclBinding,
     AclBindingFilter,
     AclFormatError,
@@ -27,7 +26,6 @@ from protocol.acls import (
 )
 from protocol.apis import APIS
 from zk import acls as store
-from zk.acls import Entries
 from zk.client import Watch, ZkClient
 from zk.topic_config import purge_expired_changes
 
@@ -143,17 +141,12 @@ class AclAuthorizer:
 
     async def create(self, bindings: Iterable[AclBinding]) -> None:
         """Add the bindings (checked by the caller), one ZooKeeper update per pattern."""
-        await self._update(bindings, lambda current, entries: current | entries)
+        self._cache_written(await store.change_bindings(self._zk, bindings, store.add_entries))
 
     async def delete(self, bindings: Iterable[AclBinding]) -> None:
         """Remove the bindings, one ZooKeeper update per pattern."""
-        await self._update(bindings, lambda current, entries: current - entries)
+        self._cache_written(await store.change_bindings(self._zk, bindings, store.remove_entries))
 
-    async def _update(self, bindings: Iterable[AclBinding], combine: Callable[[Entries, Entries], Entries]) -> None:
-        by_pattern: dict[ResourcePattern, set[AccessControlEntry]] = {}
-        for binding in bindings:
-            by_pattern.setdefault(binding.pattern, set()).add(binding.entry)
-        for pattern, entries in by_pattern.items():
-            changed = frozenset(entries)
-            self.cache.set(pattern, await store.update_resource(
-                self._zk, pattern, lambda current, e=changed: combine(current, e)))
+    def _cache_written(self, written: dict[ResourcePattern, store.Entries]) -> None:
+        for pattern, entries in written.items():
+            self.cache.set(pattern, entries)

@@ -9,7 +9,8 @@ from pathlib import Path
 import click
 
 from client.admin import Admin
-from client.cli.common import client_options, resolve_bootstrap, run
+from client.cli.common import client_options, key_values, resolve_bootstrap, run, zookeeper_of
+from client.zk_acls import ZkAcls
 from protocol.acls import (
     CLUSTER_NAME,
     WILDCARD_HOST,
@@ -26,6 +27,8 @@ from protocol.acls import (
     ResourceType,
 )
 from protocol.errors import ErrorCode
+
+AclService = Admin | ZkAcls
 
 
 def _operation(_ctx: click.Context, _param: click.Parameter, values: tuple[str, ...]) -> list[AclOperation]:
@@ -89,15 +92,23 @@ def by_pattern(bindings: Iterable[AclBinding]) -> dict[ResourcePattern, list[Acc
                                                            case_sensitive=False), default="literal",
               show_default=True, help="How the resource names match (any and match only with --list and --remove).")
 @click.option("--force", is_flag=True, help="Remove without asking.")
+@click.option("--authorizer-properties", multiple=True, metavar="KEY=VALUE", callback=key_values,
+              help="zookeeper.connect=HOST:PORT[/CHROOT]: change the ACLs in ZooKeeper directly, as kafka-acls did, "
+                   "without brokers (how the brokers' own ACLs are written before they enforce any).")
 @client_options
 def acls_command(action: str | None, allow_principal: tuple[str, ...], deny_principal: tuple[str, ...],
                  allow_host: tuple[str, ...], deny_host: tuple[str, ...], principals: tuple[str, ...],
                  operations: list[AclOperation], topics: tuple[str, ...], groups: tuple[str, ...],
                  transactional_ids: tuple[str, ...], cluster: bool, resource_pattern_type: str, force: bool,
-                 bootstrap_server: str | None, directory: Path) -> None:
+                 authorizer_properties: dict[str, str], bootstrap_server: str | None, directory: Path) -> None:
     """Add, list or remove ACLs, like Kafka's kafka-acls."""
     if action is None:
         raise click.UsageError("one of --add, --remove or --list is required")
+
+    def service() -> AclService:
+        if "zookeeper.connect" in authorizer_properties:
+            return ZkAcls(*zookeeper_of(authorizer_properties["zookeeper.connect"], directory))
+        return Admin(resolve_bootstrap(bootstrap_server, directory), client_id="minikafka-acls")
     pattern_type = PatternType.parse(resource_pattern_type)
     named = resources(topics, groups, transactional_ids, cluster)
     wanted = entries(allow_principal, deny_principal, allow_host, deny_host, operations)
@@ -106,22 +117,20 @@ def acls_command(action: str | None, allow_principal: tuple[str, ...], deny_prin
             raise click.BadParameter("--add takes literal or prefixed", param_hint="--resource-pattern-type")
         if not named or not wanted:
             raise click.UsageError("--add needs a resource and --allow-principal or --deny-principal")
-        bootstrap = resolve_bootstrap(bootstrap_server, directory)
-        run(_add([AclBinding(ResourcePattern(t, n, pattern_type), e) for t, n in named for e in wanted], bootstrap,
-                 named, pattern_type))
+        run(_add([AclBinding(ResourcePattern(t, n, pattern_type), e) for t, n in named for e in wanted],
+                 service(), named, pattern_type))
     elif action == "remove":
         if not named:
             raise click.UsageError("--remove needs a resource (--topic, --group, --transactional-id or --cluster)")
-        bootstrap = resolve_bootstrap(bootstrap_server, directory)
         filters = [AclBindingFilter(ResourcePatternFilter(t, n, pattern_type), AccessControlEntryFilter(
             e.principal, e.host, e.operation, e.permission_type)) for t, n in named for e in wanted] or [
             AclBindingFilter(ResourcePatternFilter(t, n, pattern_type)) for t, n in named]
         if not force and not click.confirm(f"Are you sure you want to remove ACLs matching {len(filters)} "
                                            f"filter(s) from {', '.join(f'{t.name}:{n}' for t, n in named)}?"):
             return
-        run(_remove(filters, bootstrap, named, pattern_type))
+        run(_remove(filters, service(), named, pattern_type))
     else:
-        run(_list(resolve_bootstrap(bootstrap_server, directory), named, pattern_type, principals))
+        run(_list(service(), named, pattern_type, principals))
 
 
 def _filters(named: list[tuple[ResourceType, str]], pattern_type: PatternType, principal: str | None = None
@@ -132,7 +141,7 @@ def _filters(named: list[tuple[ResourceType, str]], pattern_type: PatternType, p
     return [AclBindingFilter(ResourcePatternFilter(t, n, pattern_type), entry) for t, n in named]
 
 
-async def _print_current(admin: Admin, named: list[tuple[ResourceType, str]], pattern_type: PatternType,
+async def _print_current(admin: AclService, named: list[tuple[ResourceType, str]], pattern_type: PatternType,
                          principals: Iterable[str] = ()) -> None:
     found: dict[AclBinding, None] = {}
     for principal in list(principals) or [None]:
@@ -142,9 +151,9 @@ async def _print_current(admin: Admin, named: list[tuple[ResourceType, str]], pa
         click.echo("\n".join(bindings_lines("Current ACLs for resource", pattern, listed)))
 
 
-async def _add(bindings: list[AclBinding], bootstrap: str, named: list[tuple[ResourceType, str]],
+async def _add(bindings: list[AclBinding], service: AclService, named: list[tuple[ResourceType, str]],
                pattern_type: PatternType) -> None:
-    async with Admin(bootstrap, client_id="minikafka-acls") as admin:
+    async with service as admin:
         for pattern, listed in by_pattern(bindings).items():
             click.echo("\n".join(bindings_lines("Adding ACLs for resource", pattern, listed)))
         failed = [(b, code, message) for b, (code, message) in zip(bindings, await admin.create_acls(bindings),
@@ -157,9 +166,9 @@ async def _add(bindings: list[AclBinding], bootstrap: str, named: list[tuple[Res
         raise SystemExit(1)
 
 
-async def _remove(filters: list[AclBindingFilter], bootstrap: str, named: list[tuple[ResourceType, str]],
+async def _remove(filters: list[AclBindingFilter], service: AclService, named: list[tuple[ResourceType, str]],
                   pattern_type: PatternType) -> None:
-    async with Admin(bootstrap, client_id="minikafka-acls") as admin:
+    async with service as admin:
         results = await admin.delete_acls(filters)
         for code, message, _deleted in results:
             if code != ErrorCode.NONE:
@@ -169,7 +178,7 @@ async def _remove(filters: list[AclBindingFilter], bootstrap: str, named: list[t
         raise SystemExit(1)
 
 
-async def _list(bootstrap: str, named: list[tuple[ResourceType, str]], pattern_type: PatternType,
+async def _list(service: AclService, named: list[tuple[ResourceType, str]], pattern_type: PatternType,
                 principals: tuple[str, ...]) -> None:
-    async with Admin(bootstrap, client_id="minikafka-acls") as admin:
+    async with service as admin:
         await _print_current(admin, named, pattern_type, principals)

@@ -6,8 +6,9 @@ through the first (ZooKeeper's change notifications). Denials are in each broker
 
 The clients here connect as User:ANONYMOUS from 127.0.0.1 (PRINCIPAL, CLIENT_HOST). The brokers reach each other
 as User:ANONYMOUS too, each from its own address, which the bootstrap ACLs allow on the cluster: they are written
-into ZooKeeper while the brokers are down, as an operator does with Kafka before enabling its authorizer. With
-authenticated connections, PRINCIPAL becomes a user and the brokers' principal a super user."""
+into ZooKeeper while the brokers are down, by Kafka's kafka-acls and by `minikafka acls` with --authorizer-properties
+zookeeper.connect=..., so the brokers read the format Kafka's tool writes. With authenticated connections,
+PRINCIPAL becomes a user and the brokers' principal a super user."""
 
 from __future__ import annotations
 
@@ -24,11 +25,8 @@ from confluent_kafka import Consumer, KafkaError, Producer
 
 from client.cluster import ClusterState, load_cluster, member_address
 from protocol.acls import (
-    CLUSTER_NAME,
-    AccessControlEntry,
     AclOperation,
     AclPermissionType,
-    ResourcePattern,
     ResourceType,
 )
 from protocol.apis.acls import AclEntryDescription, CreateAclsRequest, CreateAclsResponse
@@ -38,7 +36,6 @@ from tests.integration.clusterutil import cli, connect, create_topic, zookeeper_
 from tests.integration.test_stock_kafka_clients import TIMEOUT_S
 from tests.kafka_broker import kafka_tool
 from tests.polling import eventually, wait_for
-from zk import acls as acl_store
 
 AUTHORIZER = {"authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
               "allow.everyone.if.no.acl.found": "false", "super.users": "User:admin"}
@@ -48,18 +45,17 @@ BROKERS = 2
 ACL_COMMAND = "kafka.admin.AclCommand"
 
 
-async def write_bootstrap_acls(state: ClusterState, broker_hosts: list[str]) -> None:
-    """The brokers may do anything on the cluster from their own addresses; the test's operator, from 127.0.0.1,
-    may create topics, change and read ACLs and describe every topic (not write or read them)."""
-    allow = AclPermissionType.ALLOW
-    cluster = ResourcePattern(ResourceType.CLUSTER, CLUSTER_NAME)
-    entries = {AccessControlEntry(PRINCIPAL, host, AclOperation.ALL, allow) for host in broker_hosts}
-    entries |= {AccessControlEntry(PRINCIPAL, CLIENT_HOST, op, allow)
-                for op in (AclOperation.CREATE, AclOperation.ALTER, AclOperation.DESCRIBE)}
-    async with zookeeper_of(state) as zk:
-        await acl_store.update_resource(zk, cluster, lambda current: current | entries)
-        await acl_store.update_resource(zk, ResourcePattern(ResourceType.TOPIC, "*"), lambda current: current | {
-            AccessControlEntry(PRINCIPAL, CLIENT_HOST, AclOperation.DESCRIBE, allow)})
+def write_bootstrap_acls(zookeeper: str, broker_hosts: list[str]) -> None:
+    """Written into ZooKeeper before the brokers enforce ACLs (by Kafka's kafka-acls, then by `minikafka acls`):
+    the brokers may do anything on the cluster from their own addresses; the test's operator, from 127.0.0.1, may
+    create topics, change and read ACLs and describe every topic (not write or read them)."""
+    authorizer = ("--authorizer-properties", f"zookeeper.connect={zookeeper}")
+    kafka_tool(ACL_COMMAND, *authorizer, "--add", "--allow-principal", PRINCIPAL,
+               *(item for host in broker_hosts for item in ("--allow-host", host)), "--operation", "All", "--cluster")
+    cli("acls", *authorizer, "--add", "--allow-principal", PRINCIPAL, "--allow-host", CLIENT_HOST, "--operation",
+        "Create", "--operation", "Alter", "--operation", "Describe", "--cluster")
+    cli("acls", *authorizer, "--add", "--allow-principal", PRINCIPAL, "--allow-host", CLIENT_HOST, "--operation",
+        "Describe", "--topic", "*")
 
 
 @pytest.fixture(scope="module")
@@ -69,7 +65,8 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClusterState]:
     try:
         state = load_cluster(directory)
         _, a, b, _ = state.zookeeper.host.split(".")
-        asyncio.run(write_bootstrap_acls(state, [member_address((int(a), int(b)), n) for n in range(1, BROKERS + 1)]))
+        write_bootstrap_acls(state.zookeeper.connect + state.chroot,
+                             [member_address((int(a), int(b)), n) for n in range(1, BROKERS + 1)])
     finally:
         cli("cluster", "down", "--dir", str(directory))
     options = [item for key, value in AUTHORIZER.items() for item in ("--config", f"{key}={value}")]

@@ -93,7 +93,7 @@ def by_pattern(bindings: Iterable[AclBinding]) -> dict[ResourcePattern, list[Acc
               show_default=True, help="How the resource names match (any and match only with --list and --remove).")
 @click.option("--force", is_flag=True, help="Remove without asking.")
 @click.option("--authorizer-properties", multiple=True, metavar="KEY=VALUE", callback=key_values,
-              help="zookeeper.connect=HOST:PORT[/CHROOT]: change the ACLs in ZooKeeper directly, as kafka-acls did, "
+              help="zookeeper.connect=HOST:PORT[/CHROOT]: change the ACLs in ZooKeeper directly, as kafka-acls does, "
                    "without brokers (how the brokers' own ACLs are written before they enforce any).")
 @client_options
 def acls_command(action: str | None, allow_principal: tuple[str, ...], deny_principal: tuple[str, ...],
@@ -109,6 +109,7 @@ def acls_command(action: str | None, allow_principal: tuple[str, ...], deny_prin
         if "zookeeper.connect" in authorizer_properties:
             return ZkAcls(*zookeeper_of(authorizer_properties["zookeeper.connect"], directory))
         return Admin(resolve_bootstrap(bootstrap_server, directory), client_id="minikafka-acls")
+
     pattern_type = PatternType.parse(resource_pattern_type)
     named = resources(topics, groups, transactional_ids, cluster)
     wanted = entries(allow_principal, deny_principal, allow_host, deny_host, operations)

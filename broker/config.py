@@ -7,6 +7,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from broker.authorizer.rules import ACL_AUTHORIZER_CLASS_NAMES, AuthorizerConfig, parse_super_users
 from broker.coordinator.config import GroupCoordinatorConfig
 from broker.listeners import ListenerConfig
 from broker.log.cleaner.config import CleanerConfig
@@ -116,6 +117,9 @@ class BrokerConfig:
     log: LogConfig = field(default_factory=LogConfig)
     cleaner: CleanerConfig = field(default_factory=CleanerConfig)
     group_coordinator: GroupCoordinatorConfig = field(default_factory=GroupCoordinatorConfig)
+    #: authorizer.class.name (Kafka's AclAuthorizer), super.users, allow.everyone.if.no.acl.found; None: no
+    #: authorization (authorizer.class.name empty, Kafka's default)
+    authorizer: AuthorizerConfig | None = None
     #: Every property as given (server.properties and overrides), for DescribeConfigs.
     properties: Mapping[str, str] = field(default_factory=dict)
 
@@ -221,6 +225,7 @@ class BrokerConfig:
             log=log_config,
             cleaner=cleaner,
             group_coordinator=group_coordinator,
+            authorizer=_authorizer(reader),
             properties=dict(props),
         )
         if config.leader_imbalance_check_interval_seconds < 1:
@@ -235,6 +240,17 @@ class BrokerConfig:
             log.warning("replica.fetch.wait.max.ms (%d) should be less than replica.lag.time.max.ms (%d)",
                         config.replica_fetch_wait_max_ms, config.replica_lag_time_max_ms)
         return config
+
+
+def _authorizer(reader: _Reader) -> AuthorizerConfig | None:
+    name = reader.text("authorizer.class.name", "").strip()
+    if not name:
+        return None
+    if name not in ACL_AUTHORIZER_CLASS_NAMES:
+        raise ConfigError(f"authorizer.class.name: {name!r} is not served; one of "
+                          f"{', '.join(sorted(ACL_AUTHORIZER_CLASS_NAMES))} (or empty: no authorization)")
+    return AuthorizerConfig(super_users=parse_super_users(reader.text("super.users", "")),
+                            allow_everyone_if_no_acl_found=reader.boolean("allow.everyone.if.no.acl.found", False))
 
 
 class _Reader:

@@ -20,6 +20,7 @@ import uvloop
 
 from broker.apis.config_changes import TopicConfigChanges
 from broker.apis.kafka_apis import KafkaApis
+from broker.authorizer.authorizer import AclAuthorizer, install_authorizer_log
 from broker.auto_topic_creation import AutoTopicCreationManager
 from broker.config import BrokerConfig
 from broker.controller_client import ControllerClient, ControllerUnreachableError
@@ -100,11 +101,12 @@ class BrokerServer:
             auto_create_topics_enable=config.auto_create_topics_enable, num_partitions=config.num_partitions,
             default_replication_factor=config.default_replication_factor,
             internal={OFFSETS_TOPIC: offsets_topic(groups)})
+        self.authorizer = AclAuthorizer(self.zk, config.authorizer) if config.authorizer is not None else None
         coordinators = OffsetsTopic(self.metadata_cache, self.auto_topic_creation, self.group_coordinator.partition_for)
         self.apis = KafkaApis(config.broker_id, self.replica_manager, self.metadata_cache, self.controller,
                               self.zk_state, self.producer_ids, self.group_coordinator, coordinators,
                               self.auto_topic_creation, TopicConfigChanges(self.zk, _validate_topic_config),
-                              self.log_manager)
+                              self.log_manager, self.authorizer)
         self.socket_server = SocketServer(config.network, self.apis.handle, self.replica_manager.counters)
         self.metrics = MetricsServer(BrokerCollector(self.replica_manager, self._controller_gauges, self.fetchers,
                                                      self.socket_server, self.group_coordinator.committed_offsets))
@@ -146,6 +148,8 @@ class BrokerServer:
         self.log_manager.start_cleaner(config.cleaner, on_loop(asyncio.get_running_loop()),
                                        halt_hook(os.environ) or no_step)
         self.metadata_cache.cluster_id = cluster_id
+        if self.authorizer is not None:  # every ACL is known before the first request is served
+            await self.authorizer.start()
         bound = await self.socket_server.start()
         self.endpoints = config.listeners.advertised_endpoints(bound, socket.getfqdn())
         inter_broker = next(e for e in self.endpoints
@@ -220,6 +224,8 @@ class BrokerServer:
         await self.controller.shutdown()
         await self.fetchers.shutdown()
         await self.socket_server.stop()
+        if self.authorizer is not None:
+            await self.authorizer.close()
         await self.metrics.stop()
         await self.group_coordinator.shutdown()
         await self.replica_manager.shutdown()
@@ -308,6 +314,8 @@ def run_broker(config_path: Path, overrides: list[str]) -> None:
     tune_interpreter()
     config = BrokerConfig.from_file(config_path, overrides, os.environ)
     install_state_change_file(config.log_dirs[0])
+    if config.authorizer is not None:
+        install_authorizer_log(config.log_dirs[0])
     try:
         uvloop.run(serve(config))
     except LogDirError as e:  # another broker's or another cluster's log dirs: said in one line, no traceback

@@ -25,6 +25,18 @@ from client.group.offsets import (
     offset_fetch_request,
 )
 from client.metadata import NO_LEADER, ClusterMetadata, PartitionInfo
+from protocol.acls import AclBinding, AclBindingFilter
+from protocol.apis.acls import (
+    CreateAclsRequest,
+    CreateAclsResponse,
+    DeleteAclsRequest,
+    DeleteAclsResponse,
+    DescribeAclsRequest,
+    DescribeAclsResponse,
+    from_binding,
+    from_filter,
+    to_binding,
+)
 from protocol.apis.elections import ElectionType, ElectLeadersRequest, ElectLeadersResponse, TopicPartitions
 from protocol.apis.fetch import CONSUMER_REPLICA_ID
 from protocol.apis.group_admin import (
@@ -77,7 +89,8 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 #: The controller's answers that carry one error code for the whole request.
-R = TypeVar("R", ElectLeadersResponse, AlterPartitionReassignmentsResponse, ListPartitionReassignmentsResponse)
+R = TypeVar("R", ElectLeadersResponse, AlterPartitionReassignmentsResponse, ListPartitionReassignmentsResponse,
+            DescribeAclsResponse, CreateAclsResponse, DeleteAclsResponse)
 #: Errors after which a group's coordinator is looked for again.
 _COORDINATOR_ERRORS = frozenset({ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR,
                                  ErrorCode.COORDINATOR_LOAD_IN_PROGRESS})
@@ -342,6 +355,38 @@ class Admin(AsyncClosing):
                 raise AdminError(ErrorCode.from_code(answer.error_code), f"broker {broker_id}")
             described[broker_id] = answer.results
         return described
+
+    # ----------------------------------------------------------------------------------- ACLs
+
+    async def describe_acls(self, acl_filter: AclBindingFilter) -> list[AclBinding]:
+        """The bindings the filter matches; AdminError if they cannot be described."""
+        answer = await self._ask_any(DescribeAclsRequest(filter=from_filter(acl_filter)), DescribeAclsResponse)
+        if answer.error_code != ErrorCode.NONE:
+            raise AdminError(ErrorCode.from_code(answer.error_code), answer.error_message or "cannot describe ACLs")
+        return [to_binding(d) for d in answer.acls]
+
+    async def create_acls(self, bindings: Sequence[AclBinding]) -> list[tuple[ErrorCode, str | None]]:
+        """Add the bindings: each one's outcome, in order."""
+        answer = await self._ask_any(CreateAclsRequest(creations=[from_binding(b) for b in bindings]),
+                                     CreateAclsResponse)
+        return [(ErrorCode.from_code(r.error_code), r.error_message) for r in answer.results]
+
+    async def delete_acls(self, filters: Sequence[AclBindingFilter]
+                          ) -> list[tuple[ErrorCode, str | None, list[AclBinding]]]:
+        """Delete the bindings each filter matches: each filter's outcome and the bindings it deleted, in order."""
+        answer = await self._ask_any(DeleteAclsRequest(filters=[from_filter(f) for f in filters]), DeleteAclsResponse)
+        return [(ErrorCode.from_code(r.error_code), r.error_message, [to_binding(d) for d in r.matching_acls])
+                for r in answer.filter_results]
+
+    async def _ask_any(self, request: object, answer: type[R]) -> R:
+        """The answer of a live broker (ACLs are the same on each)."""
+        await self.metadata.refresh([])
+        if not self.metadata.brokers:
+            raise AdminError(ErrorCode.BROKER_NOT_AVAILABLE, "no live broker")
+        response = await self._ask(min(self.metadata.brokers), request)
+        if not isinstance(response, answer):
+            raise AdminError(ErrorCode.UNKNOWN_SERVER_ERROR, f"unexpected answer {response!r}")
+        return response
 
     # ----------------------------------------------------------------------------------- consumer groups
 

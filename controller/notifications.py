@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import time
 
 from controller.activity import ControllerActivity
 from controller.context import ControllerContext
@@ -20,7 +19,7 @@ from controller.zk_store import ControllerZkStore
 from protocol.topic_partition import TopicPartition
 from zk import znodes
 from zk.client import DeleteOp, NoNodeError, RolledBackError, ZkClient, ZkError
-from zk.topic_config import CHANGE_EXPIRATION_MS, TOPIC_ENTITY, config_change_sequence, decode_config_change
+from zk.topic_config import TOPIC_ENTITY, config_change_sequence, decode_config_change, purge_expired_changes
 
 log = logging.getLogger("controller")
 
@@ -128,14 +127,5 @@ class Notifications:
             states.queue_changes(batch, elected)
             self._requests.send(batch)
         if topics:
-            await self._purge_config_changes([name for _, name in numbered])
+            await purge_expired_changes(self._zk, znodes.CONFIG_CHANGES_PATH, [name for _, name in numbered])
 
-    async def _purge_config_changes(self, names: list[str]) -> None:
-        """Delete notifications older than CHANGE_EXPIRATION_MS (every reader has seen them by then)."""
-        zk = self._zk
-        now_ms = time.time() * 1000
-        paths = [f"{znodes.CONFIG_CHANGES_PATH}/{name}" for name in names]
-        for path, got in zip(paths, await zk.get_many(paths), strict=True):
-            if got is not None and now_ms - got[1].ctime_ms > CHANGE_EXPIRATION_MS:
-                with contextlib.suppress(NoNodeError):
-                    await zk.delete(path)

@@ -11,13 +11,15 @@ ZkNodeChangeNotificationListener does.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
+import time
 from collections.abc import Callable, Iterable, Mapping
 
 from protocol.errors import ErrorCode, KafkaError
 from zk import znodes
-from zk.client import BadVersionError, CreateOp, NodeExistsError, Op, SetOp, ZkClient
+from zk.client import BadVersionError, CreateOp, NodeExistsError, NoNodeError, Op, SetOp, ZkClient
 
 log = logging.getLogger(__name__)
 
@@ -111,3 +113,14 @@ async def alter_topic_config(
         log.info("Topic %s config is now %s", topic, merged)
         return merged
     raise KafkaError(ErrorCode.UNKNOWN_SERVER_ERROR, f"the config of topic '{topic}' kept changing concurrently")
+
+
+async def purge_expired_changes(zk: ZkClient, root: str, names: list[str]) -> None:
+    """Delete the notifications `names` under `root` older than CHANGE_EXPIRATION_MS (every reader has seen them
+    by then)."""
+    now_ms = time.time() * 1000
+    paths = [f"{root}/{name}" for name in names]
+    for path, got in zip(paths, await zk.get_many(paths), strict=True):
+        if got is not None and now_ms - got[1].ctime_ms > CHANGE_EXPIRATION_MS:
+            with contextlib.suppress(NoNodeError):
+                await zk.delete(path)

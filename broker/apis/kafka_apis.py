@@ -20,6 +20,8 @@ from broker.apis import (
     replicas,
     topics,
 )
+from broker.apis.acls import AclApis, AclStore
+from broker.apis.authorization import GUARDS, Authorizer
 from broker.apis.config_changes import TopicConfigChanges
 from broker.apis.configs import ConfigDescriber, TopicConfigSource
 from broker.apis.elections import LeaderElector
@@ -36,6 +38,7 @@ from broker.apis.topics import TopicController
 from broker.metadata_cache import MetadataCache
 from broker.network import Request, Response
 from broker.replication.replica_manager import ReplicaManager
+from protocol.apis.acls import CreateAclsRequest, DeleteAclsRequest, DescribeAclsRequest
 from protocol.apis.api_versions import ApiVersionsRequest
 from protocol.apis.cluster import DescribeClusterRequest
 from protocol.apis.config_changes import AlterConfigsRequest, IncrementalAlterConfigsRequest
@@ -77,15 +80,22 @@ class GroupCoordinatorApi(GroupMembership, GroupOffsets, GroupAdmin, Protocol):
     """The part of the group coordinator the handlers use."""
 
 
+class AclAuthorizerApi(Authorizer, AclStore, Protocol):
+    """The authorizer: it decides requests and keeps the bindings."""
+
+
 class KafkaApis:
-    """Dispatches each decoded request to the handler registered for its type; every handler answers, none raises."""
+    """Dispatches each decoded request to the handler registered for its type; every handler answers, none raises.
+    With an authorizer, each handler is wrapped in its request type's guard (broker/apis/authorization.py)."""
 
     def __init__(self, broker_id: int, replica_manager: ReplicaManager, metadata_cache: MetadataCache,
                  controller: ControllerApi, zk_state: TopicConfigSource, producer_id_source: ProducerIdSource,
                  group_coordinator: GroupCoordinatorApi, coordinator_locator: CoordinatorLocator,
-                 topic_creation: TopicCreation, config_changes: TopicConfigChanges, log_dirs: LogDirs) -> None:
+                 topic_creation: TopicCreation, config_changes: TopicConfigChanges, log_dirs: LogDirs,
+                 authorizer: AclAuthorizerApi | None = None) -> None:
         configs = ConfigDescriber(broker_id, replica_manager.config, metadata_cache, zk_state)
         metadata = MetadataHandler(metadata_cache, topic_creation)
+        acls = AclApis(authorizer)
         self._handlers: dict[type, Handler] = {
             ApiVersionsRequest: api_versions.handle_api_versions,
             MetadataRequest: metadata.handle_metadata,
@@ -122,7 +132,13 @@ class KafkaApis:
             DescribeGroupsRequest: partial(group_admin.handle_describe_groups, group_coordinator),
             ListGroupsRequest: partial(group_admin.handle_list_groups, group_coordinator),
             DeleteGroupsRequest: partial(group_admin.handle_delete_groups, group_coordinator),
+            DescribeAclsRequest: acls.handle_describe_acls,
+            CreateAclsRequest: acls.handle_create_acls,
+            DeleteAclsRequest: acls.handle_delete_acls,
         }
+        if authorizer is not None:
+            for request_type, guard in GUARDS.items():
+                self._handlers[request_type] = guard(authorizer, self._handlers[request_type])
 
     @property
     def request_types(self) -> frozenset[type]:

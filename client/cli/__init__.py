@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from client.cli.acls import acls_command
 from client.cli.broker import broker_command
 from client.cli.chaos import chaos_group
 from client.cli.cluster import cluster_group
@@ -32,5 +33,5 @@ def main() -> None:
 for command in (broker_command, cluster_group, topic_group, produce_command, consume_command, consumer_groups_command,
                 dump_log, leader_election_command, reassign_partitions_command, delete_records_command,
                 log_dirs_command, replica_verification_command, state_change_log_group, verify_command, chaos_group,
-                console_command):
+                console_command, acls_command):
     main.add_command(command)

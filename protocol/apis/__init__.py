@@ -8,6 +8,7 @@ broker has its handler (broker/apis/kafka_apis.py), never before.
 """
 
 from protocol.apis import (
+    acls,
     api_versions,
     cluster,
     config_changes,
@@ -55,6 +56,9 @@ APIS: dict[int, Api] = {api.api_key: api for api in (
     topics.CREATE_TOPICS,
     topics.DELETE_TOPICS,
     producer_ids.INIT_PRODUCER_ID,
+    acls.DESCRIBE_ACLS,
+    acls.CREATE_ACLS,
+    acls.DELETE_ACLS,
     configs.DESCRIBE_CONFIGS,
     offsets.OFFSETS_FOR_LEADER_EPOCH,
     topics.CREATE_PARTITIONS,

@@ -6,15 +6,16 @@ kafka-topics --alter and confluent-kafka's create_partitions as by `topic alter`
 kafka-delete-records, `delete-records` and confluent-kafka's delete_records, topic configs altered by kafka-configs
 and confluent-kafka's incremental_alter_configs and alter_configs, kafka-log-dirs' and `log-dirs`' replicas and
 sizes, partitions moved by kafka-reassign-partitions and `reassign-partitions --bootstrap-server` and a move
-cancelled (null replicas), and topics created on first use by a producer (or not, with
-auto.create.topics.enable=false, on a 1-broker cluster of its own). One cluster serves every test, each with topics
-of its own."""
+cancelled (null replicas), the ACL apis answering SECURITY_DISABLED without an authorizer, and topics created on
+first use by a producer (or not, with auto.create.topics.enable=false, on a 1-broker cluster of its own). One cluster
+serves every test, each with topics of its own."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import re
+import subprocess
 import uuid
 from pathlib import Path
 
@@ -46,6 +47,7 @@ from tests.integration.clusterutil import (
     zookeeper_of,
 )
 from tests.integration.test_stock_kafka_clients import TIMEOUT_S, kafka_tool
+from tests.kafka_broker import KAFKA_LIBS
 from tests.polling import eventually, wait_for
 from zk.topic_config import read_topic_config
 
@@ -314,3 +316,12 @@ async def test_kafka_log_dirs_and_minikafkas_describe_every_replica_with_its_siz
         segment = Path(broker.log_dir) / f"{topic}-0" / "00000000000000000000.log"
         assert log_dir["partitions"] == [{"partition": f"{topic}-0", "size": segment.stat().st_size,
                                           "offsetLag": 0, "isFuture": False}]
+
+
+def test_acls_without_an_authorizer_answer_security_disabled(cluster: ClusterState) -> None:
+    listed = subprocess.run(["java", "-Xmx256m", "-cp", f"{KAFKA_LIBS}/*", "kafka.admin.AclCommand",
+                             "--bootstrap-server", cluster.bootstrap_servers, "--list"],
+                            capture_output=True, text=True, timeout=TIMEOUT_S * 2)
+    assert listed.returncode != 0 and "SecurityDisabledException: No Authorizer is configured" in listed.stdout
+    ours = cli("acls", "--list", "--bootstrap-server", cluster.bootstrap_servers, check=False)
+    assert ours.returncode != 0 and "SECURITY_DISABLED" in ours.stderr

@@ -61,6 +61,10 @@ SERVED: dict[str, tuple[int, int]] = {
     "OffsetCommit": (1, 9),
     "OffsetFetch": (1, 9),
     "OffsetDelete": (0, 0),
+    # ACLs (kafka-acls): a pattern type from v1, flexible from v2
+    "DescribeAcls": (0, 3),
+    "CreateAcls": (0, 3),
+    "DeleteAcls": (0, 3),
 }
 #: The data formats: the records of __consumer_offsets and the consumer protocol's subscription and assignment.
 DATA = ("OffsetCommitKey", "OffsetCommitValue", "GroupMetadataKey", "GroupMetadataValue",

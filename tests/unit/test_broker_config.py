@@ -60,6 +60,7 @@ def test_server_properties_file_and_overrides(tmp_path: Path):
     (MINIMAL + "unclean.leader.election.enable=maybe\n", "must be true or false"),
     (MINIMAL + "just some words\n", "expected key=value"),
     (MINIMAL + "delete.topic.enable=yes\n", "delete.topic.enable must be true or false"),
+    (MINIMAL + "authorizer.class.name=com.example.Custom\n", "authorizer.class.name: 'com.example.Custom' is not"),
     (MINIMAL + "leader.imbalance.check.interval.seconds=0\n", "leader.imbalance.check.interval.seconds must be at"),
     (MINIMAL + "leader.imbalance.per.broker.percentage=101\n", "leader.imbalance.per.broker.percentage must be"),
 ])
@@ -92,3 +93,17 @@ def test_environment_settings_replace_the_file_and_overrides_replace_both(tmp_pa
     assert BrokerConfig.from_file(path).log.min_insync_replicas == 1  # no environment: the file alone
     with pytest.raises(ConfigError, match=r"min\.insync\.replicas"):
         BrokerConfig.from_file(path, environ={"MINIKAFKA_CFG_MIN_INSYNC_REPLICAS": "two"})
+
+
+def test_authorizer_settings_are_kafkas() -> None:
+    assert BrokerConfig.from_properties(parse_properties(MINIMAL)).authorizer is None
+    for name in ("kafka.security.authorizer.AclAuthorizer", "kafka.security.auth.SimpleAclAuthorizer"):
+        config = BrokerConfig.from_properties(parse_properties(
+            MINIMAL + f"authorizer.class.name={name}\nsuper.users=User:admin;User:broker\n"))
+        assert config.authorizer is not None
+        assert config.authorizer.super_users == {"User:admin", "User:broker"}
+        assert config.authorizer.allow_everyone_if_no_acl_found is False
+    config = BrokerConfig.from_properties(parse_properties(
+        MINIMAL + "authorizer.class.name=kafka.security.authorizer.AclAuthorizer\n"
+                  "allow.everyone.if.no.acl.found=true\n"))
+    assert config.authorizer is not None and config.authorizer.allow_everyone_if_no_acl_found

@@ -207,7 +207,9 @@ def test_the_advertised_versions_are_exactly_those_implemented():
         9: (1, 9), 47: (0, 0),
         # the admin apis: DescribeCluster, CreatePartitions, ElectLeaders, DeleteRecords, AlterConfigs,
         # IncrementalAlterConfigs, DescribeLogDirs, AlterPartitionReassignments, ListPartitionReassignments
-        60: (0, 1), 37: (0, 3), 43: (0, 2), 21: (0, 2), 33: (0, 2), 44: (0, 1), 35: (0, 4), 45: (0, 0), 46: (0, 0)}
+        60: (0, 1), 37: (0, 3), 43: (0, 2), 21: (0, 2), 33: (0, 2), 44: (0, 1), 35: (0, 4), 45: (0, 0), 46: (0, 0),
+        # the ACL apis: DescribeAcls, CreateAcls, DeleteAcls
+        29: (0, 3), 30: (0, 3), 31: (0, 3)}
     assert set(KAFKA_APIS) == {entry["api_key"] for entry in advertised()}
 
 

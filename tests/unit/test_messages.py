@@ -10,6 +10,18 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from protocol.apis import API_BY_REQUEST_TYPE, APIS, supported_api_versions
+from protocol.apis.acls import (
+    AclCreationResult,
+    AclEntryDescription,
+    AclFilter,
+    CreateAclsRequest,
+    CreateAclsResponse,
+    DeleteAclsFilterResult,
+    DeleteAclsRequest,
+    DeleteAclsResponse,
+    DescribeAclsRequest,
+    DescribeAclsResponse,
+)
 from protocol.apis.api import ApiKey
 from protocol.apis.api_versions import ApiVersionRange, ApiVersionsRequest, ApiVersionsResponse
 from protocol.apis.cluster import ClusterBroker, DescribeClusterRequest, DescribeClusterResponse
@@ -525,6 +537,24 @@ SAMPLES: dict[int, tuple[Any, Any]] = {
             error_code=0, log_dir="/data/broker-1", total_bytes=10**12, usable_bytes=10**11, topics=[LogDirTopic(
                 name="orders", partitions=[LogDirPartition(partition_index=0, partition_size=4096, offset_lag=0)])])]),
     ),
+    ApiKey.DESCRIBE_ACLS: (
+        DescribeAclsRequest(filter=AclFilter(resource_type_filter=2, resource_name_filter="orders",
+                                             pattern_type_filter=2, operation=1, permission_type=1)),
+        DescribeAclsResponse(error_code=0, acls=[AclEntryDescription(
+            resource_type=2, resource_name="or", pattern_type=4, principal="User:alice", host="*", operation=3,
+            permission_type=3)]),
+    ),
+    ApiKey.CREATE_ACLS: (
+        CreateAclsRequest(creations=[AclEntryDescription(
+            resource_type=3, resource_name="app", principal="User:alice", host="*", operation=3, permission_type=3)]),
+        CreateAclsResponse(results=[AclCreationResult(error_code=0)]),
+    ),
+    ApiKey.DELETE_ACLS: (
+        DeleteAclsRequest(filters=[AclFilter(resource_type_filter=1, principal_filter="User:bob", operation=1,
+                                             permission_type=2)]),
+        DeleteAclsResponse(filter_results=[DeleteAclsFilterResult(error_code=0, matching_acls=[AclEntryDescription(
+            resource_type=2, resource_name="*", principal="User:bob", host="*", operation=4, permission_type=2)])]),
+    ),
     ApiKey.DESCRIBE_CLUSTER: (
         DescribeClusterRequest(),
         DescribeClusterResponse(error_code=0, cluster_id="Wz3hJwq9T0y1e6bRfZbBLQ", controller_id=2, brokers=[
@@ -609,6 +639,9 @@ def test_api_table() -> None:
         20: "DeleteTopics",
         22: "InitProducerId",
         23: "OffsetsForLeaderEpoch",
+        29: "DescribeAcls",
+        30: "CreateAcls",
+        31: "DeleteAcls",
         32: "DescribeConfigs",
         37: "CreatePartitions",
         42: "DeleteGroups",

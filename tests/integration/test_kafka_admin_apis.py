@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import time
 import uuid
 from pathlib import Path
 
@@ -189,6 +190,30 @@ def test_kafka_delete_records_minikafkas_and_confluent_kafka_move_the_log_start_
     assert beyond.value.args[0].code() == KafkaError.OFFSET_OUT_OF_RANGE
     beyond_ours = cli(*ours, offsets_file(tmp_path, "beyond.json", topic, {2: 99}), check=False)
     assert beyond_ours.returncode == 1 and f"partition: {topic}-2\terror: OFFSET_OUT_OF_RANGE" in beyond_ours.stdout
+
+
+def test_kafka_get_offsets_finds_the_largest_timestamps_first_record_and_the_log_start(cluster: ClusterState) -> None:
+    topic = f"offsets-{uuid.uuid4().hex[:8]}"
+    asyncio.run(create_topic(cluster, topic, partitions=1, replication_factor=2))
+    now = int(time.time() * 1000)
+    stamps = [now, now + 40, now + 20, now + 40, now + 10]  # the largest first at offset 1
+    producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "acks": "all", "linger.ms": 0})
+    for i, stamp in enumerate(stamps):
+        producer.produce(topic, value=b"v%d" % i, partition=0, timestamp=stamp)
+        assert producer.flush(TIMEOUT_S) == 0  # a batch each
+
+    def get_offsets(when: int) -> str:
+        return kafka_tool("org.apache.kafka.tools.GetOffsetShell", "--bootstrap-server", cluster.bootstrap_servers,
+                          "--topic", topic, "--time", str(when)).strip()
+
+    assert get_offsets(-3) == f"{topic}:0:1"  # ListOffsets v7+: the max timestamp (KIP-734)
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+    [deleted] = admin.delete_records([TopicPartition(topic, 0, 2)]).values()
+    assert deleted.result(TIMEOUT_S).low_watermark == 2
+    assert get_offsets(-4) == f"{topic}:0:2"  # v8: the local log start, all of the log here
+    assert get_offsets(-3) == f"{topic}:0:3"  # the first record with it that is left
+    [latest] = admin.list_offsets({TopicPartition(topic, 0): OffsetSpec.max_timestamp()}).values()
+    assert (latest.result(TIMEOUT_S).offset, latest.result(TIMEOUT_S).timestamp) == (3, now + 40)
 
 
 REASSIGN = "org.apache.kafka.tools.reassign.ReassignPartitionsCommand"

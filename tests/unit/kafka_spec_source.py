@@ -28,7 +28,8 @@ JARS = tuple(ROOT / "build" / "kafka" / "libs" / f"{name}-{KAFKA_VERSION}.jar"
 SERVED: dict[str, tuple[int, int]] = {
     "Produce": (3, 8),
     "Fetch": (4, 11),
-    "ListOffsets": (1, 5),
+    # v6 is flexible, v7 looks up the largest timestamp (KIP-734), v8 the local log start (KIP-405)
+    "ListOffsets": (1, 8),
     # v10+ answer with topic ids, v12 takes topics asked for by id
     "Metadata": (0, 12),
     # v3 is flexible and names the client's software (KIP-511); v4 is v3's format (Kafka 3.9's clients send it)

@@ -36,9 +36,11 @@ SERVED: dict[str, tuple[int, int]] = {
     "ApiVersions": (0, 4),
     "CreateTopics": (2, 4),
     "DeleteTopics": (1, 3),
-    "InitProducerId": (0, 1),
-    "OffsetForLeaderEpoch": (2, 3),
-    "DescribeConfigs": (1, 3),
+    # v2 is flexible, v3 names the producer that asks again (its id and epoch), v4 and v5 add error codes of
+    # transactions
+    "InitProducerId": (0, 5),
+    "OffsetForLeaderEpoch": (2, 4),
+    "DescribeConfigs": (1, 4),
     # the admin apis
     "DescribeCluster": (0, 1),
     "CreatePartitions": (0, 3),

@@ -15,6 +15,7 @@ from broker.apis import (
     offsets,
     produce,
     producer_ids,
+    producers,
     reassignments,
     replica_control,
     replicas,
@@ -56,6 +57,7 @@ from protocol.apis.metadata import MetadataRequest
 from protocol.apis.offsets import ListOffsetsRequest, OffsetsForLeaderEpochRequest
 from protocol.apis.produce import ProduceRequest
 from protocol.apis.producer_ids import InitProducerIdRequest
+from protocol.apis.producers import DescribeProducersRequest
 from protocol.apis.reassignments import AlterPartitionReassignmentsRequest, ListPartitionReassignmentsRequest
 from protocol.apis.records_deletion import DeleteRecordsRequest
 from protocol.apis.replica_control import (
@@ -100,6 +102,7 @@ class KafkaApis:
             ListOffsetsRequest: partial(offsets.handle_list_offsets, replica_manager),
             OffsetsForLeaderEpochRequest: partial(offsets.handle_offsets_for_leader_epoch, replica_manager),
             DeleteRecordsRequest: partial(offsets.handle_delete_records, replica_manager),
+            DescribeProducersRequest: partial(producers.handle_describe_producers, replica_manager),
             DescribeLogDirsRequest: partial(handle_describe_log_dirs, log_dirs),
             LeaderAndIsrRequest: partial(replica_control.handle_leader_and_isr, replica_manager),
             UpdateMetadataRequest: partial(replica_control.handle_update_metadata, replica_manager, metadata_cache),

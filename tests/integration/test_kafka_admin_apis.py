@@ -35,6 +35,7 @@ from client.admin import Admin, Reassignment
 from client.cluster import ClusterState, load_cluster
 from client.producer import Producer as MinikafkaProducer
 from protocol.errors import ErrorCode
+from protocol.records import iter_batches
 from tests.integration.clusterutil import (
     cli,
     cluster_fixture,
@@ -214,6 +215,31 @@ def test_kafka_get_offsets_finds_the_largest_timestamps_first_record_and_the_log
     assert get_offsets(-3) == f"{topic}:0:3"  # the first record with it that is left
     [latest] = admin.list_offsets({TopicPartition(topic, 0): OffsetSpec.max_timestamp()}).values()
     assert (latest.result(TIMEOUT_S).offset, latest.result(TIMEOUT_S).timestamp) == (3, now + 40)
+
+
+def test_kafka_transactions_describe_producers_shows_each_idempotent_producers_last_batch(
+        cluster: ClusterState) -> None:
+    topic = f"producers-{uuid.uuid4().hex[:8]}"
+    asyncio.run(create_topic(cluster, topic, partitions=1, replication_factor=2))
+    for sends in (3, 5):  # two producers, each with a producer id of its own
+        producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "enable.idempotence": True})
+        for i in range(sends):
+            producer.produce(topic, value=b"v%d" % i, partition=0)
+            assert producer.flush(TIMEOUT_S) == 0  # a batch each
+    leader = next(b for b in cluster.brokers if (Path(b.log_dir) / f"{topic}-0").exists())
+    segment = Path(leader.log_dir) / f"{topic}-0" / "00000000000000000000.log"
+    last = {}  # producer id -> the header of its last batch, in the log
+    for _position, header in iter_batches(segment.read_bytes()):
+        last[header.producer_id] = header
+    said = kafka_tool("org.apache.kafka.tools.TransactionsCommand", "--bootstrap-server", cluster.bootstrap_servers,
+                      "describe-producers", "--topic", topic, "--partition", "0")
+    lines = [line.split() for line in said.strip().splitlines()]
+    assert lines[0] == ["ProducerId", "ProducerEpoch", "LatestCoordinatorEpoch", "LastSequence", "LastTimestamp",
+                        "CurrentTransactionStartOffset"], said
+    assert sorted(lines[1:]) == sorted(
+        [str(producer_id), str(h.producer_epoch), "-1", str(h.base_sequence + h.last_offset_delta),
+         str(h.max_timestamp), "None"] for producer_id, h in last.items()), said
+    assert sorted(h.base_sequence + h.last_offset_delta for h in last.values()) == [2, 4]
 
 
 REASSIGN = "org.apache.kafka.tools.reassign.ReassignPartitionsCommand"

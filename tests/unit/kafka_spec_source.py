@@ -51,6 +51,7 @@ SERVED: dict[str, tuple[int, int]] = {
     "DescribeLogDirs": (0, 4),
     "AlterPartitionReassignments": (0, 0),
     "ListPartitionReassignments": (0, 0),
+    "DescribeProducers": (0, 0),
     # the group apis: v5 and v6 of FindCoordinator are for transactions' and share groups' coordinators; v0 of
     # OffsetCommit and OffsetFetch kept offsets in ZooKeeper
     "FindCoordinator": (0, 4),

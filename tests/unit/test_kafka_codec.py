@@ -206,8 +206,10 @@ def test_the_advertised_versions_are_exactly_those_implemented():
         10: (0, 4), 11: (0, 9), 12: (0, 4), 13: (0, 5), 14: (0, 5), 15: (0, 5), 16: (0, 5), 42: (0, 2), 8: (1, 9),
         9: (1, 9), 47: (0, 0),
         # the admin apis: DescribeCluster, CreatePartitions, ElectLeaders, DeleteRecords, AlterConfigs,
-        # IncrementalAlterConfigs, DescribeLogDirs, AlterPartitionReassignments, ListPartitionReassignments
-        60: (0, 1), 37: (0, 3), 43: (0, 2), 21: (0, 2), 33: (0, 2), 44: (0, 1), 35: (0, 4), 45: (0, 0), 46: (0, 0)}
+        # IncrementalAlterConfigs, DescribeLogDirs, AlterPartitionReassignments, ListPartitionReassignments,
+        # DescribeProducers
+        60: (0, 1), 37: (0, 3), 43: (0, 2), 21: (0, 2), 33: (0, 2), 44: (0, 1), 35: (0, 4), 45: (0, 0), 46: (0, 0),
+        61: (0, 0)}
     assert set(KAFKA_APIS) == {entry["api_key"] for entry in advertised()}
 
 

@@ -1,5 +1,6 @@
 """InitProducerId on Kafka's wire from v3: a producer asking again names its id and epoch; an idempotent one gets a
-new id, as Kafka gives it (no transactional id), and a request naming one without the other is INVALID_REQUEST."""
+new id, as Kafka gives it (no transactional id), and a request naming one without the other is INVALID_REQUEST.
+DescribeProducers of a partition this broker does not host."""
 
 from __future__ import annotations
 
@@ -9,8 +10,11 @@ import pytest
 
 from broker.apis.producer_ids import handle_init_producer_id
 from broker.network import Response
+from broker.replication.hosted import HostedPartitions
+from broker.replication.producers import describe_producers
 from protocol.apis import KAFKA_APIS
 from protocol.apis.api import ApiKey
+from protocol.apis.producers import DescribeProducersRequest, DescribeProducersTopic
 from protocol.errors import ErrorCode
 from protocol.kafka import codec
 
@@ -48,3 +52,10 @@ def test_an_id_without_an_epoch_or_an_epoch_without_an_id_is_invalid(producer_id
     ids = Ids()
     assert init_producer_id(5, producer_id, producer_epoch, ids) == (ErrorCode.INVALID_REQUEST, -1, -1)
     assert ids.next == 1000
+
+
+def test_describe_producers_of_a_partition_not_hosted_is_unknown_topic_or_partition() -> None:
+    request = DescribeProducersRequest(topics=[DescribeProducersTopic(name="orders", partition_indexes=[0, 3])])
+    [topic] = describe_producers(HostedPartitions(1), request).topics
+    assert [(p.partition_index, p.error_code, p.active_producers) for p in topic.partitions] == [
+        (0, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, []), (3, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, [])]

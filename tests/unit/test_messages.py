@@ -1147,7 +1147,7 @@ def test_fuzz_bodies_behind_a_valid_header(api_key: int, body: Any) -> None:
         decode_response(msgpack.packb(response), api_key)
 
 
-@settings(max_examples=200)
+@settings(max_examples=200, deadline=None)  # no timing: a loaded machine makes any deadline flaky
 @given(st.sampled_from(sorted(SAMPLES)), st.data())
 def test_fuzz_truncated_and_flipped_valid_requests(api_key: int, data: st.DataObject) -> None:
     payload = bytearray(encode_request(header(api_key), SAMPLES[api_key][0]))

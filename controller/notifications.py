@@ -20,7 +20,7 @@ from controller.zk_store import ControllerZkStore
 from protocol.topic_partition import TopicPartition
 from zk import znodes
 from zk.client import DeleteOp, NoNodeError, RolledBackError, ZkClient, ZkError
-from zk.topic_config import CHANGE_EXPIRATION_MS, TOPIC_ENTITY, config_change_sequence, decode_config_change
+from zk.topic_config import CHANGE_EXPIRATION_MS, TOPIC_ENTITY, config_change_sequence, new_config_changes
 
 log = logging.getLogger("controller")
 
@@ -96,23 +96,8 @@ class Notifications:
         election is now enabled elects its offline partitions. Old notifications are purged."""
         if not self._activity.is_active:
             return
-        children = await self._zk.get_children(znodes.CONFIG_CHANGES_PATH)
-        numbered = sorted((seq, name) for name in children if (seq := config_change_sequence(name)) is not None)
-        topics: dict[str, None] = {}
-        fresh = [(seq, name) for seq, name in numbered if seq > self.last_config_change]
-        found = await self._zk.get_many([f"{znodes.CONFIG_CHANGES_PATH}/{name}" for _, name in fresh])
-        for (seq, name), got in zip(fresh, found, strict=True):
-            self.last_config_change = seq
-            if got is None:
-                continue
-            try:
-                entity_type, entity_name = decode_config_change(got[0])
-            except znodes.ZkDataError as e:
-                log.error("Controller %d ignores the config change notification %s: %s", self._activity.broker_id,
-                          name, e)
-                continue
-            if entity_type == TOPIC_ENTITY:
-                topics[entity_name] = None
+        self.last_config_change, entities = await new_config_changes(self._zk, self.last_config_change)
+        topics = dict.fromkeys(name for kind, name in entities if kind == TOPIC_ENTITY)
         cache: dict[str, bool] = {}
         states = self._partition_states
         for topic in topics:
@@ -127,14 +112,15 @@ class Notifications:
             batch = self._requests.new_batch()
             states.queue_changes(batch, elected)
             self._requests.send(batch)
-        if topics:
-            await self._purge_config_changes([name for _, name in numbered])
+        if entities:
+            await self._purge_config_changes()
 
-    async def _purge_config_changes(self, names: list[str]) -> None:
+    async def _purge_config_changes(self) -> None:
         """Delete notifications older than CHANGE_EXPIRATION_MS (every reader has seen them by then)."""
         zk = self._zk
         now_ms = time.time() * 1000
-        paths = [f"{znodes.CONFIG_CHANGES_PATH}/{name}" for name in names]
+        paths = [f"{znodes.CONFIG_CHANGES_PATH}/{name}" for name in await zk.get_children(znodes.CONFIG_CHANGES_PATH)
+                 if config_change_sequence(name) is not None]
         for path, got in zip(paths, await zk.get_many(paths), strict=True):
             if got is not None and now_ms - got[1].ctime_ms > CHANGE_EXPIRATION_MS:
                 with contextlib.suppress(NoNodeError):

@@ -21,8 +21,8 @@ from broker.apis import (
     replicas,
     topics,
 )
-from broker.apis.config_changes import TopicConfigChanges
-from broker.apis.configs import ConfigDescriber, TopicConfigSource
+from broker.apis.config_changes import ConfigChanges
+from broker.apis.configs import BrokerConfigs, ConfigDescriber, TopicConfigSource
 from broker.apis.elections import LeaderElector
 from broker.apis.group_admin import GroupAdmin
 from broker.apis.group_offsets import GroupOffsets
@@ -85,8 +85,9 @@ class KafkaApis:
     def __init__(self, broker_id: int, replica_manager: ReplicaManager, metadata_cache: MetadataCache,
                  controller: ControllerApi, zk_state: TopicConfigSource, producer_id_source: ProducerIdSource,
                  group_coordinator: GroupCoordinatorApi, coordinator_locator: CoordinatorLocator,
-                 topic_creation: TopicCreation, config_changes: TopicConfigChanges, log_dirs: LogDirs) -> None:
-        configs = ConfigDescriber(broker_id, replica_manager.config, metadata_cache, zk_state)
+                 topic_creation: TopicCreation, config_changes: ConfigChanges, log_dirs: LogDirs,
+                 broker_configs: BrokerConfigs) -> None:
+        configs = ConfigDescriber(broker_id, replica_manager.config, metadata_cache, zk_state, broker_configs)
         metadata = MetadataHandler(metadata_cache, topic_creation)
         self._handlers: dict[type, Handler] = {
             ApiVersionsRequest: api_versions.handle_api_versions,

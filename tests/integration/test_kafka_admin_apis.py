@@ -26,13 +26,14 @@ from confluent_kafka.admin import (
     AlterConfigOpType,
     ConfigEntry,
     ConfigResource,
+    ConfigSource,
     NewPartitions,
     OffsetSpec,
 )
 
 from broker.log.checkpoint import read_meta_properties
 from client.admin import Admin, Reassignment
-from client.cluster import ClusterState, load_cluster
+from client.cluster import ClusterState, load_cluster, start_broker
 from client.producer import Producer as MinikafkaProducer
 from protocol.errors import ErrorCode
 from protocol.records import iter_batches
@@ -42,16 +43,20 @@ from tests.integration.clusterutil import (
     cluster_id_in_zookeeper,
     controller_of,
     create_topic,
+    healthy_fixture,
     paused,
     status_json,
+    stop_broker,
     topic_znode,
     zookeeper_of,
 )
 from tests.integration.test_stock_kafka_clients import TIMEOUT_S, kafka_tool
 from tests.polling import eventually, wait_for
-from zk.topic_config import read_topic_config
+from zk import znodes
+from zk.topic_config import BROKER_ENTITY, decode_config_change, read_entity_config, read_topic_config
 
 cluster = cluster_fixture(brokers=3)
+healthy = healthy_fixture()
 #: Kafka's cluster ids: a UUID in URL-safe base64 without padding (Uuid.toString)
 CLUSTER_ID = re.compile(r"[A-Za-z0-9_-]{22}")
 
@@ -299,6 +304,47 @@ async def test_kafka_reassign_partitions_and_minikafkas_over_bootstrap_server_mo
     assert znode is not None and (znode.partitions, znode.adding, znode.removing) == ({0: kept}, {}, {})
 
 
+async def test_kafka_reassign_partitions_cancels_a_move_to_a_stopped_broker_and_clears_the_brokers_throttles(
+        healthy: ClusterState, tmp_path: Path) -> None:
+    cluster = healthy
+    topic = f"cancel-{uuid.uuid4().hex[:8]}"
+    controller, _ = await controller_of(cluster)
+    spare = max({1, 2, 3} - {controller})  # stopped: the new replica cannot catch up, the move stays in progress
+    kept = sorted({1, 2, 3} - {spare})
+    await create_topic(cluster, topic, assignments={0: kept}, in_sync=True)
+    throttles = "leader.replication.throttled.rate=1000000,follower.replication.throttled.rate=1000000"
+    for broker in (1, 2, 3):  # as kafka-reassign-partitions --throttle leaves them
+        kafka_tool("kafka.admin.ConfigCommand", "--bootstrap-server", cluster.bootstrap_servers, "--alter",
+                   "--entity-type", "brokers", "--entity-name", str(broker), "--add-config", throttles)
+    await stop_broker(cluster, spare)
+    plan = plan_file(tmp_path, topic, [spare, kept[0]])
+    moved = (topic, 0)
+    async with zookeeper_of(cluster) as zk:  # as Kafka's tools before 2.5 started one (minikafka's refuses it)
+        await zk.create(znodes.REASSIGN_PARTITIONS_PATH, znodes.encode_reassignment({moved: [spare, kept[0]]}))
+    async with Admin(cluster.broker(controller).address) as admin:
+
+        async def in_progress() -> bool:
+            return await admin.list_partition_reassignments([moved]) == {
+                moved: Reassignment(replicas=[spare, *kept], adding=[spare], removing=[kept[1]])}
+
+        await eventually(in_progress, f"the move of {topic}-0 to stopped broker {spare} in progress")
+    # the tool cancels, then clears the throttles of the live brokers and of the target's, which it waits for
+    cancel = asyncio.create_task(asyncio.to_thread(
+        kafka_tool, REASSIGN, "--bootstrap-server", cluster.bootstrap_servers, "--reassignment-json-file", plan,
+        "--cancel"))
+
+    async def cancelled() -> bool:
+        znode = await topic_znode(cluster, topic)
+        return znode is not None and (znode.partitions, znode.adding, znode.removing) == ({0: kept}, {}, {})
+
+    await eventually(cancelled, f"the move of {topic}-0 cancelled, back to {kept}")
+    await start_broker(cluster.directory, spare)
+    said = await cancel
+    assert f"Successfully cancelled partition reassignment for: {topic}-0" in said, said
+    for broker in (1, 2, 3):
+        assert (await broker_configs_in_zookeeper(cluster, str(broker)))[0] == {}
+
+
 async def test_kafka_configs_and_confluent_kafka_alter_topic_configs_in_zookeeper(cluster: ClusterState) -> None:
     topic = f"configs-{uuid.uuid4().hex[:8]}"
     await create_topic(cluster, topic, partitions=1, replication_factor=1)
@@ -333,6 +379,76 @@ async def test_kafka_configs_and_confluent_kafka_alter_topic_configs_in_zookeepe
 async def read_topic_config_of(cluster: ClusterState, topic: str) -> dict[str, str]:
     async with zookeeper_of(cluster) as zk:
         return await read_topic_config(zk, topic)
+
+
+async def broker_configs_in_zookeeper(cluster: ClusterState, entity: str) -> tuple[dict[str, str], set[str]]:
+    """/config/brokers/<entity> and the entities named by the /config/changes notifications."""
+    async with zookeeper_of(cluster) as zk:
+        changes = await zk.get_many([f"/config/changes/{name}" for name in await zk.get_children("/config/changes")])
+        return (await read_entity_config(zk, BROKER_ENTITY, entity),
+                {"/".join(decode_config_change(got[0])) for got in changes if got is not None})
+
+
+async def test_kafka_configs_alter_brokers_dynamic_configs_which_the_broker_applies_to_its_logs(
+        cluster: ClusterState) -> None:
+    topic = f"dynamic-{uuid.uuid4().hex[:8]}"
+    broker = 2
+    await create_topic(cluster, topic, assignments={0: [broker]}, in_sync=True)
+    configs = ("kafka.admin.ConfigCommand", "--bootstrap-server", cluster.bootstrap_servers, "--entity-type",
+               "brokers")
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+    try:
+        kafka_tool(*configs, "--entity-name", str(broker), "--alter", "--add-config", "log.segment.bytes=2000")
+        kafka_tool(*configs, "--entity-default", "--alter", "--add-config",
+                   "log.cleaner.delete.retention.ms=1000,follower.replication.throttled.rate=1000000")
+        assert (await broker_configs_in_zookeeper(cluster, str(broker)))[0] == {"log.segment.bytes": "2000"}
+        default, changes = await broker_configs_in_zookeeper(cluster, "<default>")
+        assert default == {"log.cleaner.delete.retention.ms": "1000", "follower.replication.throttled.rate": "1000000"}
+        assert {f"brokers/{broker}", "brokers/<default>"} <= changes
+        said = kafka_tool(*configs, "--entity-name", str(broker), "--describe")
+        assert "log.segment.bytes=2000 sensitive=false synonyms={DYNAMIC_BROKER_CONFIG:log.segment.bytes=2000" in said
+        said = kafka_tool(*configs, "--entity-default", "--describe")
+        assert "DYNAMIC_DEFAULT_BROKER_CONFIG:log.cleaner.delete.retention.ms=1000" in said, said
+        [described] = admin.describe_configs([ConfigResource("broker", str(broker))]).values()
+        entry = described.result(TIMEOUT_S)["log.segment.bytes"]
+        assert (entry.value, entry.source, entry.is_read_only) == ("2000", ConfigSource.DYNAMIC_BROKER_CONFIG.value,
+                                                                   False)
+        producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "acks": "all", "linger.ms": 0})
+        for i in range(20):  # a batch each, of about 300 bytes: the broker's log rolls by its dynamic segment size
+            producer.produce(topic, value=b"v" * 200 + b"%d" % i, partition=0)
+            assert producer.flush(TIMEOUT_S) == 0
+        directory = Path(cluster.broker(broker).log_dir) / f"{topic}-0"
+        assert len(list(directory.glob("*.log"))) >= 3
+        refused = ConfigResource("broker", str(broker), incremental_configs=[
+            ConfigEntry("broker.id", "7", incremental_operation=AlterConfigOpType.SET)])
+        with pytest.raises(KafkaException) as read_only:
+            admin.incremental_alter_configs([refused])[refused].result(TIMEOUT_S)
+        assert read_only.value.args[0].code() == KafkaError.INVALID_CONFIG
+    finally:
+        kafka_tool(*configs, "--entity-name", str(broker), "--alter", "--delete-config", "log.segment.bytes")
+        kafka_tool(*configs, "--entity-default", "--alter", "--delete-config",
+                   "log.cleaner.delete.retention.ms,follower.replication.throttled.rate")
+    assert (await broker_configs_in_zookeeper(cluster, str(broker)))[0] == {}
+    assert (await broker_configs_in_zookeeper(cluster, "<default>"))[0] == {}
+
+
+async def test_incremental_alter_configs_appends_to_and_subtracts_from_a_list_config(cluster: ClusterState) -> None:
+    topic = f"lists-{uuid.uuid4().hex[:8]}"
+    await create_topic(cluster, topic, partitions=1, replication_factor=1)
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+
+    def alter(operation: AlterConfigOpType, name: str, value: str) -> None:
+        resource = ConfigResource("topic", topic, incremental_configs=[
+            ConfigEntry(name, value, incremental_operation=operation)])
+        admin.incremental_alter_configs([resource])[resource].result(TIMEOUT_S)
+
+    alter(AlterConfigOpType.APPEND, "cleanup.policy", "compact")  # to Kafka's default, delete
+    assert await read_topic_config_of(cluster, topic) == {"cleanup.policy": "delete,compact"}
+    alter(AlterConfigOpType.SUBTRACT, "cleanup.policy", "delete")
+    assert await read_topic_config_of(cluster, topic) == {"cleanup.policy": "compact"}
+    with pytest.raises(KafkaException) as no_list:
+        alter(AlterConfigOpType.APPEND, "retention.ms", "1")
+    assert no_list.value.args[0].code() == KafkaError.INVALID_REQUEST
 
 
 async def test_kafka_log_dirs_and_minikafkas_describe_every_replica_with_its_size_on_disk(

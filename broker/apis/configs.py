@@ -4,6 +4,7 @@ or the cluster's dynamic broker defaults (the empty broker name), each with its 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Protocol
 
 from broker.apis.handler import Handled
@@ -13,6 +14,7 @@ from broker.dynamic_config import DYNAMIC_CONFIGS
 from broker.log.config import LogConfig, LogConfigError
 from broker.network import Request, Response
 from protocol.apis.configs import (
+    ConfigEntry,
     ConfigResourceType,
     DescribeConfigsRequest,
     DescribeConfigsResource,
@@ -57,6 +59,11 @@ class ConfigDescriber:
     async def handle_describe_configs(self, body: DescribeConfigsRequest, _request: Request) -> Handled:
         return Response(DescribeConfigsResponse(results=[await self._describe(resource, body.include_synonyms)
                                                          for resource in body.resources]))
+
+    def new_topic_configs(self, overrides: Mapping[str, str]) -> list[ConfigEntry]:
+        """The configs of a topic created with `overrides`, as DescribeConfigs lists them (no synonyms)."""
+        return topic_config_entries(self.broker_configs.log_defaults, overrides, None, False,
+                                    self.broker_configs.layers())
 
     async def _describe(self, resource: DescribeConfigsResource, include_synonyms: bool) -> DescribeConfigsResult:
         result = DescribeConfigsResult(error_code=ErrorCode.NONE, resource_type=resource.resource_type,

@@ -141,6 +141,13 @@ async def test_kafka_topics_and_confluent_kafka_add_partitions_where_minikafka_w
     for partition in range(4):  # every new partition has a leader that takes records
         producer.produce(java, value=b"v", partition=partition)
     assert producer.flush(TIMEOUT_S) == 0
+    kafka_tool("org.apache.kafka.tools.TopicCommand", "--bootstrap-server", cluster.bootstrap_servers, "--delete",
+               "--topic", java)  # DeleteTopics v6
+
+    async def deleted() -> bool:
+        return await topic_znode(cluster, java) is None
+
+    await eventually(deleted, f"{java} deleted")
 
 
 async def test_kafka_leader_election_and_confluent_kafka_elect_leaders_reach_the_controller(

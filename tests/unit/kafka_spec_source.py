@@ -34,8 +34,9 @@ SERVED: dict[str, tuple[int, int]] = {
     "Metadata": (0, 12),
     # v3 is flexible and names the client's software (KIP-511); v4 is v3's format (Kafka 3.9's clients send it)
     "ApiVersions": (0, 4),
-    "CreateTopics": (2, 4),
-    "DeleteTopics": (1, 3),
+    # v5 is flexible and answers each topic's configs, v7 its id; v6 of DeleteTopics takes topics by id
+    "CreateTopics": (2, 7),
+    "DeleteTopics": (1, 6),
     # v2 is flexible, v3 names the producer that asks again (its id and epoch), v4 and v5 add error codes of
     # transactions
     "InitProducerId": (0, 5),

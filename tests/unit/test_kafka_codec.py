@@ -199,7 +199,7 @@ def test_record_batches_pass_through_without_being_copied():
 
 def test_the_advertised_versions_are_exactly_those_implemented():
     assert {entry["api_key"]: (entry["min_version"], entry["max_version"]) for entry in advertised()} == {
-        18: (0, 4), 3: (0, 12), 0: (3, 8), 1: (4, 11), 2: (1, 8), 19: (2, 4), 20: (1, 3), 32: (1, 4), 23: (2, 4),
+        18: (0, 4), 3: (0, 12), 0: (3, 8), 1: (4, 11), 2: (1, 8), 19: (2, 7), 20: (1, 6), 32: (1, 4), 23: (2, 4),
         22: (0, 5),
         # the group apis, flexible versions included: FindCoordinator, JoinGroup, Heartbeat, LeaveGroup, SyncGroup,
         # DescribeGroups, ListGroups, DeleteGroups, OffsetCommit, OffsetFetch, OffsetDelete

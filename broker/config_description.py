@@ -29,6 +29,8 @@ TOPIC_CONFIG_TYPES: dict[str, ConfigType] = {
     "max.compaction.lag.ms": ConfigType.LONG,
     "delete.retention.ms": ConfigType.LONG,
     "compression.type": ConfigType.STRING,
+    "leader.replication.throttled.replicas": ConfigType.LIST,
+    "follower.replication.throttled.replicas": ConfigType.LIST,
 }
 _BROKER_NAME_OF = {field: name for name, field in BROKER_NAMES.items()}
 _BUILT_IN = LogConfig()
@@ -84,12 +86,14 @@ def topic_config_entries(broker_defaults: LogConfig, overrides: Mapping[str, str
     for name, field_name in TOPIC_NAMES.items():
         if keys is not None and name not in keys:
             continue
-        broker_name = _BROKER_NAME_OF[field_name]
+        broker_name = _BROKER_NAME_OF.get(field_name)  # none for the throttled replicas lists
         synonyms = [ConfigSynonym(name=name, value=overrides[name], source=ConfigSource.DYNAMIC_TOPIC_CONFIG)
                     ] if name in overrides else []
-        synonyms += layers.synonyms(broker_name, _text(getattr(_BUILT_IN, field_name)))
+        if broker_name is not None:
+            synonyms += layers.synonyms(broker_name, _text(getattr(_BUILT_IN, field_name)))
         entries.append(ConfigEntry(name=name, value=_text(getattr(effective, field_name)),
-                                   config_source=synonyms[0].source, config_type=TOPIC_CONFIG_TYPES[name],
+                                   config_source=synonyms[0].source if synonyms else ConfigSource.DEFAULT_CONFIG,
+                                   config_type=TOPIC_CONFIG_TYPES[name],
                                    synonyms=synonyms if include_synonyms else []))
     return entries
 

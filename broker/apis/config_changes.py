@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable, Mapping
 
 from broker.apis.handler import Handled
 from broker.dynamic_config import check_dynamic_configs
-from broker.log.config import BROKER_NAMES, TOPIC_NAMES, LogConfig
+from broker.log.config import BROKER_NAMES, THROTTLED_REPLICAS, TOPIC_NAMES, LogConfig
 from broker.network import Request, Response
 from protocol.apis.config_changes import (
     AlterConfigsRequest,
@@ -41,7 +41,7 @@ Validate = Callable[[dict[str, str]], object]
 _BUILT_IN = LogConfig()
 LIST_CONFIGS: dict[int, dict[str, str]] = {
     ConfigResourceType.TOPIC: {name: ",".join(getattr(_BUILT_IN, field)) for name, field in TOPIC_NAMES.items()
-                               if field == "cleanup_policy"},
+                               if field in ("cleanup_policy", *THROTTLED_REPLICAS)},
     ConfigResourceType.BROKER: {name: ",".join(getattr(_BUILT_IN, field)) for name, field in BROKER_NAMES.items()
                                 if field == "cleanup_policy"},
 }

@@ -275,14 +275,19 @@ async def test_kafka_reassign_partitions_and_minikafkas_over_bootstrap_server_mo
     await create_topic(cluster, cancelled, assignments={0: kept}, in_sync=True)
     target = [spare, kept[0]]
     tool = (REASSIGN, "--bootstrap-server", cluster.bootstrap_servers, "--reassignment-json-file")
-    said = kafka_tool(*tool, plan_file(tmp_path, java, target), "--execute")
+    said = kafka_tool(*tool, plan_file(tmp_path, java, target), "--execute", "--throttle", "50000000")
     assert f"Successfully started partition reassignment for {java}-0" in said, said
+    throttled = await read_topic_config_of(cluster, java)  # the moving replicas, cleared by --verify when done
+    assert set(throttled) == {"leader.replication.throttled.replicas", "follower.replication.throttled.replicas"}
 
     def java_verified() -> str | None:
         out = kafka_tool(*tool, plan_file(tmp_path, java, target), "--verify")
         return out if f"Reassignment of partition {java}-0 is completed." in out else None
 
     await eventually(java_verified, f"kafka-reassign-partitions --verify to find {java}-0 completed")
+    assert await read_topic_config_of(cluster, java) == {}
+    for broker in (1, 2, 3):
+        assert (await broker_configs_in_zookeeper(cluster, str(broker)))[0] == {}
     ours_plan = ("--bootstrap-server", cluster.bootstrap_servers, "--reassignment-json-file",
                  plan_file(tmp_path, ours, target))
     cli("reassign-partitions", "--execute", *ours_plan)
@@ -453,6 +458,10 @@ async def test_incremental_alter_configs_appends_to_and_subtracts_from_a_list_co
     assert await read_topic_config_of(cluster, topic) == {"cleanup.policy": "delete,compact"}
     alter(AlterConfigOpType.SUBTRACT, "cleanup.policy", "delete")
     assert await read_topic_config_of(cluster, topic) == {"cleanup.policy": "compact"}
+    alter(AlterConfigOpType.APPEND, "leader.replication.throttled.replicas", "0:1,0:2")
+    alter(AlterConfigOpType.SUBTRACT, "leader.replication.throttled.replicas", "0:1")
+    assert await read_topic_config_of(cluster, topic) == {"cleanup.policy": "compact",
+                                                          "leader.replication.throttled.replicas": "0:2"}
     with pytest.raises(KafkaException) as no_list:
         alter(AlterConfigOpType.APPEND, "retention.ms", "1")
     assert no_list.value.args[0].code() == KafkaError.INVALID_REQUEST

@@ -91,3 +91,17 @@ def test_append_or_subtract_on_a_config_that_is_no_list_is_an_invalid_request(op
         incremental_changes(ConfigResourceType.TOPIC, {}, [change(operation, "retention.ms", "1")])
     assert refused.value.code is ErrorCode.INVALID_REQUEST and "not allowed for config key: retention.ms" in str(
         refused.value)
+
+
+def test_throttled_replicas_are_a_list_of_partition_broker_items_or_a_star() -> None:
+    topic = ConfigResourceType.TOPIC
+    configs, _ = incremental_changes(topic, {"leader.replication.throttled.replicas": "0:1"}, [
+        change(ConfigOperation.APPEND, "leader.replication.throttled.replicas", "0:2,0:1")])
+    assert configs == {"leader.replication.throttled.replicas": "0:1,0:2"}
+    assert LogConfig().with_topic_overrides(configs).leader_replication_throttled_replicas == ("0:1", "0:2")
+    assert LogConfig().with_topic_overrides({"follower.replication.throttled.replicas": "*"}
+                                            ).follower_replication_throttled_replicas == ("*",)
+    with pytest.raises(ValueError, match="partitionId"):
+        LogConfig().with_topic_overrides({"leader.replication.throttled.replicas": "0:1,*"})
+    [entry] = topic_config_entries(LogConfig(), {}, ["follower.replication.throttled.replicas"], True)
+    assert (entry.value, entry.config_source, entry.synonyms) == ("", ConfigSource.DEFAULT_CONFIG, [])

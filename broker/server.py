@@ -18,7 +18,7 @@ from typing import TypeVar
 
 import uvloop
 
-from broker.apis.config_changes import TopicConfigChanges
+from broker.apis.config_changes import ConfigChanges
 from broker.apis.kafka_apis import KafkaApis
 from broker.authorizer.authorizer import AclAuthorizer, install_authorizer_log
 from broker.auto_topic_creation import AutoTopicCreationManager
@@ -27,6 +27,7 @@ from broker.controller_client import ControllerClient, ControllerUnreachableErro
 from broker.coordinator.group_shell import GroupCoordinatorShell
 from broker.coordinator.offsets_log import OffsetsLog
 from broker.coordinator.offsets_topic import OffsetsTopic, offsets_topic
+from broker.dynamic_config import DynamicBrokerConfig
 from broker.log.cleaner.cleaner import Owner, no_step
 from broker.log.cleaner.log_cleaner import halt_hook
 from broker.log.config import LogConfig
@@ -103,10 +104,13 @@ class BrokerServer:
             internal={OFFSETS_TOPIC: offsets_topic(groups)})
         self.authorizer = AclAuthorizer(self.zk, config.authorizer) if config.authorizer is not None else None
         coordinators = OffsetsTopic(self.metadata_cache, self.auto_topic_creation, self.group_coordinator.partition_for)
+        self.dynamic_config = DynamicBrokerConfig(config.broker_id, config.properties, self.log_manager,
+                                                  self.zk_state.topic_config)
         self.apis = KafkaApis(config.broker_id, self.replica_manager, self.metadata_cache, self.controller,
                               self.zk_state, self.producer_ids, self.group_coordinator, coordinators,
-                              self.auto_topic_creation, TopicConfigChanges(self.zk, _validate_topic_config),
-                              self.log_manager, self.authorizer)
+                              self.auto_topic_creation,
+                              ConfigChanges(self.zk, _validate_topic_config, config.broker_id, config.properties),
+                              self.log_manager, self.dynamic_config, self.authorizer)
         self.socket_server = SocketServer(config.network, self.apis.handle, self.replica_manager.counters)
         self.metrics = MetricsServer(BrokerCollector(self.replica_manager, self._controller_gauges, self.fetchers,
                                                      self.socket_server, self.group_coordinator.committed_offsets))
@@ -148,6 +152,7 @@ class BrokerServer:
         self.log_manager.start_cleaner(config.cleaner, on_loop(asyncio.get_running_loop()),
                                        halt_hook(os.environ) or no_step)
         self.metadata_cache.cluster_id = cluster_id
+        await self.dynamic_config.start(self.zk)
         if self.authorizer is not None:  # every ACL is known before the first request is served
             await self.authorizer.start()
         bound = await self.socket_server.start()
@@ -221,6 +226,7 @@ class BrokerServer:
         if controlled and self.config.controlled_shutdown_enable:
             await self.controlled_shutdown()
         self.zk.stop_waiting_for_connection()  # what is left to write is not worth zookeeper.connection.timeout.ms
+        self.dynamic_config.stop()
         await self.controller.shutdown()
         await self.fetchers.shutdown()
         await self.socket_server.stop()

@@ -19,7 +19,7 @@ from controller.zk_store import ControllerZkStore
 from protocol.topic_partition import TopicPartition
 from zk import znodes
 from zk.client import DeleteOp, NoNodeError, RolledBackError, ZkClient, ZkError
-from zk.topic_config import TOPIC_ENTITY, config_change_sequence, decode_config_change, purge_expired_changes
+from zk.topic_config import TOPIC_ENTITY, config_change_sequence, new_config_changes, purge_expired_changes
 
 log = logging.getLogger("controller")
 
@@ -95,23 +95,8 @@ class Notifications:
         election is now enabled elects its offline partitions. Old notifications are purged."""
         if not self._activity.is_active:
             return
-        children = await self._zk.get_children(znodes.CONFIG_CHANGES_PATH)
-        numbered = sorted((seq, name) for name in children if (seq := config_change_sequence(name)) is not None)
-        topics: dict[str, None] = {}
-        fresh = [(seq, name) for seq, name in numbered if seq > self.last_config_change]
-        found = await self._zk.get_many([f"{znodes.CONFIG_CHANGES_PATH}/{name}" for _, name in fresh])
-        for (seq, name), got in zip(fresh, found, strict=True):
-            self.last_config_change = seq
-            if got is None:
-                continue
-            try:
-                entity_type, entity_name = decode_config_change(got[0])
-            except znodes.ZkDataError as e:
-                log.error("Controller %d ignores the config change notification %s: %s", self._activity.broker_id,
-                          name, e)
-                continue
-            if entity_type == TOPIC_ENTITY:
-                topics[entity_name] = None
+        self.last_config_change, entities = await new_config_changes(self._zk, self.last_config_change)
+        topics = dict.fromkeys(name for kind, name in entities if kind == TOPIC_ENTITY)
         cache: dict[str, bool] = {}
         states = self._partition_states
         for topic in topics:
@@ -126,6 +111,8 @@ class Notifications:
             batch = self._requests.new_batch()
             states.queue_changes(batch, elected)
             self._requests.send(batch)
-        if topics:
-            await purge_expired_changes(self._zk, znodes.CONFIG_CHANGES_PATH, [name for _, name in numbered])
+        if entities:
+            names = await self._zk.get_children(znodes.CONFIG_CHANGES_PATH)
+            await purge_expired_changes(self._zk, znodes.CONFIG_CHANGES_PATH,
+                                        [name for name in names if config_change_sequence(name) is not None])
 

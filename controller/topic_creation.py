@@ -127,6 +127,7 @@ class TopicCreation:
                     "partitions could not be written; the next controller initialises them"),
                 num_partitions=len(assignment),
                 replication_factor=len(assignment[0]),
+                topic_id=self._context.topic_ids.get(topic.name, "") if topic.name in created else "",
             ))
             if topic.name in created:
                 self._partition_states.record_new_states(batch, topic.name, created[topic.name], "topic created")

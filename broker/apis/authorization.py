@@ -43,6 +43,7 @@ from protocol.apis.metadata import MetadataRequest, MetadataResponse, MetadataTo
 from protocol.apis.offsets import ListOffsetsRequest, OffsetsForLeaderEpochRequest
 from protocol.apis.produce import ProduceRequest
 from protocol.apis.producer_ids import InitProducerIdRequest
+from protocol.apis.producers import DescribeProducersRequest
 from protocol.apis.reassignments import AlterPartitionReassignmentsRequest, ListPartitionReassignmentsRequest
 from protocol.apis.records_deletion import DeleteRecordsRequest
 from protocol.apis.replica_control import (
@@ -319,6 +320,7 @@ GUARDS: dict[type, Guard] = {
     ListOffsetsRequest: topics(Op.DESCRIBE),
     OffsetsForLeaderEpochRequest: replica_or_topics(topics(Op.DESCRIBE, name=lambda item: item.topic), CLUSTER_DENIED),
     DeleteRecordsRequest: topics(Op.DELETE),
+    DescribeProducersRequest: topics(Op.READ),
     InitProducerIdRequest: init_producer_id,
     CreateTopicsRequest: create_topics,
     DeleteTopicsRequest: topics(Op.DELETE, field="topic_names", answers="responses", name=lambda item: item),

@@ -1,20 +1,24 @@
-"""AlterConfigs and IncrementalAlterConfigs for topics: any broker writes the new overrides to /config/topics/<topic>
-with a change notification (zk/topic_config.py, as `minikafka topic alter --config` does), which every broker and
-the controller pick up. Overrides are checked as CreateTopics checks them (INVALID_CONFIG); brokers' dynamic configs
-are not kept: setting one is refused with INVALID_REQUEST, deleting them succeeds (there is none to delete; Kafka's
-kafka-reassign-partitions --verify clears its throttles so)."""
+"""AlterConfigs and IncrementalAlterConfigs: any broker writes a topic's new overrides to /config/topics/<topic>
+(zk/topic_config.py, as `minikafka topic alter --config` does), and a broker's dynamic configs to
+/config/brokers/<id> (the broker's own id: the admin client sends them to that broker) or, for the empty name, the
+cluster default /config/brokers/<default>, each with its change notification, which every broker and the
+controller pick up. Topic overrides are checked as CreateTopics checks them, brokers' as broker/dynamic_config.py
+says (INVALID_CONFIG). IncrementalAlterConfigs appends to and subtracts from list configs as Kafka does."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 
 from broker.apis.handler import Handled
+from broker.dynamic_config import check_dynamic_configs
+from broker.log.config import BROKER_NAMES, THROTTLED_REPLICAS, TOPIC_NAMES, LogConfig
 from broker.network import Request, Response
 from protocol.apis.config_changes import (
     AlterConfigsRequest,
     AlterConfigsResponse,
     AlterConfigsResult,
     ConfigOperation,
+    IncrementalAlterableConfig,
     IncrementalAlterConfigsRequest,
     IncrementalAlterConfigsResponse,
 )
@@ -22,17 +26,66 @@ from protocol.apis.configs import ConfigResourceType
 from protocol.errors import ErrorCode, KafkaError
 from zk import znodes
 from zk.client import ZkClient
-from zk.topic_config import alter_topic_config, read_topic_config
+from zk.topic_config import (
+    BROKER_ENTITY,
+    DEFAULT_BROKER,
+    alter_entity_config,
+    alter_topic_config,
+    read_entity_config,
+    read_topic_config,
+)
 
 Validate = Callable[[dict[str, str]], object]
 
+#: The list-typed configs APPEND and SUBTRACT apply to, with Kafka's default (the value they change when unset).
+_BUILT_IN = LogConfig()
+LIST_CONFIGS: dict[int, dict[str, str]] = {
+    ConfigResourceType.TOPIC: {name: ",".join(getattr(_BUILT_IN, field)) for name, field in TOPIC_NAMES.items()
+                               if field in ("cleanup_policy", *THROTTLED_REPLICAS)},
+    ConfigResourceType.BROKER: {name: ",".join(getattr(_BUILT_IN, field)) for name, field in BROKER_NAMES.items()
+                                if field == "cleanup_policy"},
+}
 
-class TopicConfigChanges:
-    """Answers AlterConfigs and IncrementalAlterConfigs by writing topics' overrides to ZooKeeper."""
 
-    def __init__(self, zk: ZkClient, validate: Validate) -> None:
+def incremental_changes(resource_type: int, current: Mapping[str, str], changes: list[IncrementalAlterableConfig]
+                        ) -> tuple[dict[str, str | None], set[str]]:
+    """(configs set, configs deleted) by IncrementalAlterConfigs' operations on `current` (Kafka's
+    prepareIncrementalConfigs); KafkaError INVALID_REQUEST for APPEND or SUBTRACT on a config that is no list."""
+    configs: dict[str, str | None] = {}
+    deleted: set[str] = set()
+    for change in changes:
+        operation = change.config_operation
+        if operation == ConfigOperation.SET:
+            configs[change.name] = change.value
+        elif operation == ConfigOperation.DELETE:
+            deleted.add(change.name)
+        elif operation in (ConfigOperation.APPEND, ConfigOperation.SUBTRACT):
+            lists = LIST_CONFIGS.get(resource_type, {})
+            verb = "append" if operation == ConfigOperation.APPEND else "subtract"
+            if change.name not in lists:
+                raise KafkaError(ErrorCode.INVALID_REQUEST,
+                                 f"Config value {verb} is not allowed for config key: {change.name}")
+            old = configs.get(change.name) or current.get(change.name, lists[change.name])
+            items = [item for item in (old or "").split(",") if item]
+            given = [item for item in (change.value or "").split(",") if item]
+            new = items + [item for item in given if item not in items] if verb == "append" else [
+                item for item in items if item not in given]
+            configs[change.name] = ",".join(new)
+        else:
+            raise KafkaError(ErrorCode.INVALID_REQUEST, f"Unknown operation type {operation} for {change.name}")
+    return configs, deleted
+
+
+class ConfigChanges:
+    """Answers AlterConfigs and IncrementalAlterConfigs by writing topics' overrides and brokers' dynamic configs
+    to ZooKeeper."""
+
+    def __init__(self, zk: ZkClient, validate: Validate, broker_id: int = -1,
+                 static_properties: Mapping[str, str] | None = None) -> None:
         self._zk = zk
         self._validate = validate
+        self._broker_id = broker_id
+        self._static = dict(static_properties or {})
 
     async def handle_alter_configs(self, body: AlterConfigsRequest, _request: Request) -> Handled:
         results = []
@@ -46,35 +99,51 @@ class TopicConfigChanges:
                                                ) -> Handled:
         results = []
         for resource in body.resources:
-            unsupported = [c.name for c in resource.configs
-                           if c.config_operation not in (ConfigOperation.SET, ConfigOperation.DELETE)]
-            if unsupported:
-                results.append(_result(resource.resource_type, resource.resource_name, ErrorCode.INVALID_REQUEST,
-                                       f"only SET and DELETE are served, not for {', '.join(unsupported)}"))
+            kind, name = resource.resource_type, resource.resource_name
+            try:
+                current = await self._current(kind, name)
+                configs, deleted = incremental_changes(kind, current, resource.configs)
+            except KafkaError as e:
+                results.append(_result(kind, name, e.code, e.message))
                 continue
-            configs = {c.name: c.value for c in resource.configs if c.config_operation == ConfigOperation.SET}
-            deleted = [c.name for c in resource.configs if c.config_operation == ConfigOperation.DELETE]
-            results.append(await self._change(resource.resource_type, resource.resource_name, configs, deleted,
-                                              body.validate_only, replace_all=False))
+            results.append(await self._change(kind, name, configs, deleted, body.validate_only, replace_all=False))
         return Response(IncrementalAlterConfigsResponse(responses=results))
+
+    def _broker_entity(self, name: str) -> str:
+        """The ZooKeeper entity of a broker resource: <default> for the empty name, else this broker's id."""
+        if name == "":
+            return DEFAULT_BROKER
+        if name != str(self._broker_id):
+            raise KafkaError(ErrorCode.INVALID_REQUEST,
+                             f"Unexpected broker id, expected {self._broker_id}, but received {name}")
+        return name
+
+    async def _current(self, resource_type: int, name: str) -> dict[str, str]:
+        if resource_type == ConfigResourceType.BROKER:
+            return await read_entity_config(self._zk, BROKER_ENTITY, self._broker_entity(name))
+        if resource_type == ConfigResourceType.TOPIC:
+            return await read_topic_config(self._zk, name)
+        raise KafkaError(ErrorCode.INVALID_REQUEST, f"configs of resource type {resource_type} cannot be altered")
 
     async def _change(self, resource_type: int, name: str, configs: Mapping[str, str | None], deleted: Iterable[str],
                       validate_only: bool, *, replace_all: bool) -> AlterConfigsResult:
-        if resource_type == ConfigResourceType.BROKER and not configs and not replace_all:
-            return _result(resource_type, name, ErrorCode.NONE, None)  # none kept: deleting any is done already
-        if resource_type != ConfigResourceType.TOPIC:
-            return _result(resource_type, name, ErrorCode.INVALID_REQUEST,
-                           "only topics' configs can be altered (brokers' dynamic configs are not kept)")
         nulls = [key for key, value in configs.items() if value is None]
         if nulls:
             return _result(resource_type, name, ErrorCode.INVALID_REQUEST,
                            f"Null value not supported for: {', '.join(nulls)}")
         values = {key: value for key, value in configs.items() if value is not None}
         try:
-            current = await read_topic_config(self._zk, name)
+            current = await self._current(resource_type, name)
             removed = set(current) - set(values) if replace_all else set(deleted)
-            if validate_only:
-                await self._check(name, {k: v for k, v in current.items() if k not in removed} | values)
+            merged = {k: v for k, v in current.items() if k not in removed} | values
+            if resource_type == ConfigResourceType.BROKER:
+                entity = self._broker_entity(name)
+                check_dynamic_configs(self._static, merged)
+                if not validate_only:
+                    await alter_entity_config(self._zk, BROKER_ENTITY, entity, values, removed,
+                                              check=lambda new: check_dynamic_configs(self._static, new))
+            elif validate_only:
+                await self._check(name, merged)
             else:
                 await alter_topic_config(self._zk, name, values, removed, validate=self._validate)
         except KafkaError as e:

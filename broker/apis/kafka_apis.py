@@ -15,6 +15,7 @@ from broker.apis import (
     offsets,
     produce,
     producer_ids,
+    producers,
     reassignments,
     replica_control,
     replicas,
@@ -22,8 +23,8 @@ from broker.apis import (
 )
 from broker.apis.acls import AclApis, AclStore
 from broker.apis.authorization import GUARDS, Authorizer
-from broker.apis.config_changes import TopicConfigChanges
-from broker.apis.configs import ConfigDescriber, TopicConfigSource
+from broker.apis.config_changes import ConfigChanges
+from broker.apis.configs import BrokerConfigs, ConfigDescriber, TopicConfigSource
 from broker.apis.elections import LeaderElector
 from broker.apis.group_admin import GroupAdmin
 from broker.apis.group_offsets import GroupOffsets
@@ -59,6 +60,7 @@ from protocol.apis.metadata import MetadataRequest
 from protocol.apis.offsets import ListOffsetsRequest, OffsetsForLeaderEpochRequest
 from protocol.apis.produce import ProduceRequest
 from protocol.apis.producer_ids import InitProducerIdRequest
+from protocol.apis.producers import DescribeProducersRequest
 from protocol.apis.reassignments import AlterPartitionReassignmentsRequest, ListPartitionReassignmentsRequest
 from protocol.apis.records_deletion import DeleteRecordsRequest
 from protocol.apis.replica_control import (
@@ -91,16 +93,16 @@ class KafkaApis:
     def __init__(self, broker_id: int, replica_manager: ReplicaManager, metadata_cache: MetadataCache,
                  controller: ControllerApi, zk_state: TopicConfigSource, producer_id_source: ProducerIdSource,
                  group_coordinator: GroupCoordinatorApi, coordinator_locator: CoordinatorLocator,
-                 topic_creation: TopicCreation, config_changes: TopicConfigChanges, log_dirs: LogDirs,
-                 authorizer: AclAuthorizerApi | None = None) -> None:
-        configs = ConfigDescriber(broker_id, replica_manager.config, metadata_cache, zk_state)
+                 topic_creation: TopicCreation, config_changes: ConfigChanges, log_dirs: LogDirs,
+                 broker_configs: BrokerConfigs, authorizer: AclAuthorizerApi | None = None) -> None:
+        configs = ConfigDescriber(broker_id, replica_manager.config, metadata_cache, zk_state, broker_configs)
         metadata = MetadataHandler(metadata_cache, topic_creation)
         acls = AclApis(authorizer)
         self._handlers: dict[type, Handler] = {
             ApiVersionsRequest: api_versions.handle_api_versions,
             MetadataRequest: metadata.handle_metadata,
             DescribeClusterRequest: metadata.handle_describe_cluster,
-            CreateTopicsRequest: partial(topics.handle_create_topics, broker_id, controller),
+            CreateTopicsRequest: partial(topics.handle_create_topics, broker_id, controller, configs.new_topic_configs),
             DescribeConfigsRequest: configs.handle_describe_configs,
             AlterConfigsRequest: config_changes.handle_alter_configs,
             IncrementalAlterConfigsRequest: config_changes.handle_incremental_alter_configs,
@@ -110,12 +112,13 @@ class KafkaApis:
             ListOffsetsRequest: partial(offsets.handle_list_offsets, replica_manager),
             OffsetsForLeaderEpochRequest: partial(offsets.handle_offsets_for_leader_epoch, replica_manager),
             DeleteRecordsRequest: partial(offsets.handle_delete_records, replica_manager),
+            DescribeProducersRequest: partial(producers.handle_describe_producers, replica_manager),
             DescribeLogDirsRequest: partial(handle_describe_log_dirs, log_dirs),
             LeaderAndIsrRequest: partial(replica_control.handle_leader_and_isr, replica_manager),
             UpdateMetadataRequest: partial(replica_control.handle_update_metadata, replica_manager, metadata_cache),
             StopReplicaRequest: partial(replica_control.handle_stop_replica, replica_manager),
             ControlledShutdownRequest: partial(replica_control.handle_controlled_shutdown, controller),
-            DeleteTopicsRequest: partial(topics.handle_delete_topics, controller),
+            DeleteTopicsRequest: partial(topics.handle_delete_topics, controller, lambda: metadata_cache.topic_names),
             CreatePartitionsRequest: partial(topics.handle_create_partitions, controller),
             ElectLeadersRequest: partial(elections.handle_elect_leaders, controller),
             AlterPartitionReassignmentsRequest: partial(reassignments.handle_alter_partition_reassignments, controller),

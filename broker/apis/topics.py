@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Protocol
 
 from broker.apis.handler import Handled
 from broker.network import Request, Response
+from protocol.apis.configs import ConfigEntry
 from protocol.apis.topics import (
     CreatePartitionsRequest,
     CreatePartitionsResponse,
     CreateTopicsRequest,
     CreateTopicsResponse,
+    DeletableTopicResult,
     DeleteTopicsRequest,
     DeleteTopicsResponse,
     create_topics_error,
@@ -31,18 +35,42 @@ class TopicController(Protocol):
     async def create_partitions(self, request: CreatePartitionsRequest) -> CreatePartitionsResponse: ...
 
 
-async def handle_create_topics(broker_id: int, controller: TopicController, body: CreateTopicsRequest,
-                               _request: Request) -> Handled:
+#: A new topic's configs as DescribeConfigs lists them, from the overrides it was created with.
+TopicConfigs = Callable[[Mapping[str, str]], list[ConfigEntry]]
+
+
+async def handle_create_topics(broker_id: int, controller: TopicController, configs: TopicConfigs,
+                               body: CreateTopicsRequest, _request: Request) -> Handled:
+    """Answered by the controller (NOT_CONTROLLER on other brokers); each topic created with its configs, as
+    Kafka answers them from v5."""
     if not controller.is_active:
         message = f"broker {broker_id} is not the controller"
         return Response(create_topics_error(body, ErrorCode.NOT_CONTROLLER, message))
-    return Response(await controller.create_topics(body))
+    response = await controller.create_topics(body)
+    asked = {topic.name: topic.configs for topic in body.topics}
+    for result in response.topics:
+        if result.error_code == ErrorCode.NONE and result.name in asked:
+            result.configs = configs(asked[result.name])
+    return Response(response)
 
 
-async def handle_delete_topics(controller: TopicController, body: DeleteTopicsRequest, _request: Request) -> Handled:
+async def handle_delete_topics(controller: TopicController, topic_names: Callable[[], Mapping[str, str]],
+                               body: DeleteTopicsRequest, _request: Request) -> Handled:
     """Answered by the controller (TOPIC_DELETION_DISABLED without delete.topic.enable, else NOT_CONTROLLER on
-    other brokers)."""
-    return Response(await controller.delete_topics(body))
+    other brokers). Topics named by id are those of this broker's metadata (UNKNOWN_TOPIC_ID for another id)."""
+    if not body.topic_ids:
+        return Response(await controller.delete_topics(body))
+    names = topic_names()
+    known = {topic_id: names[topic_id] for topic_id in body.topic_ids if topic_id in names}
+    by_name = replace(body, topic_names=[*body.topic_names, *known.values()], topic_ids=[])
+    response = await controller.delete_topics(by_name)
+    ids = {name: topic_id for topic_id, name in known.items()}
+    for result in response.responses:
+        result.topic_id = ids.get(result.name or "", "")
+    response.responses += [DeletableTopicResult(name=None, topic_id=topic_id, error_code=ErrorCode.UNKNOWN_TOPIC_ID,
+                                                error_message=f"Topic id {topic_id} does not exist.")
+                           for topic_id in body.topic_ids if topic_id not in known]
+    return Response(response)
 
 
 async def handle_create_partitions(controller: TopicController, body: CreatePartitionsRequest,

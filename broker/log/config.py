@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -44,6 +45,10 @@ class LogConfig:
     min_compaction_lag_ms: int = 0
     max_compaction_lag_ms: int = NEVER
     delete_retention_ms: int = 24 * 60 * 60 * 1000
+    #: leader/follower.replication.throttled.replicas: the replicas Kafka's reassignment tool throttles
+    #: ("partition:broker" items, or "*"); kept and described, not enforced (minikafka has no replication quotas).
+    leader_replication_throttled_replicas: tuple[str, ...] = ()
+    follower_replication_throttled_replicas: tuple[str, ...] = ()
 
     @property
     def compact(self) -> bool:
@@ -114,6 +119,8 @@ class LogConfig:
 def _parse(name: str, text: str, source: str) -> object:
     if name == "cleanup_policy":
         return _parse_policy(text, source)
+    if name in THROTTLED_REPLICAS:
+        return _parse_throttled_replicas(name, text, source)
     if name == "min_cleanable_dirty_ratio":
         try:
             return float(text.strip())
@@ -134,6 +141,20 @@ def _parse(name: str, text: str, source: str) -> object:
         return int(text.strip())
     except ValueError:
         raise LogConfigError(f"{_display(name, source)} must be an integer, got {text!r}") from None
+
+
+#: The fields of the throttled replicas lists.
+THROTTLED_REPLICAS = ("leader_replication_throttled_replicas", "follower_replication_throttled_replicas")
+_THROTTLED_REPLICA = re.compile(r"\s*\d+\s*:\s*\d+\s*")
+
+
+def _parse_throttled_replicas(name: str, text: str, source: str) -> tuple[str, ...]:
+    """Kafka's ThrottledReplicaListValidator: "*", or a list of "partition:broker" items."""
+    items = tuple(item.strip() for item in text.split(",")) if text.strip() else ()
+    if items != ("*",) and not all(_THROTTLED_REPLICA.fullmatch(item) for item in items):
+        raise LogConfigError(f"{_display(name, source)} must be the literal '*' or a list of replicas in the "
+                             f"following format: [partitionId]:[brokerId],..., got {text!r}")
+    return items
 
 
 def _parse_policy(text: str, source: str) -> tuple[str, ...]:
@@ -170,6 +191,8 @@ TOPIC_NAMES: dict[str, str] = {
     "max.compaction.lag.ms": "max_compaction_lag_ms",
     "delete.retention.ms": "delete_retention_ms",
     "compression.type": "compression_type",
+    "leader.replication.throttled.replicas": "leader_replication_throttled_replicas",
+    "follower.replication.throttled.replicas": "follower_replication_throttled_replicas",
 }
 
 # Broker-level property -> field (the server.properties names that give the defaults).

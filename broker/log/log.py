@@ -425,6 +425,14 @@ class Log:
                     return found
         return None
 
+    def max_timestamp_and_offset(self) -> tuple[int, int] | None:
+        """``(timestamp, offset)`` of the first record with the log's largest timestamp (KIP-734); None if the
+        log holds no record."""
+        segment = max(self._segments, key=lambda s: s.max_timestamp)  # the first segment holding it
+        if segment.max_timestamp < 0:
+            return None
+        return segment.find_offset_by_timestamp(segment.max_timestamp, self.log_start_offset)
+
     # -- truncation, retention, deletion -----------------------------------------------------
 
     def truncate_to(self, offset: int, *, flush_epochs: bool = True) -> bool:

@@ -45,9 +45,10 @@ class BatchMetadata(NamedTuple):
 
 @dataclass(slots=True)
 class ProducerEntry:
-    """One producer's epoch and its last batches, oldest first."""
+    """One producer's epoch, its last batches, oldest first, and the largest timestamp of the last one."""
 
     epoch: int = NO_PRODUCER_EPOCH
+    last_timestamp: int = -1
     batches: deque[BatchMetadata] = field(default_factory=lambda: deque(maxlen=BATCHES_PER_PRODUCER))
 
     @property
@@ -110,6 +111,7 @@ class ProducerStateManager:
             entry.batches.clear()
         entry.batches.append(BatchMetadata(header.base_sequence, last_sequence(header), header.base_offset,
                                            header.base_offset + header.last_offset_delta))
+        entry.last_timestamp = header.max_timestamp
 
 
 def _check_sequence(producer_id: int, header: BatchHeader, epoch: int, last: int | None) -> None:

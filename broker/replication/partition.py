@@ -24,7 +24,7 @@ from typing import Generic, TypeVar
 
 from broker.log.results import AppendInfo
 from broker.replication.partition_log import PartitionLog
-from protocol.apis.offsets import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
+from protocol.apis.offsets import EARLIEST_LOCAL_TIMESTAMP, EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP
 from protocol.errors import ErrorCode, KafkaError
 from protocol.topic_partition import TopicPartition
 
@@ -273,21 +273,23 @@ class Partition(Generic[LogT]):
         return ReadResult(records, high_watermark, log.log_start_offset, log_end_offset)
 
     def list_offset(self, timestamp: int, *, for_consumer: bool) -> tuple[int, int]:
-        """ListOffsets on the leader: ``(timestamp, offset)`` for EARLIEST_TIMESTAMP (the log start),
-        LATEST_TIMESTAMP (the HW for a consumer, the LEO for a replica), or a timestamp (its first record, if
-        below the HW); -1 for what there is not. While a new leader's HW lags the start of its epoch (the HW was
+        """ListOffsets on the leader: ``(timestamp, offset)`` for EARLIEST_TIMESTAMP or EARLIEST_LOCAL_TIMESTAMP
+        (the log start), LATEST_TIMESTAMP (the HW for a consumer, the LEO for a replica), MAX_TIMESTAMP (the first
+        record with the largest timestamp) or a timestamp (its first record), a record only if below the HW; -1
+        for what there is not. While a new leader's HW lags the start of its epoch (the HW was
         a follower's, a fetch behind the old leader's), a consumer asking for the latest offset, or for a
         timestamp without an offset below the HW, gets OFFSET_NOT_AVAILABLE (retriable) until the followers'
         fetches move the HW up (Kafka's KIP-207): told the HW, it could read to an end below the one the old
         leader gave it, and miss acknowledged records."""
         log = self.log
         lagging = for_consumer and log.high_watermark < self.leader_epoch_start_offset
-        if timestamp == EARLIEST_TIMESTAMP:
+        if timestamp in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
             return NO_TIMESTAMP, log.log_start_offset
         if timestamp == LATEST_TIMESTAMP and not lagging:
             return NO_TIMESTAMP, log.high_watermark if for_consumer else log.log_end_offset
         if timestamp != LATEST_TIMESTAMP:
-            found = log.offset_for_timestamp(timestamp)
+            found = (log.max_timestamp_and_offset() if timestamp == MAX_TIMESTAMP
+                     else log.offset_for_timestamp(timestamp))
             if found is not None and found[1] < log.high_watermark:
                 return found
             if not lagging:

@@ -44,5 +44,8 @@ class PartitionLog(Protocol):
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
         """``(timestamp, offset)`` of the first record with a timestamp >= ``timestamp``; None if none is."""
 
+    def max_timestamp_and_offset(self) -> tuple[int, int] | None:
+        """``(timestamp, offset)`` of the first record with the largest timestamp; None if the log holds none."""
+
     def delete_records(self, offset: int) -> None:
         """Move the log start offset up to ``offset`` (at most the HW)."""

@@ -9,7 +9,7 @@ from broker.config import BrokerConfig
 from broker.log.log import Clock, Log
 from broker.log.manager import LogManager
 from broker.metrics.counters import BrokerCounters
-from broker.replication import offsets
+from broker.replication import offsets, producers
 from broker.replication.background import BackgroundTasks
 from broker.replication.fetch_path import FetchPath
 from broker.replication.hosted import HostedPartitions
@@ -32,6 +32,7 @@ from protocol.apis.offsets import (
     OffsetsForLeaderEpochResponse,
 )
 from protocol.apis.produce import ProduceRequest, ProduceResponse
+from protocol.apis.producers import DescribeProducersRequest, DescribeProducersResponse
 from protocol.apis.records_deletion import DeleteRecordsRequest, DeleteRecordsResponse
 from protocol.apis.replica_control import (
     LeaderAndIsrRequest,
@@ -136,6 +137,9 @@ class ReplicaManager:
 
     def delete_records(self, request: DeleteRecordsRequest) -> DeleteRecordsResponse:
         return offsets.delete_records(self._hosted, request)
+
+    def describe_producers(self, request: DescribeProducersRequest) -> DescribeProducersResponse:
+        return producers.describe_producers(self._hosted, request)
 
     def describe(self, topics: list[str] | None) -> list[Partition[Log]]:
         return self._hosted.describe(topics)

@@ -195,7 +195,7 @@ class ReplicaTransitions:
         configs: dict[str, LogConfig] = {}
         for topic in sorted({tp.topic for tp in new}):
             try:
-                configs[topic] = self._config.log.with_topic_overrides(await self._topic_config(topic))
+                configs[topic] = self._log_manager.default_config.with_topic_overrides(await self._topic_config(topic))
             except (LogConfigError, KafkaError, OSError) as e:
                 log.error("cannot read the config of topic %s: %s", topic, e)
                 failed.update({tp: ErrorCode.KAFKA_STORAGE_ERROR for tp in new if tp.topic == topic})

@@ -23,6 +23,7 @@ from protocol.apis import (
     offsets,
     produce,
     producer_ids,
+    producers,
     reassignments,
     records_deletion,
     replica_control,
@@ -72,6 +73,7 @@ APIS: dict[int, Api] = {api.api_key: api for api in (
     config_changes.ALTER_CONFIGS,
     config_changes.INCREMENTAL_ALTER_CONFIGS,
     cluster.DESCRIBE_CLUSTER,
+    producers.DESCRIBE_PRODUCERS,
     replicas.DESCRIBE_REPLICAS,
 )}
 

@@ -13,6 +13,8 @@ from protocol.kafka.api import Message, spec_codec
 
 LATEST_TIMESTAMP = -1  # ListOffsets: the offset after the last consumable record (the high watermark)
 EARLIEST_TIMESTAMP = -2  # ListOffsets: the log start offset
+MAX_TIMESTAMP = -3  # ListOffsets v7+ (KIP-734): the first record with the largest timestamp
+EARLIEST_LOCAL_TIMESTAMP = -4  # ListOffsets v8+ (KIP-405): the local log start, the log start here (no tiers)
 
 P = TypeVar("P")
 
@@ -22,7 +24,8 @@ P = TypeVar("P")
 
 @message
 class ListOffsetsPartition:
-    """timestamp is LATEST_TIMESTAMP, EARLIEST_TIMESTAMP, or a time in ms."""
+    """timestamp is LATEST_TIMESTAMP, EARLIEST_TIMESTAMP, MAX_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP or a time in
+    ms."""
 
     partition: Int32
     current_leader_epoch: Int32 = -1

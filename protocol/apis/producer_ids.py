@@ -10,10 +10,13 @@ from protocol.kafka.api import spec_codec
 
 @message
 class InitProducerIdRequest:
-    """Ask for a producer id for an idempotent producer (transactional ids are not supported)."""
+    """Ask for a producer id for an idempotent producer (transactional ids are not supported); from v3 a producer
+    asking again names its current id and epoch (both, or neither: -1)."""
 
     transactional_id: str | None = None
     transaction_timeout_ms: Int32 = -1
+    producer_id: Int64 = -1
+    producer_epoch: Int16 = -1
 
 
 @message
@@ -37,6 +40,7 @@ INIT_PRODUCER_ID = Api(
     kafka=spec_codec("InitProducerId",
                      lambda message, _version: InitProducerIdRequest(
                          transactional_id=message["transactional_id"],
-                         transaction_timeout_ms=message["transaction_timeout_ms"]),
+                         transaction_timeout_ms=message["transaction_timeout_ms"],
+                         producer_id=message["producer_id"], producer_epoch=message["producer_epoch"]),
                      lambda body, _version: {"throttle_time_ms": 0, "error_code": body.error_code,
                                              "producer_id": body.producer_id, "producer_epoch": body.producer_epoch}))

@@ -6,9 +6,11 @@ from __future__ import annotations
 from dataclasses import field
 
 from protocol.apis.api import Api, ApiKey
+from protocol.apis.configs import ConfigEntry
 from protocol.codec import Int16, Int32, message
 from protocol.errors import ErrorCode
 from protocol.kafka.api import Message, spec_codec
+from protocol.kafka.primitives import uuid_bytes, uuid_text
 
 # ------------------------------------------------------------------------------------------------ CreateTopics
 
@@ -43,13 +45,15 @@ class CreateTopicsRequest:
 
 @message
 class CreatableTopicResult:
-    """The outcome for one topic."""
+    """The outcome for one topic: once created, its id, partition count, replication factor and configs."""
 
     name: str
     error_code: Int16
     error_message: str | None = None
     num_partitions: Int32 = -1
     replication_factor: Int16 = -1
+    topic_id: str = ""
+    configs: list[ConfigEntry] | None = None
 
 
 @message
@@ -77,8 +81,13 @@ def _create_topics_request(message: Message, _version: int) -> CreateTopicsReque
 
 
 def _create_topics_response(body: CreateTopicsResponse, _version: int) -> Message:
-    return {"throttle_time_ms": 0, "topics": [
-        {"name": t.name, "error_code": t.error_code, "error_message": t.error_message} for t in body.topics]}
+    return {"throttle_time_ms": 0, "topics": [{
+        "name": t.name, "topic_id": uuid_bytes(t.topic_id), "error_code": t.error_code,
+        "error_message": t.error_message, "topic_config_error_code": 0, "num_partitions": t.num_partitions,
+        "replication_factor": t.replication_factor,
+        "configs": None if t.configs is None else [{
+            "name": c.name, "value": c.value, "read_only": c.read_only, "config_source": c.config_source,
+            "is_sensitive": c.is_sensitive} for c in t.configs]} for t in body.topics]}
 
 
 CREATE_TOPICS = Api(ApiKey.CREATE_TOPICS, "CreateTopics", CreateTopicsRequest, CreateTopicsResponse,
@@ -91,19 +100,22 @@ CREATE_TOPICS = Api(ApiKey.CREATE_TOPICS, "CreateTopics", CreateTopicsRequest, C
 
 @message
 class DeleteTopicsRequest:
-    """Delete topics (served by the controller); answered once they are gone, or after timeout_ms."""
+    """Delete topics (served by the controller), by name or (from Kafka's v6) by id; answered once they are gone,
+    or after timeout_ms."""
 
     topic_names: list[str]
     timeout_ms: Int32
+    topic_ids: list[str] = field(default_factory=list)
 
 
 @message
 class DeletableTopicResult:
-    """The outcome for one topic."""
+    """The outcome for one topic (named by its id alone when its id is unknown)."""
 
-    name: str
+    name: str | None
     error_code: Int16
     error_message: str | None = None
+    topic_id: str = ""
 
 
 @message
@@ -117,16 +129,27 @@ class DeleteTopicsResponse:
 def delete_topics_error(request: DeleteTopicsRequest, code: ErrorCode, message: str | None) -> DeleteTopicsResponse:
     """The answer to a DeleteTopics that failed as a whole: the error for every topic."""
     return DeleteTopicsResponse(responses=[
-        DeletableTopicResult(name=name, error_code=code, error_message=message) for name in request.topic_names])
+        DeletableTopicResult(name=name, error_code=code, error_message=message) for name in request.topic_names] + [
+        DeletableTopicResult(name=None, topic_id=topic_id, error_code=code, error_message=message)
+        for topic_id in request.topic_ids])
+
+
+def _delete_topics_request(message: Message, version: int) -> DeleteTopicsRequest:
+    """Topics by name, or from v6 each by name or by id (a null name)."""
+    if version < 6:
+        return DeleteTopicsRequest(topic_names=message["topic_names"], timeout_ms=message["timeout_ms"])
+    topics = message["topics"]
+    return DeleteTopicsRequest(topic_names=[t["name"] for t in topics if t["name"] is not None],
+                               topic_ids=[uuid_text(t["topic_id"]) for t in topics if t["name"] is None],
+                               timeout_ms=message["timeout_ms"])
 
 
 DELETE_TOPICS = Api(
     ApiKey.DELETE_TOPICS, "DeleteTopics", DeleteTopicsRequest, DeleteTopicsResponse, delete_topics_error,
-    kafka=spec_codec("DeleteTopics",
-                     lambda message, _version: DeleteTopicsRequest(topic_names=message["topic_names"],
-                                                                   timeout_ms=message["timeout_ms"]),
+    kafka=spec_codec("DeleteTopics", lambda message, version: _delete_topics_request(message, version),
                      lambda body, _version: {"throttle_time_ms": 0, "responses": [
-                         {"name": r.name, "error_code": r.error_code} for r in body.responses]}))
+                         {"name": r.name, "topic_id": uuid_bytes(r.topic_id), "error_code": r.error_code,
+                          "error_message": r.error_message} for r in body.responses]}))
 
 
 # ------------------------------------------------------------------------------------------------ CreatePartitions

@@ -16,6 +16,7 @@ import asyncio
 import json
 import re
 import subprocess
+import time
 import uuid
 from pathlib import Path
 
@@ -26,32 +27,38 @@ from confluent_kafka.admin import (
     AlterConfigOpType,
     ConfigEntry,
     ConfigResource,
+    ConfigSource,
     NewPartitions,
     OffsetSpec,
 )
 
 from broker.log.checkpoint import read_meta_properties
 from client.admin import Admin, Reassignment
-from client.cluster import ClusterState, load_cluster
+from client.cluster import ClusterState, load_cluster, start_broker
 from client.producer import Producer as MinikafkaProducer
 from protocol.errors import ErrorCode
+from protocol.records import iter_batches
 from tests.integration.clusterutil import (
     cli,
     cluster_fixture,
     cluster_id_in_zookeeper,
     controller_of,
     create_topic,
+    healthy_fixture,
     paused,
     status_json,
+    stop_broker,
     topic_znode,
     zookeeper_of,
 )
 from tests.integration.test_stock_kafka_clients import TIMEOUT_S, kafka_tool
 from tests.kafka_broker import KAFKA_LIBS
 from tests.polling import eventually, wait_for
-from zk.topic_config import read_topic_config
+from zk import znodes
+from zk.topic_config import BROKER_ENTITY, decode_config_change, read_entity_config, read_topic_config
 
 cluster = cluster_fixture(brokers=3)
+healthy = healthy_fixture()
 #: Kafka's cluster ids: a UUID in URL-safe base64 without padding (Uuid.toString)
 CLUSTER_ID = re.compile(r"[A-Za-z0-9_-]{22}")
 
@@ -136,6 +143,13 @@ async def test_kafka_topics_and_confluent_kafka_add_partitions_where_minikafka_w
     for partition in range(4):  # every new partition has a leader that takes records
         producer.produce(java, value=b"v", partition=partition)
     assert producer.flush(TIMEOUT_S) == 0
+    kafka_tool("org.apache.kafka.tools.TopicCommand", "--bootstrap-server", cluster.bootstrap_servers, "--delete",
+               "--topic", java)  # DeleteTopics v6
+
+    async def deleted() -> bool:
+        return await topic_znode(cluster, java) is None
+
+    await eventually(deleted, f"{java} deleted")
 
 
 async def test_kafka_leader_election_and_confluent_kafka_elect_leaders_reach_the_controller(
@@ -193,6 +207,55 @@ def test_kafka_delete_records_minikafkas_and_confluent_kafka_move_the_log_start_
     assert beyond_ours.returncode == 1 and f"partition: {topic}-2\terror: OFFSET_OUT_OF_RANGE" in beyond_ours.stdout
 
 
+def test_kafka_get_offsets_finds_the_largest_timestamps_first_record_and_the_log_start(cluster: ClusterState) -> None:
+    topic = f"offsets-{uuid.uuid4().hex[:8]}"
+    asyncio.run(create_topic(cluster, topic, partitions=1, replication_factor=2))
+    now = int(time.time() * 1000)
+    stamps = [now, now + 40, now + 20, now + 40, now + 10]  # the largest first at offset 1
+    producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "acks": "all", "linger.ms": 0})
+    for i, stamp in enumerate(stamps):
+        producer.produce(topic, value=b"v%d" % i, partition=0, timestamp=stamp)
+        assert producer.flush(TIMEOUT_S) == 0  # a batch each
+
+    def get_offsets(when: int) -> str:
+        return kafka_tool("org.apache.kafka.tools.GetOffsetShell", "--bootstrap-server", cluster.bootstrap_servers,
+                          "--topic", topic, "--time", str(when)).strip()
+
+    assert get_offsets(-3) == f"{topic}:0:1"  # ListOffsets v7+: the max timestamp (KIP-734)
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+    [deleted] = admin.delete_records([TopicPartition(topic, 0, 2)]).values()
+    assert deleted.result(TIMEOUT_S).low_watermark == 2
+    assert get_offsets(-4) == f"{topic}:0:2"  # v8: the local log start, all of the log here
+    assert get_offsets(-3) == f"{topic}:0:3"  # the first record with it that is left
+    [latest] = admin.list_offsets({TopicPartition(topic, 0): OffsetSpec.max_timestamp()}).values()
+    assert (latest.result(TIMEOUT_S).offset, latest.result(TIMEOUT_S).timestamp) == (3, now + 40)
+
+
+def test_kafka_transactions_describe_producers_shows_each_idempotent_producers_last_batch(
+        cluster: ClusterState) -> None:
+    topic = f"producers-{uuid.uuid4().hex[:8]}"
+    asyncio.run(create_topic(cluster, topic, partitions=1, replication_factor=2))
+    for sends in (3, 5):  # two producers, each with a producer id of its own
+        producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "enable.idempotence": True})
+        for i in range(sends):
+            producer.produce(topic, value=b"v%d" % i, partition=0)
+            assert producer.flush(TIMEOUT_S) == 0  # a batch each
+    leader = next(b for b in cluster.brokers if (Path(b.log_dir) / f"{topic}-0").exists())
+    segment = Path(leader.log_dir) / f"{topic}-0" / "00000000000000000000.log"
+    last = {}  # producer id -> the header of its last batch, in the log
+    for _position, header in iter_batches(segment.read_bytes()):
+        last[header.producer_id] = header
+    said = kafka_tool("org.apache.kafka.tools.TransactionsCommand", "--bootstrap-server", cluster.bootstrap_servers,
+                      "describe-producers", "--topic", topic, "--partition", "0")
+    lines = [line.split() for line in said.strip().splitlines()]
+    assert lines[0] == ["ProducerId", "ProducerEpoch", "LatestCoordinatorEpoch", "LastSequence", "LastTimestamp",
+                        "CurrentTransactionStartOffset"], said
+    assert sorted(lines[1:]) == sorted(
+        [str(producer_id), str(h.producer_epoch), "-1", str(h.base_sequence + h.last_offset_delta),
+         str(h.max_timestamp), "None"] for producer_id, h in last.items()), said
+    assert sorted(h.base_sequence + h.last_offset_delta for h in last.values()) == [2, 4]
+
+
 REASSIGN = "org.apache.kafka.tools.reassign.ReassignPartitionsCommand"
 
 
@@ -214,14 +277,19 @@ async def test_kafka_reassign_partitions_and_minikafkas_over_bootstrap_server_mo
     await create_topic(cluster, cancelled, assignments={0: kept}, in_sync=True)
     target = [spare, kept[0]]
     tool = (REASSIGN, "--bootstrap-server", cluster.bootstrap_servers, "--reassignment-json-file")
-    said = kafka_tool(*tool, plan_file(tmp_path, java, target), "--execute")
+    said = kafka_tool(*tool, plan_file(tmp_path, java, target), "--execute", "--throttle", "50000000")
     assert f"Successfully started partition reassignment for {java}-0" in said, said
+    throttled = await read_topic_config_of(cluster, java)  # the moving replicas, cleared by --verify when done
+    assert set(throttled) == {"leader.replication.throttled.replicas", "follower.replication.throttled.replicas"}
 
     def java_verified() -> str | None:
         out = kafka_tool(*tool, plan_file(tmp_path, java, target), "--verify")
         return out if f"Reassignment of partition {java}-0 is completed." in out else None
 
     await eventually(java_verified, f"kafka-reassign-partitions --verify to find {java}-0 completed")
+    assert await read_topic_config_of(cluster, java) == {}
+    for broker in (1, 2, 3):
+        assert (await broker_configs_in_zookeeper(cluster, str(broker)))[0] == {}
     ours_plan = ("--bootstrap-server", cluster.bootstrap_servers, "--reassignment-json-file",
                  plan_file(tmp_path, ours, target))
     cli("reassign-partitions", "--execute", *ours_plan)
@@ -248,6 +316,47 @@ async def test_kafka_reassign_partitions_and_minikafkas_over_bootstrap_server_mo
         assert again == ErrorCode.NO_REASSIGNMENT_IN_PROGRESS
     znode = await topic_znode(cluster, cancelled)
     assert znode is not None and (znode.partitions, znode.adding, znode.removing) == ({0: kept}, {}, {})
+
+
+async def test_kafka_reassign_partitions_cancels_a_move_to_a_stopped_broker_and_clears_the_brokers_throttles(
+        healthy: ClusterState, tmp_path: Path) -> None:
+    cluster = healthy
+    topic = f"cancel-{uuid.uuid4().hex[:8]}"
+    controller, _ = await controller_of(cluster)
+    spare = max({1, 2, 3} - {controller})  # stopped: the new replica cannot catch up, the move stays in progress
+    kept = sorted({1, 2, 3} - {spare})
+    await create_topic(cluster, topic, assignments={0: kept}, in_sync=True)
+    throttles = "leader.replication.throttled.rate=1000000,follower.replication.throttled.rate=1000000"
+    for broker in (1, 2, 3):  # as kafka-reassign-partitions --throttle leaves them
+        kafka_tool("kafka.admin.ConfigCommand", "--bootstrap-server", cluster.bootstrap_servers, "--alter",
+                   "--entity-type", "brokers", "--entity-name", str(broker), "--add-config", throttles)
+    await stop_broker(cluster, spare)
+    plan = plan_file(tmp_path, topic, [spare, kept[0]])
+    moved = (topic, 0)
+    async with zookeeper_of(cluster) as zk:  # as Kafka's tools before 2.5 started one (minikafka's refuses it)
+        await zk.create(znodes.REASSIGN_PARTITIONS_PATH, znodes.encode_reassignment({moved: [spare, kept[0]]}))
+    async with Admin(cluster.broker(controller).address) as admin:
+
+        async def in_progress() -> bool:
+            return await admin.list_partition_reassignments([moved]) == {
+                moved: Reassignment(replicas=[spare, *kept], adding=[spare], removing=[kept[1]])}
+
+        await eventually(in_progress, f"the move of {topic}-0 to stopped broker {spare} in progress")
+    # the tool cancels, then clears the throttles of the live brokers and of the target's, which it waits for
+    cancel = asyncio.create_task(asyncio.to_thread(
+        kafka_tool, REASSIGN, "--bootstrap-server", cluster.bootstrap_servers, "--reassignment-json-file", plan,
+        "--cancel"))
+
+    async def cancelled() -> bool:
+        znode = await topic_znode(cluster, topic)
+        return znode is not None and (znode.partitions, znode.adding, znode.removing) == ({0: kept}, {}, {})
+
+    await eventually(cancelled, f"the move of {topic}-0 cancelled, back to {kept}")
+    await start_broker(cluster.directory, spare)
+    said = await cancel
+    assert f"Successfully cancelled partition reassignment for: {topic}-0" in said, said
+    for broker in (1, 2, 3):
+        assert (await broker_configs_in_zookeeper(cluster, str(broker)))[0] == {}
 
 
 async def test_kafka_configs_and_confluent_kafka_alter_topic_configs_in_zookeeper(cluster: ClusterState) -> None:
@@ -284,6 +393,80 @@ async def test_kafka_configs_and_confluent_kafka_alter_topic_configs_in_zookeepe
 async def read_topic_config_of(cluster: ClusterState, topic: str) -> dict[str, str]:
     async with zookeeper_of(cluster) as zk:
         return await read_topic_config(zk, topic)
+
+
+async def broker_configs_in_zookeeper(cluster: ClusterState, entity: str) -> tuple[dict[str, str], set[str]]:
+    """/config/brokers/<entity> and the entities named by the /config/changes notifications."""
+    async with zookeeper_of(cluster) as zk:
+        changes = await zk.get_many([f"/config/changes/{name}" for name in await zk.get_children("/config/changes")])
+        return (await read_entity_config(zk, BROKER_ENTITY, entity),
+                {"/".join(decode_config_change(got[0])) for got in changes if got is not None})
+
+
+async def test_kafka_configs_alter_brokers_dynamic_configs_which_the_broker_applies_to_its_logs(
+        cluster: ClusterState) -> None:
+    topic = f"dynamic-{uuid.uuid4().hex[:8]}"
+    broker = 2
+    await create_topic(cluster, topic, assignments={0: [broker]}, in_sync=True)
+    configs = ("kafka.admin.ConfigCommand", "--bootstrap-server", cluster.bootstrap_servers, "--entity-type",
+               "brokers")
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+    try:
+        kafka_tool(*configs, "--entity-name", str(broker), "--alter", "--add-config", "log.segment.bytes=2000")
+        kafka_tool(*configs, "--entity-default", "--alter", "--add-config",
+                   "log.cleaner.delete.retention.ms=1000,follower.replication.throttled.rate=1000000")
+        assert (await broker_configs_in_zookeeper(cluster, str(broker)))[0] == {"log.segment.bytes": "2000"}
+        default, changes = await broker_configs_in_zookeeper(cluster, "<default>")
+        assert default == {"log.cleaner.delete.retention.ms": "1000", "follower.replication.throttled.rate": "1000000"}
+        assert {f"brokers/{broker}", "brokers/<default>"} <= changes
+        said = kafka_tool(*configs, "--entity-name", str(broker), "--describe")
+        assert "log.segment.bytes=2000 sensitive=false synonyms={DYNAMIC_BROKER_CONFIG:log.segment.bytes=2000" in said
+        said = kafka_tool(*configs, "--entity-default", "--describe")
+        assert "DYNAMIC_DEFAULT_BROKER_CONFIG:log.cleaner.delete.retention.ms=1000" in said, said
+        [described] = admin.describe_configs([ConfigResource("broker", str(broker))]).values()
+        entry = described.result(TIMEOUT_S)["log.segment.bytes"]
+        assert (entry.value, entry.source, entry.is_read_only) == ("2000", ConfigSource.DYNAMIC_BROKER_CONFIG.value,
+                                                                   False)
+        producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "acks": "all", "linger.ms": 0})
+        for i in range(20):  # a batch each, of about 300 bytes: the broker's log rolls by its dynamic segment size
+            producer.produce(topic, value=b"v" * 200 + b"%d" % i, partition=0)
+            assert producer.flush(TIMEOUT_S) == 0
+        directory = Path(cluster.broker(broker).log_dir) / f"{topic}-0"
+        assert len(list(directory.glob("*.log"))) >= 3
+        refused = ConfigResource("broker", str(broker), incremental_configs=[
+            ConfigEntry("broker.id", "7", incremental_operation=AlterConfigOpType.SET)])
+        with pytest.raises(KafkaException) as read_only:
+            admin.incremental_alter_configs([refused])[refused].result(TIMEOUT_S)
+        assert read_only.value.args[0].code() == KafkaError.INVALID_CONFIG
+    finally:
+        kafka_tool(*configs, "--entity-name", str(broker), "--alter", "--delete-config", "log.segment.bytes")
+        kafka_tool(*configs, "--entity-default", "--alter", "--delete-config",
+                   "log.cleaner.delete.retention.ms,follower.replication.throttled.rate")
+    assert (await broker_configs_in_zookeeper(cluster, str(broker)))[0] == {}
+    assert (await broker_configs_in_zookeeper(cluster, "<default>"))[0] == {}
+
+
+async def test_incremental_alter_configs_appends_to_and_subtracts_from_a_list_config(cluster: ClusterState) -> None:
+    topic = f"lists-{uuid.uuid4().hex[:8]}"
+    await create_topic(cluster, topic, partitions=1, replication_factor=1)
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+
+    def alter(operation: AlterConfigOpType, name: str, value: str) -> None:
+        resource = ConfigResource("topic", topic, incremental_configs=[
+            ConfigEntry(name, value, incremental_operation=operation)])
+        admin.incremental_alter_configs([resource])[resource].result(TIMEOUT_S)
+
+    alter(AlterConfigOpType.APPEND, "cleanup.policy", "compact")  # to Kafka's default, delete
+    assert await read_topic_config_of(cluster, topic) == {"cleanup.policy": "delete,compact"}
+    alter(AlterConfigOpType.SUBTRACT, "cleanup.policy", "delete")
+    assert await read_topic_config_of(cluster, topic) == {"cleanup.policy": "compact"}
+    alter(AlterConfigOpType.APPEND, "leader.replication.throttled.replicas", "0:1,0:2")
+    alter(AlterConfigOpType.SUBTRACT, "leader.replication.throttled.replicas", "0:1")
+    assert await read_topic_config_of(cluster, topic) == {"cleanup.policy": "compact",
+                                                          "leader.replication.throttled.replicas": "0:2"}
+    with pytest.raises(KafkaException) as no_list:
+        alter(AlterConfigOpType.APPEND, "retention.ms", "1")
+    assert no_list.value.args[0].code() == KafkaError.INVALID_REQUEST
 
 
 async def test_kafka_log_dirs_and_minikafkas_describe_every_replica_with_its_size_on_disk(

@@ -28,16 +28,20 @@ JARS = tuple(ROOT / "build" / "kafka" / "libs" / f"{name}-{KAFKA_VERSION}.jar"
 SERVED: dict[str, tuple[int, int]] = {
     "Produce": (3, 8),
     "Fetch": (4, 11),
-    "ListOffsets": (1, 5),
+    # v6 is flexible, v7 looks up the largest timestamp (KIP-734), v8 the local log start (KIP-405)
+    "ListOffsets": (1, 8),
     # v10+ answer with topic ids, v12 takes topics asked for by id
     "Metadata": (0, 12),
     # v3 is flexible and names the client's software (KIP-511); v4 is v3's format (Kafka 3.9's clients send it)
     "ApiVersions": (0, 4),
-    "CreateTopics": (2, 4),
-    "DeleteTopics": (1, 3),
-    "InitProducerId": (0, 1),
-    "OffsetForLeaderEpoch": (2, 3),
-    "DescribeConfigs": (1, 3),
+    # v5 is flexible and answers each topic's configs, v7 its id; v6 of DeleteTopics takes topics by id
+    "CreateTopics": (2, 7),
+    "DeleteTopics": (1, 6),
+    # v2 is flexible, v3 names the producer that asks again (its id and epoch), v4 and v5 add error codes of
+    # transactions
+    "InitProducerId": (0, 5),
+    "OffsetForLeaderEpoch": (2, 4),
+    "DescribeConfigs": (1, 4),
     # the admin apis
     "DescribeCluster": (0, 1),
     "CreatePartitions": (0, 3),
@@ -48,6 +52,7 @@ SERVED: dict[str, tuple[int, int]] = {
     "DescribeLogDirs": (0, 4),
     "AlterPartitionReassignments": (0, 0),
     "ListPartitionReassignments": (0, 0),
+    "DescribeProducers": (0, 0),
     # the group apis: v5 and v6 of FindCoordinator are for transactions' and share groups' coordinators; v0 of
     # OffsetCommit and OffsetFetch kept offsets in ZooKeeper
     "FindCoordinator": (0, 4),

@@ -101,6 +101,10 @@ class MemoryLog:
                         return record.timestamp, record.offset
         return None
 
+    def max_timestamp_and_offset(self) -> tuple[int, int] | None:
+        largest = max((header.max_timestamp for header, _ in self._batches), default=-1)
+        return self.offset_for_timestamp(largest) if largest >= 0 else None
+
     def delete_records(self, offset: int) -> None:
         if offset > self.high_watermark:
             raise OffsetOutOfRangeError(f"{self.tp}: log start {offset} above the HW {self.high_watermark}")

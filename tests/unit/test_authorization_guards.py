@@ -10,7 +10,7 @@ from typing import Any
 
 from broker.apis.acls import AclApis
 from broker.apis.authorization import GUARDS, UNGUARDED
-from broker.apis.config_changes import TopicConfigChanges
+from broker.apis.config_changes import ConfigChanges
 from broker.apis.kafka_apis import KafkaApis
 from broker.network import CLOSE_CONNECTION, Request, Response
 from protocol.acls import AclOperation, ResourceType
@@ -86,7 +86,7 @@ def codes(response: ProduceResponse) -> dict[str, int]:
 
 def test_every_request_has_a_guard_or_is_open_to_anyone() -> None:
     apis = KafkaApis(0, SimpleNamespace(config=None), None, None, None, None, None, None, None,  # type: ignore[arg-type]
-                     TopicConfigChanges(None, dict), None)  # type: ignore[arg-type]
+                     ConfigChanges(None, dict), None, None)  # type: ignore[arg-type]
     assert set(GUARDS) == apis.request_types - UNGUARDED
     assert {ApiVersionsRequest, DescribeClusterRequest} == UNGUARDED
 

@@ -199,15 +199,17 @@ def test_record_batches_pass_through_without_being_copied():
 
 def test_the_advertised_versions_are_exactly_those_implemented():
     assert {entry["api_key"]: (entry["min_version"], entry["max_version"]) for entry in advertised()} == {
-        18: (0, 4), 3: (0, 12), 0: (3, 8), 1: (4, 11), 2: (1, 5), 19: (2, 4), 20: (1, 3), 32: (1, 3), 23: (2, 3),
-        22: (0, 1),
+        18: (0, 4), 3: (0, 12), 0: (3, 8), 1: (4, 11), 2: (1, 8), 19: (2, 7), 20: (1, 6), 32: (1, 4), 23: (2, 4),
+        22: (0, 5),
         # the group apis, flexible versions included: FindCoordinator, JoinGroup, Heartbeat, LeaveGroup, SyncGroup,
         # DescribeGroups, ListGroups, DeleteGroups, OffsetCommit, OffsetFetch, OffsetDelete
         10: (0, 4), 11: (0, 9), 12: (0, 4), 13: (0, 5), 14: (0, 5), 15: (0, 5), 16: (0, 5), 42: (0, 2), 8: (1, 9),
         9: (1, 9), 47: (0, 0),
         # the admin apis: DescribeCluster, CreatePartitions, ElectLeaders, DeleteRecords, AlterConfigs,
-        # IncrementalAlterConfigs, DescribeLogDirs, AlterPartitionReassignments, ListPartitionReassignments
+        # IncrementalAlterConfigs, DescribeLogDirs, AlterPartitionReassignments, ListPartitionReassignments,
+        # DescribeProducers
         60: (0, 1), 37: (0, 3), 43: (0, 2), 21: (0, 2), 33: (0, 2), 44: (0, 1), 35: (0, 4), 45: (0, 0), 46: (0, 0),
+        61: (0, 0),
         # the ACL apis: DescribeAcls, CreateAcls, DeleteAcls
         29: (0, 3), 30: (0, 3), 31: (0, 3)}
     assert set(KAFKA_APIS) == {entry["api_key"] for entry in advertised()}

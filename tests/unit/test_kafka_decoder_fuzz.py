@@ -32,10 +32,11 @@ def _decode(frame: bytes) -> None:
 def valid_frames(draw: st.DrawFn) -> bytes:
     api = draw(st.sampled_from(list(KAFKA_APIS.values())))
     version = draw(st.integers(api.versions.low, api.versions.high))
-    values = draw(message_values(SPECS[f"{api.name}Request"], version))
-    if api.name == "Metadata" and version < 12 and values["topics"]:  # by name only before v12, or refused
-        values["topics"] = [{**t, "name": t["name"] or "t", "topic_id": ZERO_UUID} for t in values["topics"]]
-    body = codec.encode(f"{api.name}Request", version, values)
+    message = draw(message_values(SPECS[f"{api.name}Request"], version))
+    if api.name == "Metadata" and version < 12 and message["topics"]:  # by id only from v12, as Kafka takes them
+        message["topics"] = [{**topic, "name": topic["name"] or "t", "topic_id": ZERO_UUID}
+                             for topic in message["topics"]]
+    body = codec.encode(f"{api.name}Request", version, message)
     client_id = draw(st.one_of(st.none(), st.text(max_size=5)))
     header = struct.pack(">hhi", api.key, version, 1) + (
         b"\xff\xff" if client_id is None else struct.pack(">h", len(client_id.encode())) + client_id.encode())

@@ -195,6 +195,19 @@ def test_offset_for_timestamp_uses_the_time_index(tmp_path):
     assert entries and all(a[0] < b[0] for a, b in itertools.pairwise(entries))
 
 
+def test_the_largest_timestamp_is_found_at_its_first_record_across_segments_and_after_reopening(tmp_path):
+    log = open_log(tmp_path, segment_bytes=2000)
+    assert log.max_timestamp_and_offset() is None
+    stamps = [1000 + (i * 37) % 50 for i in range(50)]  # out of order; the largest, 1049, first at offset 27
+    for stamp in stamps:
+        log.append_as_leader(batch(b"v" * 100, timestamp=stamp), leader_epoch=0)
+    log.append_as_leader(batch(b"a", b"b", b"c", timestamp=1047), leader_epoch=0)  # 1049 again, at offset 52
+    assert len(log.segments) > 2
+    assert log.max_timestamp_and_offset() == (1049, stamps.index(1049)) == (1049, 27)
+    log.close()
+    assert open_log(tmp_path, segment_bytes=2000).max_timestamp_and_offset() == (1049, 27)
+
+
 # -- rolling ---------------------------------------------------------------------------------
 
 

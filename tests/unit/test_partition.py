@@ -8,7 +8,7 @@ import pytest
 
 from broker.replication.partition import NO_OFFSET, NO_TIMESTAMP, LeaderAndIsrState, Partition, Role
 from broker.replication.partition_log import PartitionLog
-from protocol.apis.offsets import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
+from protocol.apis.offsets import EARLIEST_LOCAL_TIMESTAMP, EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP
 from protocol.errors import ErrorCode, KafkaError
 from protocol.topic_partition import TopicPartition
 from tests.unit.logutil import ManualClock, batch, open_log, values_of
@@ -168,11 +168,12 @@ def test_a_new_leader_whose_hw_lags_its_epoch_start_tells_consumers_no_latest_of
     clock = ManualClock()
     new_leader, new_follower = _failed_over_to_the_follower(clock)
     assert (new_leader.leader_epoch_start_offset, new_leader.log.high_watermark) == (2, 1)
-    for timestamp in (LATEST_TIMESTAMP, 2000, 3000):  # the latest; m2's timestamp (at the HW); none
+    for timestamp in (LATEST_TIMESTAMP, 2000, 3000, MAX_TIMESTAMP):  # the latest; m2's (at the HW); none; m2's
         with pytest.raises(KafkaError) as lagging:
             new_leader.list_offset(timestamp, for_consumer=True)
         assert lagging.value.code is ErrorCode.OFFSET_NOT_AVAILABLE and lagging.value.code.retriable
     assert new_leader.list_offset(EARLIEST_TIMESTAMP, for_consumer=True) == (NO_TIMESTAMP, 0)
+    assert new_leader.list_offset(EARLIEST_LOCAL_TIMESTAMP, for_consumer=True) == (NO_TIMESTAMP, 0)
     assert new_leader.list_offset(1000, for_consumer=True) == (1000, 0)  # m1, below the HW
     assert new_leader.list_offset(LATEST_TIMESTAMP, for_consumer=False) == (NO_TIMESTAMP, 2)  # a replica: the LEO
 
@@ -180,6 +181,7 @@ def test_a_new_leader_whose_hw_lags_its_epoch_start_tells_consumers_no_latest_of
     assert new_leader.log.high_watermark == 2
     assert new_leader.list_offset(LATEST_TIMESTAMP, for_consumer=True) == (NO_TIMESTAMP, 2)
     assert new_leader.list_offset(2000, for_consumer=True) == (2000, 1)
+    assert new_leader.list_offset(MAX_TIMESTAMP, for_consumer=True) == (2000, 1)
     assert new_leader.list_offset(3000, for_consumer=True) == (NO_TIMESTAMP, NO_OFFSET)
 
 

@@ -70,11 +70,23 @@ def topic_config_entries(broker_defaults: LogConfig, overrides: Mapping[str, str
 GROUP_SETTING_TYPES: dict[str, ConfigType] = {"offsets.retention.check.interval.ms": ConfigType.LONG}
 
 
+#: Kafka's PASSWORD configs (besides every *.password): never answered, only marked sensitive.
+_SECRETS = ("ssl.keystore.key", "sasl.jaas.config")
+
+
+def is_sensitive(name: str) -> bool:
+    """Whether a broker property is a secret (a password, a private key, a JAAS config), also per listener."""
+    return name.endswith(".password") or name.endswith(_SECRETS)
+
+
 def broker_config_entries(properties: Mapping[str, str], keys: list[str] | None,
                           defaults: Mapping[str, str]) -> list[ConfigEntry]:
-    """The properties the broker was started with, read-only, STATIC_BROKER_CONFIG, and the `defaults` (the group
-    coordinator's settings) it was not given, DEFAULT_CONFIG; all of them, or those in `keys`."""
-    given = [ConfigEntry(name=name, value=value, read_only=True, config_source=ConfigSource.STATIC_BROKER_CONFIG,
+    """The properties the broker was started with, read-only, STATIC_BROKER_CONFIG (a secret without its value,
+    marked sensitive, as Kafka), and the `defaults` (the group coordinator's settings) it was not given,
+    DEFAULT_CONFIG; all of them, or those in `keys`."""
+    given = [ConfigEntry(name=name, value=None, read_only=True, config_source=ConfigSource.STATIC_BROKER_CONFIG,
+                         is_sensitive=True, config_type=ConfigType.PASSWORD) if is_sensitive(name) else
+             ConfigEntry(name=name, value=value, read_only=True, config_source=ConfigSource.STATIC_BROKER_CONFIG,
                          config_type=ConfigType.STRING) for name, value in properties.items()]
     defaulted = [ConfigEntry(name=name, value=value, read_only=True, config_source=ConfigSource.DEFAULT_CONFIG,
                              config_type=GROUP_SETTING_TYPES.get(name, ConfigType.INT))

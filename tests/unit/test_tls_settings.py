@@ -9,7 +9,9 @@ from pathlib import Path
 import pytest
 
 from broker.config import BrokerConfig, ConfigError
+from broker.config_description import broker_config_entries
 from client.certificates import CertificateAuthority
+from protocol.apis.configs import ConfigType
 from transport.tls import TlsConfigError, client_context, listener_settings, peer_principal, server_context
 
 PASSWORD = "keystore-secret"
@@ -157,3 +159,14 @@ def test_a_broker_builds_a_context_per_tls_listener_and_one_for_its_inter_broker
     assert plain.inter_broker_tls is None
     with pytest.raises(ConfigError, match=r"listener CLIENTS: ssl\.client\.auth must be one of"):
         BrokerConfig.from_properties({**props, "listener.name.clients.ssl.client.auth": "maybe"})
+
+
+def test_describe_configs_never_answers_a_secret():
+    entries = {e.name: e for e in broker_config_entries(
+        {"ssl.key.password": "s3cret", "listener.name.clients.ssl.keystore.key": "-----BEGIN", "ssl.client.auth":
+         "required", "listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config": "x password=\"p\";"}, None, {})}
+    assert {name for name, e in entries.items() if e.is_sensitive} == {
+        "ssl.key.password", "listener.name.clients.ssl.keystore.key",
+        "listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config"}
+    assert all(e.value is None and e.config_type == ConfigType.PASSWORD for e in entries.values() if e.is_sensitive)
+    assert entries["ssl.client.auth"].value == "required"

@@ -75,10 +75,11 @@ class TlsAcceptor:
         with contextlib.suppress(OSError):
             host, port = connection.getpeername()[:2]
             peer = f"{host}:{port}"
+        stream = FrameStream(self._max_frame_bytes)
         try:
-            transport, stream = await asyncio.get_running_loop().connect_accepted_socket(
-                lambda: FrameStream(self._max_frame_bytes), connection, ssl=self._context,
-                ssl_handshake_timeout=self._timeout_s)
+            # the second of what it returns is the TLS layer's protocol under uvloop, the stream under asyncio
+            transport, _ = await asyncio.get_running_loop().connect_accepted_socket(
+                lambda: stream, connection, ssl=self._context, ssl_handshake_timeout=self._timeout_s)
         except asyncio.CancelledError:
             connection.close()
             raise

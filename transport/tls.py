@@ -128,8 +128,8 @@ def _load_keystore(context: ssl.SSLContext, settings: Mapping[str, str]) -> bool
         if isinstance(e, TlsConfigError):
             raise
         source = location or certificate or "ssl.keystore.certificate.chain/ssl.keystore.key"
-        raise TlsConfigError(f"cannot load the keystore {source}: {_reason(e)} (is ssl.key.password right?)"
-                             ) from None
+        hint = " (is ssl.key.password right?)" if isinstance(e, ssl.SSLError) else ""
+        raise TlsConfigError(f"cannot load the keystore {source}: {_reason(e)}{hint}") from None
     return True
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import ssl
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,6 +15,7 @@ from broker.log.cleaner.config import CleanerConfig
 from broker.log.config import LogConfig, LogConfigError
 from broker.network import NetworkConfig
 from protocol.endpoint import ListenerConfigError
+from transport.tls import TlsConfigError, client_context, listener_settings, server_context
 from zk.ops import JUTE_MAXBUFFER
 
 log = logging.getLogger(__name__)
@@ -114,6 +116,9 @@ class BrokerConfig:
     #: 0: no metrics server.
     metrics_port: int = 0
     network: NetworkConfig = field(default_factory=NetworkConfig)
+    #: the TLS context of this broker's connections to other brokers (fetchers, controller) when the
+    #: inter-broker listener is TLS: that listener's truststore, and its keystore for client authentication
+    inter_broker_tls: ssl.SSLContext | None = None
     log: LogConfig = field(default_factory=LogConfig)
     cleaner: CleanerConfig = field(default_factory=CleanerConfig)
     group_coordinator: GroupCoordinatorConfig = field(default_factory=GroupCoordinatorConfig)
@@ -171,6 +176,7 @@ class BrokerConfig:
         except ValueError as e:
             raise ConfigError(f"group coordinator settings: {e}") from None
         session_timeout_ms = reader.integer("zookeeper.session.timeout.ms", 18000)
+        tls, inter_broker_tls = _tls_contexts(props, listeners)
         network = NetworkConfig(
             listeners=listeners.listeners,
             num_network_threads=reader.integer("num.network.threads", 3),
@@ -178,6 +184,8 @@ class BrokerConfig:
             queued_max_requests=reader.integer("queued.max.requests", 500),
             socket_request_max_bytes=reader.integer("socket.request.max.bytes", 104857600),
             connections_max_idle_ms=reader.integer("connections.max.idle.ms", 600000),
+            tls=tls,
+            ssl_handshake_timeout_ms=reader.integer("ssl.handshake.timeout.ms", 10000),
         )
         config = cls(
             broker_id=reader.integer("broker.id", None),
@@ -222,6 +230,7 @@ class BrokerConfig:
             source_address=reader.text("source.address", "").strip() or None,
             metrics_port=reader.integer("metrics.port", 0),
             network=network,
+            inter_broker_tls=inter_broker_tls,
             log=log_config,
             cleaner=cleaner,
             group_coordinator=group_coordinator,
@@ -251,6 +260,25 @@ def _authorizer(reader: _Reader) -> AuthorizerConfig | None:
                           f"{', '.join(sorted(ACL_AUTHORIZER_CLASS_NAMES))} (or empty: no authorization)")
     return AuthorizerConfig(super_users=parse_super_users(reader.text("super.users", "")),
                             allow_everyone_if_no_acl_found=reader.boolean("allow.everyone.if.no.acl.found", False))
+
+
+def _tls_contexts(props: Mapping[str, str], listeners: ListenerConfig
+                  ) -> tuple[dict[str, ssl.SSLContext], ssl.SSLContext | None]:
+    """The server context of each TLS listener, and the client context of the inter-broker listener if it is
+    TLS; ConfigError naming the listener for a bad ssl.* setting."""
+    servers: dict[str, ssl.SSLContext] = {}
+    inter_broker = None
+    try:
+        for endpoint in listeners.listeners:
+            name = endpoint.listener_name
+            if endpoint.is_tls:
+                servers[name] = server_context(listener_settings(props, name))
+        name = listeners.inter_broker_listener_name
+        if any(e.listener_name == name and e.is_tls for e in listeners.advertised_listeners):
+            inter_broker = client_context(listener_settings(props, name))
+    except TlsConfigError as e:
+        raise ConfigError(f"listener {name}: {e}") from None
+    return servers, inter_broker
 
 
 class _Reader:

@@ -5,7 +5,7 @@ synonyms and types."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from broker.log.config import BROKER_NAMES, TOPIC_NAMES, LogConfig
 from protocol.apis.configs import ConfigEntry, ConfigSource, ConfigSynonym, ConfigType
@@ -102,6 +102,15 @@ def topic_config_entries(broker_defaults: LogConfig, overrides: Mapping[str, str
 GROUP_SETTING_TYPES: dict[str, ConfigType] = {"offsets.retention.check.interval.ms": ConfigType.LONG}
 
 
+#: Kafka's PASSWORD configs (besides every *.password): never answered, only marked sensitive.
+_SECRETS = ("ssl.keystore.key", "sasl.jaas.config")
+
+
+def is_sensitive(name: str) -> bool:
+    """Whether a broker property is a secret (a password, a private key, a JAAS config), also per listener."""
+    return name.endswith(".password") or name.endswith(_SECRETS)
+
+
 #: Kafka's type of the broker configs that are no log defaults nor group coordinator settings, where not STRING.
 _BROKER_CONFIG_TYPES: dict[str, ConfigType] = {
     "leader.replication.throttled.rate": ConfigType.LONG, "follower.replication.throttled.rate": ConfigType.LONG,
@@ -133,8 +142,12 @@ def broker_config_entries(layers: BrokerConfigLayers, keys: list[str] | None, gr
         log_field = BROKER_NAMES.get(name)
         default = group_defaults.get(name) if log_field is None else _text(getattr(_BUILT_IN, log_field))
         synonyms = layers.synonyms(name, default, per_broker=per_broker)
+        sensitive = is_sensitive(name)
+        if sensitive:  # a secret is never answered, only marked sensitive, as Kafka
+            synonyms = [replace(synonym, value=None) for synonym in synonyms]
         entries.append(ConfigEntry(name=name, value=synonyms[0].value, read_only=name not in dynamic,
-                                   config_source=synonyms[0].source, config_type=_broker_config_type(name,
-                                                                                                     group_defaults),
+                                   config_source=synonyms[0].source, is_sensitive=sensitive,
+                                   config_type=ConfigType.PASSWORD if sensitive else _broker_config_type(
+                                       name, group_defaults),
                                    synonyms=synonyms if include_synonyms else []))
     return entries

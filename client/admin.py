@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import ssl
 import time
 from collections import defaultdict
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
@@ -162,10 +163,12 @@ class Admin(AsyncClosing):
         request_timeout_ms: int = 30000,
         retry_backoff_ms: int = 100,
         client_id: str = "minikafka-admin",
+        tls: ssl.SSLContext | None = None,
         clock: Callable[[], float] = _monotonic_ms,
     ) -> None:
         self.retry_backoff_ms = retry_backoff_ms
-        self.metadata = ClusterMetadata(bootstrap_servers, client_id=client_id, request_timeout_ms=request_timeout_ms)
+        self.metadata = ClusterMetadata(bootstrap_servers, client_id=client_id, request_timeout_ms=request_timeout_ms,
+                                        tls=tls)
         self._clock = clock
 
     async def create_topics(

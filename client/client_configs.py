@@ -14,9 +14,12 @@ from pathlib import Path
 from typing import Any
 
 from broker.config import ConfigError, parse_properties
+from broker.listeners import SECURITY_PROTOCOLS
 from client.assignors import assignors
 from client.producer import parse_acks
 from protocol.compression import CODECS
+from protocol.endpoint import TLS_PROTOCOLS
+from transport.tls import TlsConfigError, client_context
 
 _INT32_MAX = 2**31 - 1
 
@@ -142,11 +145,33 @@ def read_config_file(path: Path) -> dict[str, str]:
         raise ConfigError(f"{path}: {e}") from None
 
 
+def is_security_config(name: str) -> bool:
+    """Whether a client config is one of the security settings (`security_config` reads them together)."""
+    return name == "security.protocol" or name.startswith("ssl.") or name == "enable.ssl.certificate.verification"
+
+
+def security_config(properties: Mapping[str, str]) -> dict[str, Any]:
+    """The client keyword arguments of the security settings: `tls`, a context from the ssl.* settings (Kafka's
+    or librdkafka's names) when security.protocol is SSL or SASL_SSL. ConfigError for a bad setting."""
+    protocol = properties.get("security.protocol", "PLAINTEXT").strip().upper()
+    if protocol not in SECURITY_PROTOCOLS:
+        raise ConfigError(f"invalid value {protocol!r} for config 'security.protocol': one of "
+                          f"{', '.join(SECURITY_PROTOCOLS)}")
+    if protocol not in TLS_PROTOCOLS:
+        return {}
+    try:
+        return {"tls": client_context({k: v for k, v in properties.items() if is_security_config(k)})}
+    except TlsConfigError as e:
+        raise ConfigError(str(e)) from None
+
+
 def _map(properties: Mapping[str, str], known: Mapping[str, tuple[str, Callable[[str], Any]]],
          kind: str) -> ClientConfig:
-    kwargs: dict[str, Any] = {}
+    kwargs: dict[str, Any] = security_config(properties)
     warnings: list[str] = []
     for name, text in properties.items():
+        if is_security_config(name):
+            continue
         if name in known:
             keyword, parse = known[name]
             try:

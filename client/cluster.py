@@ -11,6 +11,7 @@ Layout of the directory::
     broker-<id>/server.properties
     broker-<id>/server.log       the broker's output
     broker-<id>/data/            its log.dirs
+    client.properties, ca.pem... a secured cluster's client settings and certificates (client/cluster_security.py)
 
 Processes are signalled only through the pids recorded in cluster.json, and only after checking that the pid
 still runs the recorded program.
@@ -34,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from client import netsplit
+from client.cluster_security import ADMIN_USER, SCRAM_MECHANISM, create_admin_user, prepare
 from protocol.apis.metadata import MetadataRequest, MetadataResponse
 from protocol.errors import KafkaError
 from transport.connection import BrokerConnection, KafkaConnectionError
@@ -71,7 +73,8 @@ class ZooKeeperProcess:
 
 @dataclass(frozen=True, slots=True)
 class BrokerProcess:
-    """One broker: its id, listener, process, server.properties and log directory, and its metrics port (0: none)."""
+    """One broker: its id, listener, process, server.properties and log directory, its metrics port (0: none) and
+    the port of its secured listener (0: none)."""
 
     id: int
     host: str
@@ -80,10 +83,16 @@ class BrokerProcess:
     config: str
     log_dir: str
     metrics_port: int = 0
+    secure_port: int = 0
 
     @property
     def address(self) -> str:
         return f"{self.host}:{self.port}"
+
+    @property
+    def kafka_address(self) -> str:
+        """Where clients connect: the secured listener if there is one, else the plaintext one."""
+        return f"{self.host}:{self.secure_port}" if self.secure_port else self.address
 
     @property
     def metrics_address(self) -> str | None:
@@ -107,6 +116,11 @@ class ClusterState:
     @property
     def bootstrap_servers(self) -> str:
         return ",".join(broker.address for broker in self.brokers)
+
+    @property
+    def kafka_bootstrap_servers(self) -> str:
+        """The brokers' secured listeners (their plaintext ones in a plaintext cluster)."""
+        return ",".join(broker.kafka_address for broker in self.brokers)
 
     def broker(self, broker_id: int) -> BrokerProcess:
         for broker in self.brokers:
@@ -147,6 +161,7 @@ class ClusterState:
                     config=str(b["config"]),
                     log_dir=str(b["log_dir"]),
                     metrics_port=int(b.get("metrics_port", 0)),
+                    secure_port=int(b.get("secure_port", 0)),
                 )
                 for b in data["brokers"]
             ),
@@ -159,13 +174,15 @@ class ClusterState:
 
 def server_properties(
     broker_id: int, port: int, log_dir: Path, zookeeper_connect: str, overrides: Mapping[str, str] | None = None,
-    *, host: str = HOST, metrics_port: int = 0,
+    *, host: str = HOST, metrics_port: int = 0, secured: tuple[str, int] | None = None,
 ) -> str:
-    """A broker's server.properties: id, listener and source address on `host`, log.dirs and zookeeper.connect,
-    metrics.port when given, then the overrides (which replace those keys too)."""
+    """A broker's server.properties: id, listener and source address on `host` (and a `secured` (listener name,
+    port) beside the plaintext listener), log.dirs and zookeeper.connect, metrics.port when given, then the
+    overrides (which replace those keys too)."""
+    listeners = f"PLAINTEXT://{host}:{port}" + (f",{secured[0]}://{host}:{secured[1]}" if secured else "")
     settings = {
         "broker.id": str(broker_id),
-        "listeners": f"PLAINTEXT://{host}:{port}",
+        "listeners": listeners,
         "source.address": host,
         "log.dirs": str(log_dir),
         "zookeeper.connect": zookeeper_connect,
@@ -473,12 +490,14 @@ async def cluster_up(
     zookeeper_port: int = 0,
     zookeeper_jvm_flags: Sequence[str] = (),
     timeout_s: float = 60.0,
+    security: str = "plaintext",
 ) -> ClusterState:
     """Start ZooKeeper and `brokers` brokers (ids 1..N) described in `directory` and wait until every broker
     lists all of them and a controller. Data of an earlier cluster in the directory is kept. On failure,
     everything started is stopped again. ZooKeeper's JVM gets `zookeeper_jvm_flags`; a -Djute.maxbuffer=N among
     them is the brokers' zookeeper.jute.maxbuffer too, unless `overrides` set it; so are the development settings
-    (`development_settings`)."""
+    (`development_settings`). With a `security` other than plaintext every broker gets a secured listener too
+    (client/cluster_security.py), and the directory the client settings to reach it."""
     if not 1 <= brokers <= MAX_BROKERS:
         raise ClusterError(f"a cluster has 1 to {MAX_BROKERS} brokers, not {brokers}")
     directory = directory.resolve()
@@ -504,17 +523,29 @@ async def cluster_up(
     try:
         _heal_if_possible(state)  # cuts left by an earlier cluster on these addresses
         hosts = [member_address(block, broker_id) for broker_id in range(1, brokers + 1)]
-        ports = [base_port + i for i in range(brokers)] if base_port else _free_ports(hosts)
+        ports = [base_port + i for i in range(2 * brokers)] if base_port else _free_ports(hosts + hosts)
+        ports, secure_ports = ports[:brokers], ports[brokers:]
         scraped = metrics_ports(hosts, overrides)
-        for broker_id, (host, port, metrics_port) in enumerate(zip(hosts, ports, scraped, strict=True), start=1):
+        secured = prepare(directory, security, dict(enumerate(hosts, start=1)))
+        if secured is not None and secured.sasl:
+            try:
+                await asyncio.to_thread(create_admin_user, zookeeper.connect + CHROOT, ADMIN_USER,
+                                        secured.admin_password, SCRAM_MECHANISM)
+            except NotImplementedError as e:
+                raise ClusterError(f"--security {security}: {e}") from None
+        for broker_id, (host, port, metrics_port, secure_port) in enumerate(
+                zip(hosts, ports, scraped, secure_ports, strict=True), start=1):
             broker_dir = directory / f"broker-{broker_id}"
             broker_dir.mkdir(exist_ok=True)
             config = broker_dir / "server.properties"
             log_dir = broker_dir / "data"
-            config.write_text(server_properties(broker_id, port, log_dir, zookeeper.connect + CHROOT, overrides,
-                                                host=host, metrics_port=metrics_port))
+            settings = overrides if secured is None else {**secured.broker_settings(broker_dir), **overrides}
+            config.write_text(server_properties(
+                broker_id, port, log_dir, zookeeper.connect + CHROOT, settings, host=host, metrics_port=metrics_port,
+                secured=None if secured is None else (secured.listener_name, secure_port)))
+            config.chmod(0o600)  # it may hold a key's password
             broker = BrokerProcess(broker_id, host, port, _spawn_broker(config), str(config), str(log_dir),
-                                   metrics_port)
+                                   metrics_port, 0 if secured is None else secure_port)
             state = ClusterState(directory, zookeeper, (*state.brokers, broker))
         save_cluster(state)
         await wait_until_ready(list(state.brokers), {b.id for b in state.brokers}, timeout_s)
@@ -561,7 +592,7 @@ async def start_broker(directory: Path, broker_id: int, *, timeout_s: float = 60
     if broker_running(broker):
         raise ClusterError(f"broker {broker_id} is already running (pid {broker.pid})")
     restarted = BrokerProcess(broker.id, broker.host, broker.port, _spawn_broker(Path(broker.config)), broker.config,
-                              broker.log_dir, broker.metrics_port)
+                              broker.log_dir, broker.metrics_port, broker.secure_port)
     save_cluster(state.with_broker(restarted))
     await wait_until_ready([restarted], {broker_id}, timeout_s)
     return restarted
@@ -600,7 +631,8 @@ async def cluster_status(directory: Path) -> dict[str, Any]:
     [{"id", "pid", "host", "port", "kafka_address", "metrics_address", "log_dir", "alive", "exit_status"}], "cuts":
     ["1 <-> 2,3,zk", ...] or None when they cannot be listed}: cluster_id is the id the brokers answer with
     (/cluster/id), null if none answers; alive means the pid runs the broker and the broker answers Metadata;
-    kafka_address is where Kafka's own clients connect ("host:port": the listener serves both protocols);
+    kafka_address is where Kafka's own clients connect ("host:port": the listener serves both protocols; in a
+    secured cluster its secured listener, which client.properties in the directory is for);
     metrics_address is where it serves /metrics ("host:port", null without metrics.port);
     exit_status is how a broker that no longer runs ended (128+N: killed by signal N), null while it runs or if
     unknown."""
@@ -621,7 +653,7 @@ async def cluster_status(directory: Path) -> dict[str, Any]:
                 "pid": b.pid,
                 "host": b.host,
                 "port": b.port,
-                "kafka_address": b.address,
+                "kafka_address": b.kafka_address,
                 "metrics_address": b.metrics_address,
                 "log_dir": b.log_dir,
                 "alive": answer is not None,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import ssl
 import time
 from collections import defaultdict, deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -196,6 +197,7 @@ class Consumer(AsyncClosing):
         retry_backoff_ms: int = 100,
         auto_offset_reset: str = "latest",
         client_id: str = "minikafka-consumer",
+        tls: ssl.SSLContext | None = None,
         group_id: str | None = None,
         group_instance_id: str | None = None,
         partition_assignment_strategy: Sequence[str | Assignor] = DEFAULT_STRATEGY,
@@ -219,7 +221,8 @@ class Consumer(AsyncClosing):
         self.request_timeout_ms = request_timeout_ms
         self.retry_backoff_ms = retry_backoff_ms
         self.auto_offset_reset = auto_offset_reset
-        self.metadata = ClusterMetadata(bootstrap_servers, client_id=client_id, request_timeout_ms=request_timeout_ms)
+        self.metadata = ClusterMetadata(bootstrap_servers, client_id=client_id, request_timeout_ms=request_timeout_ms,
+                                        tls=tls)
         self._clock = clock
         self._assignment: list[TopicPartition] = []
         self._positions: dict[TopicPartition, int | None] = {}

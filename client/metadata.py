@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import ssl
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -63,8 +64,10 @@ class ClusterMetadata:
         client_id: str = "minikafka",
         request_timeout_ms: int = 30000,
         allow_auto_topic_creation: bool = False,
+        tls: ssl.SSLContext | None = None,
     ) -> None:
         self.bootstrap = parse_bootstrap_servers(bootstrap_servers)
+        self.tls = tls
         self.allow_auto_topic_creation = allow_auto_topic_creation
         self.client_id = client_id
         self.request_timeout_ms = request_timeout_ms
@@ -143,7 +146,7 @@ class ClusterMetadata:
             connection = self._connections.get(key)
             if connection is None or connection.closed:
                 connection = BrokerConnection(
-                    host, port, client_id=self.client_id, request_timeout_ms=self.request_timeout_ms
+                    host, port, client_id=self.client_id, request_timeout_ms=self.request_timeout_ms, tls=self.tls
                 )
                 await connection.connect()
                 self._connections[key] = connection

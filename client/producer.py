@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import functools
 import logging
+import ssl
 import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
@@ -105,6 +106,7 @@ class Producer(AsyncClosing):
         buffer_memory: int = 32 * 1024 * 1024,
         max_block_ms: int = 60000,
         client_id: str = "minikafka-producer",
+        tls: ssl.SSLContext | None = None,
         compression_type: str = "none",
         partitioner: Partitioner | None = None,
         clock: Callable[[], float] = _monotonic_ms,
@@ -122,7 +124,7 @@ class Producer(AsyncClosing):
         self.max_block_ms = max_block_ms
         self.metadata = ClusterMetadata(
             bootstrap_servers, client_id=client_id, request_timeout_ms=request_timeout_ms,
-            allow_auto_topic_creation=True,
+            allow_auto_topic_creation=True, tls=tls,
         )
         self.identity = ProducerIdentity() if enable_idempotence else None
         self._identity_request: asyncio.Task[None] | None = None

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import ssl
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -149,11 +150,11 @@ class ReplicaVerifier:
     """Verifies the replicas of the topics matching a regular expression, round after round."""
 
     def __init__(self, bootstrap_servers: str, topic_pattern: str, *, fetch_size: int = FETCH_SIZE,
-                 request_timeout_ms: int = 10000) -> None:
+                 request_timeout_ms: int = 10000, tls: ssl.SSLContext | None = None) -> None:
         self.pattern = re.compile(topic_pattern)
         self.fetch_size = fetch_size
         self.metadata = ClusterMetadata(bootstrap_servers, client_id="replica-verification",
-                                        request_timeout_ms=request_timeout_ms)
+                                        request_timeout_ms=request_timeout_ms, tls=tls)
         self.partitions: list[PartitionProgress] = []
 
     async def close(self) -> None:

@@ -8,6 +8,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 SUPPORTED_PROTOCOL = "PLAINTEXT"
+#: The security protocols whose connections are TLS (a SASL_SSL connection authenticates inside TLS).
+TLS_PROTOCOLS = frozenset({"SSL", "SASL_SSL"})
+#: The security protocols a minikafka listener serves.
+SERVED_PROTOCOLS = frozenset({SUPPORTED_PROTOCOL, *TLS_PROTOCOLS})
 
 # Kafka's own pattern (kafka.utils.CoreUtils / EndPoint): NAME://host:port, host optionally in [brackets].
 _ENDPOINT = re.compile(r"^(.*)://\[?([0-9a-zA-Z\-%._:]*)\]?:(-?[0-9]+)$")
@@ -25,6 +29,11 @@ class EndPoint:
     host: str
     port: int
     security_protocol: str = SUPPORTED_PROTOCOL
+
+    @property
+    def is_tls(self) -> bool:
+        """Whether the listener's connections are TLS."""
+        return self.security_protocol in TLS_PROTOCOLS
 
     def __str__(self) -> str:
         """``NAME://host:port`` (IPv6 hosts in brackets), the form of a registration's `endpoints`."""

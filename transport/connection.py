@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import ssl
 from typing import Any, NamedTuple
 
 import msgpack
@@ -85,6 +86,7 @@ class BrokerConnection:
         request_timeout_ms: int = 30000,
         max_frame_bytes: int = 100 * 1024 * 1024,
         local_address: str | None = None,
+        tls: ssl.SSLContext | None = None,
     ) -> None:
         self.host = host
         self.port = port
@@ -94,6 +96,9 @@ class BrokerConnection:
         #: The local address the socket is bound to (None: the kernel chooses), so that a broker's own
         #: connections come from its own address.
         self.local_address = local_address
+        #: TLS (transport.tls.client_context) or None: plaintext. The host is the name checked against the
+        #: broker's certificate.
+        self.tls = tls
         self._stream: FrameStream | None = None
         self._reader_task: asyncio.Task[None] | None = None
         self._pending: dict[int, _Pending] = {}
@@ -126,7 +131,9 @@ class BrokerConnection:
             # controller's sender retrying a removed broker for ever
             async with asyncio.timeout(self.request_timeout_ms / 1000):
                 _transport, self._stream = await loop.create_connection(
-                    lambda: FrameStream(self.max_frame_bytes), self.host, self.port, local_addr=local_addr)
+                    lambda: FrameStream(self.max_frame_bytes), self.host, self.port, local_addr=local_addr,
+                    **({} if self.tls is None else {"ssl": self.tls, "server_hostname": self.host,
+                                                    "ssl_handshake_timeout": self.request_timeout_ms / 1000}))
         except (OSError, TimeoutError) as e:
             self._closed = True
             raise KafkaConnectionError(f"cannot connect to {self.host}:{self.port}: {e or 'timed out'}") from e

@@ -137,7 +137,8 @@ class FrameStream(asyncio.BufferedProtocol):
     def eof_received(self) -> bool:
         self._eof = True
         self._wake_reader()
-        return True  # keep the transport open for the responses still to write; the reader closes it
+        # keep the transport open for the responses still to write (the reader closes it); TLS cannot half-close
+        return self.transport is None or self.transport.get_extra_info("ssl_object") is None
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._lost = True

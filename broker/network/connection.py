@@ -20,7 +20,9 @@ from transport.frames import FrameStream
 logger = logging.getLogger(__name__)
 
 _LENGTH_PREFIX = struct.Struct(">i")  # protocol.framing's prefix, packed apart so a payload is never copied
-_WRITE_BATCH_BYTES = 256 * 1024  # responses ready together are written together up to this size, then drained
+_WRITE_BATCH_BYTES = 256 * 1024
+#: The first two bytes of a TLS ClientHello (record type handshake, version 3.x), read as a length prefix's top.
+_TLS_HANDSHAKE = 0x1603  # responses ready together are written together up to this size, then drained
 
 
 class Connection:
@@ -43,10 +45,11 @@ class Connection:
         channel: RequestChannel,
         stats: NetworkStats,
         listener_name: str,
+        principal: str = ANONYMOUS,
     ) -> None:
         self.id = connection_id
         self.listener_name = listener_name
-        self.principal = ANONYMOUS  # set by an authentication on the connection
+        self.principal = principal  # a TLS client certificate's, or set by an authentication on the connection
         self._stream = stream
         assert stream.transport is not None
         self._transport = stream.transport
@@ -112,10 +115,12 @@ class Connection:
             except FrameTooLargeError as e:
                 self._stats.frames_too_large += 1
                 logger.warning(
-                    "closing %s: frame of %d bytes exceeds socket.request.max.bytes=%d",
+                    "closing %s: frame of %d bytes exceeds socket.request.max.bytes=%d%s",
                     self.id,
                     e.length,
                     e.max_frame_bytes,
+                    " (a TLS handshake: a TLS client on a plaintext listener?)" if e.length >> 16 == _TLS_HANDSHAKE
+                    else "",
                 )
                 return
             except InvalidFrameError as e:

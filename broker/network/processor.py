@@ -34,9 +34,9 @@ class Processor:
         """Start closing idle connections."""
         self._idle_sweeper = asyncio.create_task(self._close_idle_connections(), name=f"network-processor-{self.index}")
 
-    def accept(self, connection_id: str, stream: FrameStream, listener_name: str) -> None:
-        """Take over a connection newly accepted on a listener."""
-        connection = Connection(connection_id, stream, self._channel, self._stats, listener_name)
+    def accept(self, connection_id: str, stream: FrameStream, listener_name: str, principal: str) -> None:
+        """Take over a connection newly accepted on a listener, its peer known as `principal`."""
+        connection = Connection(connection_id, stream, self._channel, self._stats, listener_name, principal)
         task = connection.start()
         self._connections[task] = connection
         self._stats.connections_open += 1

@@ -16,3 +16,4 @@ class NetworkStats:
     malformed_requests: int = 0  # non-positive length, not msgpack, or bad header: connection closed
     invalid_requests: int = 0  # unknown api, unsupported version or invalid body: error response
     handler_errors: int = 0  # handler raised or gave something that is not a response
+    tls_handshakes_failed: int = 0  # on a TLS listener: failed or timed out, connection closed

@@ -20,6 +20,7 @@ from client.cluster import (
     partition_cluster,
     start_broker,
 )
+from client.cluster_security import CLIENT_PROPERTIES, LIBRDKAFKA_PROPERTIES, SECURITY_CHOICES
 from client.netsplit import NetsplitError
 
 
@@ -45,6 +46,10 @@ def cluster_group() -> None:
               help="A flag for ZooKeeper's JVM (repeatable), e.g. -Djute.maxbuffer=65536 (which the brokers then "
                    "take as zookeeper.jute.maxbuffer).")
 @click.option("--timeout", type=click.FloatRange(min=1), default=60, show_default=True, help="Seconds to wait.")
+@click.option("--security", type=click.Choice(SECURITY_CHOICES, case_sensitive=False), default="plaintext",
+              show_default=True,
+              help="Give every broker a listener of this security protocol beside its plaintext one, and write the "
+                   "client settings for it (client.properties, librdkafka.properties, ca.pem) into --dir.")
 def cluster_up_command(
     brokers: int,
     directory: Path,
@@ -53,10 +58,11 @@ def cluster_up_command(
     zookeeper_port: int,
     zookeeper_jvm_flags: tuple[str, ...],
     timeout: float,
+    security: str,
 ) -> None:
     """Start ZooKeeper and the brokers in the background and wait until a controller is elected.
 
-    Prints the bootstrap address on stdout (progress goes to stderr)."""
+    Prints the bootstrap address on stdout (progress goes to stderr): with --security, the secured listeners'."""
     state = run(
         cluster_up(
             directory,
@@ -66,12 +72,18 @@ def cluster_up_command(
             zookeeper_port=zookeeper_port,
             zookeeper_jvm_flags=zookeeper_jvm_flags,
             timeout_s=timeout,
+            security=security.lower(),
         )
     )
     click.echo(f"ZooKeeper on {state.zookeeper.connect} (pid {state.zookeeper.pid})", err=True)
     for broker in state.brokers:
-        click.echo(f"broker {broker.id} on {broker.address} (pid {broker.pid}, log {broker.server_log})", err=True)
-    click.echo(state.bootstrap_servers)
+        secured = f", {security.upper()} on {broker.kafka_address}" if broker.secure_port else ""
+        click.echo(f"broker {broker.id} on {broker.address}{secured} (pid {broker.pid}, log {broker.server_log})",
+                   err=True)
+    if security != "plaintext":
+        click.echo(f"client settings: {state.directory / CLIENT_PROPERTIES} (Kafka's tools: --command-config), "
+                   f"{state.directory / LIBRDKAFKA_PROPERTIES} (kcat -F)", err=True)
+    click.echo(state.kafka_bootstrap_servers)
 
 
 @cluster_group.command("status")

@@ -14,8 +14,9 @@ import click
 
 from broker.config import ConfigError, parse_overrides
 from client.admin import AdminError
-from client.client_configs import consumer_config, producer_config, read_config_file
+from client.client_configs import consumer_config, producer_config, read_config_file, security_config
 from client.cluster import CHROOT, DEFAULT_DIR, ClusterError, load_cluster
+from client.cluster_security import CLIENT_PROPERTIES
 from client.consumer import ConsumerError
 from client.metadata import parse_bootstrap_servers
 from client.netsplit import NetsplitError
@@ -66,9 +67,18 @@ dir_option = click.option(
 )
 
 
+def _remember_command_config(ctx: click.Context, param: click.Parameter, value: Path | None) -> None:
+    ctx.meta["command_config"] = value
+
+
 def client_options(f: Callable[..., None]) -> Callable[..., None]:
-    """Add --bootstrap-server and --dir (resolve them with `resolve_bootstrap` once the other arguments are checked)."""
+    """Add --bootstrap-server, --dir and --command-config (resolve them with `resolve_bootstrap` once the other
+    arguments are checked, then give the clients `client_security()`)."""
     f = dir_option(f)
+    f = click.option("--command-config", type=click.Path(dir_okay=False, exists=True, path_type=Path),
+                     expose_value=False, callback=_remember_command_config, is_eager=True,
+                     help="Client settings (Kafka's names: security.protocol, ssl.*) [default: client.properties "
+                          "of the cluster in --dir, if it has one].")(f)
     return click.option(
         "--bootstrap-server",
         "bootstrap_server",
@@ -79,17 +89,35 @@ def client_options(f: Callable[..., None]) -> Callable[..., None]:
 
 
 def resolve_bootstrap(bootstrap_server: str | None, directory: Path) -> str:
-    """--bootstrap-server if given, else the brokers of the cluster described in --dir."""
+    """--bootstrap-server if given, else the brokers of the cluster described in --dir (their secured listeners
+    when the cluster is secured: it has client.properties). The security settings (--command-config, else that
+    client.properties) are then `client_security()`."""
+    ctx = click.get_current_context()
+    settings_file: Path | None = ctx.meta.get("command_config")
     if bootstrap_server:
         try:
             parse_bootstrap_servers(bootstrap_server)
         except ValueError as e:
             raise click.BadParameter(str(e), param_hint="--bootstrap-server") from None
-        return bootstrap_server
+        resolved = bootstrap_server
+    else:
+        try:
+            state = load_cluster(directory)
+        except ClusterError as e:
+            raise click.ClickException(f"no --bootstrap-server given, and {e}") from None
+        secured = directory / CLIENT_PROPERTIES
+        settings_file = settings_file or (secured if secured.exists() else None)
+        resolved = state.kafka_bootstrap_servers if secured.exists() else state.bootstrap_servers
     try:
-        return load_cluster(directory).bootstrap_servers
-    except ClusterError as e:
-        raise click.ClickException(f"no --bootstrap-server given, and {e}") from None
+        ctx.meta["client_security"] = security_config(read_config_file(settings_file)) if settings_file else {}
+    except ConfigError as e:
+        raise click.ClickException(str(e)) from None
+    return resolved
+
+
+def client_security() -> dict[str, Any]:
+    """The clients' security keyword arguments (`tls`) that `resolve_bootstrap` found."""
+    return dict(click.get_current_context().meta.get("client_security", {}))
 
 
 def zookeeper_of(zookeeper: str | None, directory: Path) -> tuple[str, str]:

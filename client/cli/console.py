@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from client.cli.common import client_options, resolve_bootstrap, run
+from client.cli.common import client_options, client_security, resolve_bootstrap, run
 from client.cluster import ClusterError, load_cluster
 from client.console.groups import GroupWatch
 from client.console.server import Console, serve
@@ -41,11 +41,13 @@ def console_command(bootstrap_server: str | None, directory: Path, host: str, po
         except ClusterError as e:
             note = f"No timeline: {e}."
         else:
-            brokers = {b.id: b.address for b in state.brokers} if bootstrap_server is None else {}
+            brokers = {b.id: b.kafka_address for b in state.brokers} if bootstrap_server is None else {}
             tail, note = StateChangeTail({f"broker {b.id}": Path(b.log_dir) / STATE_CHANGE_LOG
                                           for b in state.brokers}), ""
     source = f"the cluster in {directory.resolve()}" if bootstrap_server is None else bootstrap
-    run(_serve(ClusterWatch(bootstrap, brokers), GroupWatch(bootstrap), tail, source, note, host, port))
+    security = client_security()
+    run(_serve(ClusterWatch(bootstrap, brokers, **security), GroupWatch(bootstrap, **security), tail, source, note,
+               host, port))
 
 
 async def _serve(watch: ClusterWatch, groups: GroupWatch, tail: StateChangeTail | None, source: str, note: str,

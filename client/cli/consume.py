@@ -17,6 +17,7 @@ from client.cli.common import (
     client_config,
     client_config_options,
     client_options,
+    client_security,
     resolve_bootstrap,
     run,
     show_client_warnings,
@@ -54,7 +55,7 @@ async def _consume(
     With a group_id in `config`, as a member of that group: from its committed offsets (else from the end, or the
     beginning with from_beginning), committing what was printed, and leaving the group at the end."""
     count = 0
-    async with Consumer(bootstrap, **({"client_id": "minikafka-cli"} | config)) as consumer:
+    async with Consumer(bootstrap, **({"client_id": "minikafka-cli"} | client_security() | config)) as consumer:
         if "group_id" in config:
             consumer.subscribe([topic])
         else:

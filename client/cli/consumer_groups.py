@@ -11,7 +11,7 @@ from typing import Any
 import click
 
 from client.admin import Admin
-from client.cli.common import client_options, resolve_bootstrap, run
+from client.cli.common import client_options, client_security, resolve_bootstrap, run
 from client.cli.group_output import (
     list_json,
     list_lines,
@@ -299,7 +299,8 @@ def consumer_groups_command(bootstrap_server: str | None, directory: Path, **giv
     bootstrap = resolve_bootstrap(bootstrap_server, directory)
 
     async def act() -> _Run:
-        async with Admin(bootstrap, client_id="minikafka-cli", request_timeout_ms=options.timeout_ms) as admin:
+        async with Admin(bootstrap, client_id="minikafka-cli", request_timeout_ms=options.timeout_ms,
+                         **client_security()) as admin:
             command = _Run(admin, options)
             await getattr(command, options.action)()
             return command

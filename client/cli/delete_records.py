@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from client.admin import Admin
-from client.cli.common import client_options, resolve_bootstrap, run
+from client.cli.common import client_options, client_security, resolve_bootstrap, run
 from protocol.errors import ErrorCode
 from protocol.topic_partition import TopicPartition
 
@@ -68,7 +68,7 @@ def delete_records_command(offset_json_file: Path, bootstrap_server: str | None,
     bootstrap = resolve_bootstrap(bootstrap_server, directory)
 
     async def delete() -> dict[TopicPartition, tuple[ErrorCode, int]]:
-        async with Admin(bootstrap, client_id="minikafka-cli") as admin:
+        async with Admin(bootstrap, client_id="minikafka-cli", **client_security()) as admin:
             return await admin.delete_records(offsets)
 
     click.echo("Executing records delete operation")

@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from client.admin import Admin, ElectionResult
-from client.cli.common import client_options, resolve_bootstrap, run
+from client.cli.common import client_options, client_security, resolve_bootstrap, run
 from protocol.apis.elections import ElectionType
 from protocol.errors import ErrorCode
 
@@ -90,7 +90,7 @@ def leader_election_command(election_type: str, topic: str | None, partition: in
     bootstrap = resolve_bootstrap(bootstrap_server, directory)
 
     async def elect() -> list[ElectionResult]:
-        async with Admin(bootstrap, client_id="minikafka-cli") as admin:
+        async with Admin(bootstrap, client_id="minikafka-cli", **client_security()) as admin:
             return await admin.elect_leaders(ELECTION_TYPES[election_type], partitions)
 
     results = run(elect())

@@ -11,7 +11,7 @@ from typing import Any
 import click
 
 from client.admin import Admin
-from client.cli.common import client_options, resolve_bootstrap, run
+from client.cli.common import client_options, client_security, resolve_bootstrap, run
 from protocol.apis.log_dirs import LogDirResult
 from protocol.errors import ErrorCode
 
@@ -52,7 +52,7 @@ def log_dirs_command(describe: bool, broker_list: str | None, topic_list: str | 
     bootstrap = resolve_bootstrap(bootstrap_server, directory)
 
     async def describe_dirs() -> dict[int, list[LogDirResult]]:
-        async with Admin(bootstrap, client_id="minikafka-cli") as admin:
+        async with Admin(bootstrap, client_id="minikafka-cli", **client_security()) as admin:
             return await admin.describe_log_dirs(brokers)
 
     click.echo(json.dumps(log_dirs_json(run(describe_dirs()), topics), separators=(",", ":")))

@@ -17,6 +17,7 @@ from client.cli.common import (
     client_config,
     client_config_options,
     client_options,
+    client_security,
     resolve_bootstrap,
     run,
     show_client_warnings,
@@ -87,7 +88,8 @@ async def _produce(bootstrap: str, topic: str, partition: int | None, separator:
             if as_json:
                 click.echo(json.dumps({"partition": metadata.partition, "offset": metadata.offset}))
 
-    producer = Producer(bootstrap, **({"max_block_ms": CLI_MAX_BLOCK_MS, "client_id": "minikafka-cli"} | config))
+    producer = Producer(bootstrap, **({"max_block_ms": CLI_MAX_BLOCK_MS, "client_id": "minikafka-cli"}
+                                      | client_security() | config))
     reporter = asyncio.create_task(report())
     try:
         number = 0

@@ -14,7 +14,7 @@ import click
 
 from client import reassignment
 from client.admin import Admin
-from client.cli.common import dir_option, resolve_bootstrap, run, zookeeper_of, zookeeper_option
+from client.cli.common import client_security, dir_option, resolve_bootstrap, run, zookeeper_of, zookeeper_option
 from client.progress import Progress
 from client.reassignment import ReassignmentError, Reassignments, ReassignmentStatus, ZkReassignments
 from client.reassignment_admin import AdminReassignments
@@ -135,7 +135,7 @@ def _admin_session(bootstrap: str) -> Session:
 
     def with_admin(work: Callable[[Reassignments], Awaitable[T]]) -> T:
         async def session() -> T:
-            async with Admin(bootstrap, client_id="minikafka-cli") as admin:
+            async with Admin(bootstrap, client_id="minikafka-cli", **client_security()) as admin:
                 return await work(AdminReassignments(admin))
 
         return _run(session())

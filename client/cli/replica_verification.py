@@ -12,7 +12,7 @@ from pathlib import Path
 
 import click
 
-from client.cli.common import client_options, resolve_bootstrap, run
+from client.cli.common import client_options, client_security, resolve_bootstrap, run
 from client.replica_verification import ReplicaVerifier, Report
 
 
@@ -46,7 +46,7 @@ def replica_verification_command(topic_white_list: str, report_interval_ms: int,
     bootstrap = resolve_bootstrap(bootstrap_server, directory)
 
     async def verify() -> bool:
-        verifier = ReplicaVerifier(bootstrap, topic_white_list)
+        verifier = ReplicaVerifier(bootstrap, topic_white_list, **client_security())
         try:
             try:
                 await verifier.start(once=once)

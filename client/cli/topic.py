@@ -10,7 +10,7 @@ import click
 
 from broker.log.config import LogConfig, LogConfigError
 from client.admin import Admin, NewTopic
-from client.cli.common import client_options, key_values, resolve_bootstrap, run, zookeeper_of
+from client.cli.common import client_options, client_security, key_values, resolve_bootstrap, run, zookeeper_of
 from client.metadata import PartitionInfo
 from protocol.apis.replicas import DescribedReplica
 from zk.client import ZkClient
@@ -47,7 +47,7 @@ def topic_create_command(
     bootstrap = resolve_bootstrap(bootstrap_server, directory)
 
     async def create() -> None:
-        async with Admin(bootstrap, client_id="minikafka-cli") as admin:
+        async with Admin(bootstrap, client_id="minikafka-cli", **client_security()) as admin:
             await admin.create_topics([NewTopic(name, partitions, replication_factor, configs)])
 
     run(create())
@@ -65,7 +65,7 @@ def topic_delete_command(name: str, timeout_ms: int, bootstrap_server: str | Non
     bootstrap = resolve_bootstrap(bootstrap_server, directory)
 
     async def delete() -> None:
-        async with Admin(bootstrap, client_id="minikafka-cli") as admin:
+        async with Admin(bootstrap, client_id="minikafka-cli", **client_security()) as admin:
             await admin.delete_topics([name], timeout_ms=timeout_ms)
 
     run(delete())
@@ -93,7 +93,7 @@ def topic_alter_command(name: str, partitions: int | None, configs: dict[str, st
         bootstrap = resolve_bootstrap(bootstrap_server, directory)
 
         async def grow() -> None:
-            async with Admin(bootstrap, client_id="minikafka-cli") as admin:
+            async with Admin(bootstrap, client_id="minikafka-cli", **client_security()) as admin:
                 await admin.create_partitions({name: partitions})
 
         run(grow())
@@ -131,7 +131,7 @@ def topic_list_command(as_json: bool, bootstrap_server: str | None, directory: P
     bootstrap = resolve_bootstrap(bootstrap_server, directory)
 
     async def names() -> list[str]:
-        async with Admin(bootstrap, client_id="minikafka-cli") as admin:
+        async with Admin(bootstrap, client_id="minikafka-cli", **client_security()) as admin:
             return await admin.list_topics()
 
     topics = run(names())
@@ -158,7 +158,7 @@ def topic_describe_command(
     bootstrap = resolve_bootstrap(bootstrap_server, directory)
 
     async def describe() -> tuple[list[PartitionInfo], dict[int, list[DescribedReplica]] | None]:
-        async with Admin(bootstrap, client_id="minikafka-cli") as admin:
+        async with Admin(bootstrap, client_id="minikafka-cli", **client_security()) as admin:
             names = None if name is None else [name]
             partitions = await admin.describe_topics(names)
             wanted = replicas or under_min_isr

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ssl
 from typing import Any
 
 from client.admin import Admin, AdminError
@@ -36,11 +37,11 @@ class GroupWatch(AsyncClosing):
     """Polls the cluster's consumer groups (ListGroups, DescribeGroups, OffsetFetch, ListOffsets) until closed."""
 
     def __init__(self, bootstrap_servers: str, *, interval_s: float = POLL_INTERVAL_S,
-                 timeout_ms: int = ANSWER_TIMEOUT_MS) -> None:
+                 timeout_ms: int = ANSWER_TIMEOUT_MS, tls: ssl.SSLContext | None = None) -> None:
         self.interval_s = interval_s
         self.timeout_ms = timeout_ms
         self.groups: dict[str, dict[str, Any]] = {}
-        self._admin = Admin(bootstrap_servers, client_id="minikafka-console")
+        self._admin = Admin(bootstrap_servers, client_id="minikafka-console", tls=tls)
         self._task: asyncio.Task[None] | None = None
 
     def start(self) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ssl
 import time
 from collections.abc import Mapping
 
@@ -28,13 +29,15 @@ class ClusterWatch(AsyncClosing):
     stays in the picture (not answering, not registered) when it goes."""
 
     def __init__(self, bootstrap_servers: str, brokers: Mapping[int, str] | None = None, *,
-                 interval_s: float = POLL_INTERVAL_S, timeout_ms: int = ANSWER_TIMEOUT_MS) -> None:
+                 interval_s: float = POLL_INTERVAL_S, timeout_ms: int = ANSWER_TIMEOUT_MS,
+                 tls: ssl.SSLContext | None = None) -> None:
         self.interval_s = interval_s
         self.timeout_ms = timeout_ms
         self.answers: dict[int, BrokerAnswer] = {}
         self._bootstrap = parse_bootstrap_servers(bootstrap_servers)
         self._addresses = {broker_id: parse_address(address) for broker_id, address in (brokers or {}).items()}
-        self._pool = ClusterMetadata(bootstrap_servers, client_id="minikafka-console", request_timeout_ms=timeout_ms)
+        self._pool = ClusterMetadata(bootstrap_servers, client_id="minikafka-console", request_timeout_ms=timeout_ms,
+                                     tls=tls)
         self._followers: dict[int, asyncio.Task[None]] = {}
         self._metadata: MetadataResponse | None = None
         self._problem: str | None = None

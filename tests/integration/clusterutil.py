@@ -119,10 +119,10 @@ def status_json(directory: Path) -> dict[str, Any]:
 
 
 def cluster_fixture(*, brokers: int = 3, configs: Mapping[str, str] | None = None,
-                    zookeeper_jvm_flags: Sequence[str] = (), scope: str = "module") -> Any:
-    """A fixture (of `scope`): `cluster up` with `brokers` brokers, `--config KEY=VALUE` for each of `configs`
-    and `--zookeeper-jvm-flag` for each of `zookeeper_jvm_flags`, yielding the ClusterState of cluster.json;
-    `cluster down` when the scope ends."""
+                    zookeeper_jvm_flags: Sequence[str] = (), scope: str = "module", security: str = "plaintext") -> Any:
+    """A fixture (of `scope`): `cluster up` with `brokers` brokers, `--config KEY=VALUE` for each of `configs`,
+    `--zookeeper-jvm-flag` for each of `zookeeper_jvm_flags` and `--security`, yielding the ClusterState of
+    cluster.json; `cluster down` when the scope ends."""
 
     @pytest.fixture(scope=scope)
     def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClusterState]:
@@ -131,7 +131,7 @@ def cluster_fixture(*, brokers: int = 3, configs: Mapping[str, str] | None = Non
         directory = tmp_path_factory.mktemp("cluster")
         options = [item for key, value in (configs or {}).items() for item in ("--config", f"{key}={value}")]
         options += [f"--zookeeper-jvm-flag={flag}" for flag in zookeeper_jvm_flags]
-        cli("cluster", "up", "--brokers", str(brokers), "--dir", str(directory), *options)
+        cli("cluster", "up", "--brokers", str(brokers), "--dir", str(directory), "--security", security, *options)
         try:
             yield load_cluster(directory)
         finally:

@@ -80,7 +80,7 @@ def test_cluster_json_round_trip_and_shape(tmp_path):
         tmp_path,
         BrokerProcess(1, "127.0.0.1", 9092, 100, str(tmp_path / "broker-1/server.properties"), str(tmp_path / "d1")),
         BrokerProcess(2, "127.0.0.1", 9093, 101, str(tmp_path / "broker-2/server.properties"), str(tmp_path / "d2"),
-                      metrics_port=9193),
+                      metrics_port=9193, secure_port=9293),
     )
     save_cluster(state)
     assert load_cluster(tmp_path) == state
@@ -89,9 +89,10 @@ def test_cluster_json_round_trip_and_shape(tmp_path):
                                  "host": "127.0.0.1", "connect": "127.0.0.1:2181"}
     config, log_dir = str(tmp_path / "broker-1/server.properties"), str(tmp_path / "d1")
     assert data["brokers"][0] == {"id": 1, "host": "127.0.0.1", "port": 9092, "pid": 100, "config": config,
-                                  "log_dir": log_dir, "metrics_port": 0}
+                                  "log_dir": log_dir, "metrics_port": 0, "secure_port": 0}
     assert (state.broker(1).metrics_address, state.broker(2).metrics_address) == (None, "127.0.0.1:9193")
     assert state.bootstrap_servers == "127.0.0.1:9092,127.0.0.1:9093"
+    assert state.kafka_bootstrap_servers == "127.0.0.1:9092,127.0.0.1:9293"
     assert state.broker(2).server_log == tmp_path / "broker-2/server.log"
     with pytest.raises(ClusterError, match="no broker 3"):
         state.broker(3)

@@ -67,6 +67,15 @@ def test_an_advertised_subset_registers_only_those_listeners():
     assert [e.listener_name for e in config.advertised_listeners] == ["INTERNAL"]
 
 
+def test_tls_listeners_are_served_with_their_protocol():
+    config = ListenerConfig.from_properties({
+        "listeners": "INTERNAL://127.0.0.1:1,CLIENTS://127.0.0.1:2,SASL_SSL://127.0.0.1:3",
+        "listener.security.protocol.map": "INTERNAL:SSL,CLIENTS:SSL,SASL_SSL:SASL_SSL",
+        "inter.broker.listener.name": "INTERNAL"})
+    assert [e.security_protocol for e in config.listeners] == ["SSL", "SSL", "SASL_SSL"]
+    assert config.inter_broker_listener_name == "INTERNAL"
+
+
 def test_ipv6_hosts_are_bracketed():
     endpoint = parse_endpoint("PLAINTEXT://[::1]:9092", {"PLAINTEXT": "PLAINTEXT"})
     assert endpoint == EndPoint("PLAINTEXT", "::1", 9092)
@@ -78,7 +87,7 @@ def test_ipv6_hosts_are_bracketed():
     ({"listeners": "PLAINTEXT://127.0.0.1:70000"}, "port in 0..65535"),
     ({"listeners": " , "}, "listeners names no listener"),
     ({"listeners": "INTERNAL://127.0.0.1:1"}, "no security protocol defined for listener INTERNAL"),
-    ({"listeners": "SSL://127.0.0.1:1"}, "listener SSL uses SSL; minikafka serves PLAINTEXT only"),
+    ({"listeners": "SASL_PLAINTEXT://127.0.0.1:1"}, "listener SASL_PLAINTEXT uses SASL_PLAINTEXT; minikafka serves"),
     ({"listeners": "PLAINTEXT://127.0.0.1:1,plaintext://127.0.0.1:2"}, "PLAINTEXT is repeated"),
     ({**COMPOSE_STYLE, "listeners": "INTERNAL://0.0.0.0:9092,EXTERNAL://127.0.0.1:9092"}, "a different port"),
     ({**COMPOSE_STYLE, "advertised.listeners": "INTERNAL://broker-1:29092,OTHER://h:1",

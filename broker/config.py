@@ -12,6 +12,7 @@ from broker.listeners import ListenerConfig
 from broker.log.cleaner.config import CleanerConfig
 from broker.log.config import LogConfig, LogConfigError
 from broker.network import NetworkConfig
+from broker.sasl_config import SaslConfig, SaslConfigError
 from protocol.endpoint import ListenerConfigError
 from zk.ops import JUTE_MAXBUFFER
 
@@ -113,6 +114,8 @@ class BrokerConfig:
     #: 0: no metrics server.
     metrics_port: int = 0
     network: NetworkConfig = field(default_factory=NetworkConfig)
+    #: the SASL listeners' mechanisms and PLAIN users, the broker's own credentials to other brokers
+    sasl: SaslConfig = field(default_factory=SaslConfig)
     log: LogConfig = field(default_factory=LogConfig)
     cleaner: CleanerConfig = field(default_factory=CleanerConfig)
     group_coordinator: GroupCoordinatorConfig = field(default_factory=GroupCoordinatorConfig)
@@ -140,7 +143,8 @@ class BrokerConfig:
         reader = _Reader(props)
         try:
             listeners = ListenerConfig.from_properties(props)
-        except ListenerConfigError as e:
+            sasl = SaslConfig.from_properties(props, listeners)
+        except (ListenerConfigError, SaslConfigError) as e:
             raise ConfigError(str(e)) from None
         connect = reader.required("zookeeper.connect")
         hosts, slash, chroot = connect.partition("/")
@@ -218,6 +222,7 @@ class BrokerConfig:
             source_address=reader.text("source.address", "").strip() or None,
             metrics_port=reader.integer("metrics.port", 0),
             network=network,
+            sasl=sasl,
             log=log_config,
             cleaner=cleaner,
             group_coordinator=group_coordinator,

@@ -4,8 +4,9 @@
 A listener is a named endpoint, ``NAME://host:port``. The broker binds every entry of `listeners` (an empty host
 or 0.0.0.0 binds every interface, port 0 a free port), registers the entries of `advertised.listeners` (default:
 `listeners`) in ZooKeeper, connects to other brokers on the inter-broker listener, and answers Metadata with the
-advertised endpoints of the listener a request arrived on. minikafka speaks PLAINTEXT only: a listener mapped to
-another security protocol is refused. Pure: no sockets.
+advertised endpoints of the listener a request arrived on. minikafka serves PLAINTEXT and SASL_PLAINTEXT (whose
+connections authenticate first, broker/sasl_config.py): a listener mapped to another security protocol is refused.
+Pure: no sockets.
 """
 
 from __future__ import annotations
@@ -18,6 +19,10 @@ from protocol.endpoint import SUPPORTED_PROTOCOL, EndPoint, ListenerConfigError,
 DEFAULT_LISTENERS = "PLAINTEXT://127.0.0.1:9092"
 DEFAULT_PROTOCOL_MAP = "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL"
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+#: The security protocols minikafka serves.
+SERVED_PROTOCOLS = ("PLAINTEXT", "SASL_PLAINTEXT")
+#: The security protocols whose connections authenticate with SASL before any other request.
+SASL_PROTOCOLS = frozenset({"SASL_PLAINTEXT", "SASL_SSL"})
 
 
 
@@ -39,7 +44,7 @@ def parse_protocol_map(text: str) -> dict[str, str]:
 
 
 def parse_endpoints(setting: str, text: str, protocol_map: Mapping[str, str]) -> tuple[EndPoint, ...]:
-    """The endpoints of a `listeners`-style setting; names must be distinct, in the protocol map and PLAINTEXT."""
+    """The endpoints of a `listeners`-style setting; names must be distinct, in the protocol map and served."""
     endpoints: list[EndPoint] = []
     for item in filter(None, (part.strip() for part in text.split(","))):
         try:
@@ -50,9 +55,9 @@ def parse_endpoints(setting: str, text: str, protocol_map: Mapping[str, str]) ->
         if name not in protocol_map:
             raise ListenerConfigError(f"{setting}: no security protocol defined for listener {name} "
                                       "(add it to listener.security.protocol.map)")
-        if endpoint.security_protocol != SUPPORTED_PROTOCOL:
+        if endpoint.security_protocol not in SERVED_PROTOCOLS:
             raise ListenerConfigError(f"{setting}: listener {name} uses {endpoint.security_protocol}; minikafka "
-                                      f"serves {SUPPORTED_PROTOCOL} only")
+                                      f"serves {', '.join(SERVED_PROTOCOLS)} only")
         if any(e.listener_name == name for e in endpoints):
             raise ListenerConfigError(f"{setting}: each listener must have a different name, {name} is repeated")
         endpoints.append(endpoint)

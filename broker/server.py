@@ -20,6 +20,7 @@ import uvloop
 
 from broker.apis.config_changes import TopicConfigChanges
 from broker.apis.kafka_apis import KafkaApis
+from broker.apis.scram_credentials import UserScramCredentialStore
 from broker.auto_topic_creation import AutoTopicCreationManager
 from broker.config import BrokerConfig
 from broker.controller_client import ControllerClient, ControllerUnreachableError
@@ -36,6 +37,7 @@ from broker.metadata_cache import MetadataCache
 from broker.metrics.collector import BrokerCollector, ControllerGauges
 from broker.metrics.http import MetricsServer
 from broker.network import SocketServer
+from broker.network.authenticator import SaslAuthenticator
 from broker.producer_ids import ProducerIdManager
 from broker.registration import get_or_create_cluster_id, register_broker
 from broker.replication.fetcher import ReplicaFetcherManager
@@ -101,17 +103,25 @@ class BrokerServer:
             default_replication_factor=config.default_replication_factor,
             internal={OFFSETS_TOPIC: offsets_topic(groups)})
         coordinators = OffsetsTopic(self.metadata_cache, self.auto_topic_creation, self.group_coordinator.partition_for)
+        self.scram_credentials = UserScramCredentialStore(self.zk)
         self.apis = KafkaApis(config.broker_id, self.replica_manager, self.metadata_cache, self.controller,
                               self.zk_state, self.producer_ids, self.group_coordinator, coordinators,
                               self.auto_topic_creation, TopicConfigChanges(self.zk, _validate_topic_config),
-                              self.log_manager)
-        self.socket_server = SocketServer(config.network, self.apis.handle, self.replica_manager.counters)
+                              self.log_manager, self.scram_credentials)
+        self.socket_server = SocketServer(config.network, self.apis.handle, self.replica_manager.counters,
+                                          self._authenticator, config.sasl.authentication_timeout_ms)
         self.metrics = MetricsServer(BrokerCollector(self.replica_manager, self._controller_gauges, self.fetchers,
                                                      self.socket_server))
         self.endpoints: tuple[EndPoint, ...] = ()  # what this broker registered, once started
         self.host, self.port = "", -1  # its inter-broker endpoint, once started
         self.broker_epoch = -1
         self._reregistration: asyncio.Task | None = None
+
+    def _authenticator(self, listener_name: str) -> SaslAuthenticator | None:
+        listener = self.config.sasl.listeners.get(listener_name)
+        if listener is None:
+            return None
+        return SaslAuthenticator(listener.mechanisms, listener.plain_users, self.scram_credentials)
 
     def _controller_gauges(self) -> ControllerGauges:
         controller = self.controller

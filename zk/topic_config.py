@@ -87,12 +87,9 @@ async def alter_topic_config(
     UNKNOWN_TOPIC_OR_PARTITION for a missing topic, INVALID_CONFIG for refused overrides."""
     if await zk.exists(znodes.topic_path(topic)) is None:
         raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic '{topic}' does not exist.")
-    await zk.ensure_path(znodes.CONFIG_CHANGES_PATH)
-    path = znodes.topic_config_path(topic)
     removed = set(delete_configs)
-    for _ in range(_ALTER_ATTEMPTS):
-        got = await zk.get_or_none(path)
-        current = znodes.decode_topic_config(got[0]) if got is not None else {}
+
+    def change(current: dict[str, str]) -> dict[str, str]:
         merged = {k: v for k, v in current.items() if k not in removed}
         merged.update({str(k): str(v) for k, v in (set_configs or {}).items()})
         if validate is not None:
@@ -100,14 +97,32 @@ async def alter_topic_config(
                 validate(dict(merged))
             except ValueError as e:
                 raise KafkaError(ErrorCode.INVALID_CONFIG, f"Invalid config for topic '{topic}': {e}") from None
+        return merged
+
+    merged = await alter_entity_config(zk, TOPIC_ENTITY, topic, znodes.topic_config_path(topic), change)
+    log.info("Topic %s config is now %s", topic, merged)
+    return merged
+
+
+async def alter_entity_config(zk: ZkClient, entity_type: str, entity_name: str, path: str,
+                              change: Callable[[dict[str, str]], dict[str, str]]) -> dict[str, str]:
+    """Rewrite an entity's config znode (``{"version":1,"config":{...}}`` at `path`) to `change` of its current
+    config, conditionally on the version read (a concurrent change makes this retry on the new contents), in one
+    transaction with the /config/changes/config_change_ notification naming the entity; returns the new config.
+    `change` may raise KafkaError to refuse."""
+    await zk.ensure_path(znodes.CONFIG_CHANGES_PATH)
+    for _ in range(_ALTER_ATTEMPTS):
+        got = await zk.get_or_none(path)
+        current = znodes.decode_topic_config(got[0]) if got is not None else {}
+        merged = change(current)
         data = znodes.encode_topic_config(merged)
         config_op: Op = SetOp(path, data, got[1].version) if got is not None else CreateOp(path, data)
-        notification = CreateOp(config_change_sequence_path(), encode_config_change(TOPIC_ENTITY, topic),
+        notification = CreateOp(config_change_sequence_path(), encode_config_change(entity_type, entity_name),
                                 sequence=True)
         try:
             await zk.multi([config_op, notification])
         except (BadVersionError, NodeExistsError):
             continue  # changed meanwhile: merge into the newer contents
-        log.info("Topic %s config is now %s", topic, merged)
         return merged
-    raise KafkaError(ErrorCode.UNKNOWN_SERVER_ERROR, f"the config of topic '{topic}' kept changing concurrently")
+    raise KafkaError(ErrorCode.UNKNOWN_SERVER_ERROR, f"the config of {entity_type} '{entity_name}' kept changing "
+                                                     "concurrently")

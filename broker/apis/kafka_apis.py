@@ -18,6 +18,7 @@ from broker.apis import (
     reassignments,
     replica_control,
     replicas,
+    sasl,
     topics,
 )
 from broker.apis.config_changes import TopicConfigChanges
@@ -32,6 +33,7 @@ from broker.apis.metadata import MetadataHandler, TopicCreation
 from broker.apis.producer_ids import ProducerIdSource
 from broker.apis.reassignments import PartitionReassigner
 from broker.apis.replica_control import ShutdownController
+from broker.apis.scram_credentials import UserScramCredentialStore
 from broker.apis.topics import TopicController
 from broker.metadata_cache import MetadataCache
 from broker.network import Request, Response
@@ -65,6 +67,8 @@ from protocol.apis.replica_control import (
     UpdateMetadataRequest,
 )
 from protocol.apis.replicas import DescribeReplicasRequest
+from protocol.apis.sasl import SaslAuthenticateRequest, SaslHandshakeRequest
+from protocol.apis.scram_credentials import AlterUserScramCredentialsRequest, DescribeUserScramCredentialsRequest
 from protocol.apis.topics import CreatePartitionsRequest, CreateTopicsRequest, DeleteTopicsRequest
 from protocol.errors import ErrorCode
 
@@ -83,7 +87,8 @@ class KafkaApis:
     def __init__(self, broker_id: int, replica_manager: ReplicaManager, metadata_cache: MetadataCache,
                  controller: ControllerApi, zk_state: TopicConfigSource, producer_id_source: ProducerIdSource,
                  group_coordinator: GroupCoordinatorApi, coordinator_locator: CoordinatorLocator,
-                 topic_creation: TopicCreation, config_changes: TopicConfigChanges, log_dirs: LogDirs) -> None:
+                 topic_creation: TopicCreation, config_changes: TopicConfigChanges, log_dirs: LogDirs,
+                 scram_credentials: UserScramCredentialStore) -> None:
         configs = ConfigDescriber(broker_id, replica_manager.config, metadata_cache, zk_state)
         metadata = MetadataHandler(metadata_cache, topic_creation)
         self._handlers: dict[type, Handler] = {
@@ -122,6 +127,10 @@ class KafkaApis:
             DescribeGroupsRequest: partial(group_admin.handle_describe_groups, group_coordinator),
             ListGroupsRequest: partial(group_admin.handle_list_groups, group_coordinator),
             DeleteGroupsRequest: partial(group_admin.handle_delete_groups, group_coordinator),
+            SaslHandshakeRequest: sasl.handle_sasl_handshake,
+            SaslAuthenticateRequest: sasl.handle_sasl_authenticate,
+            DescribeUserScramCredentialsRequest: scram_credentials.handle_describe,
+            AlterUserScramCredentialsRequest: scram_credentials.handle_alter,
         }
 
     @property

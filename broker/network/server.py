@@ -4,8 +4,10 @@ import asyncio
 import functools
 import itertools
 import logging
+from collections.abc import Callable
 
 from broker.metrics.counters import BrokerCounters
+from broker.network.authenticator import SaslAuthenticator
 from broker.network.channel import RequestChannel
 from broker.network.config import NetworkConfig
 from broker.network.handler_pool import RequestHandlerPool
@@ -16,16 +18,23 @@ from transport.frames import FrameStream
 
 logger = logging.getLogger(__name__)
 
+#: A listener's name -> a new connection's authenticator (None: the listener does not authenticate).
+AuthenticatorFactory = Callable[[str], SaslAuthenticator | None]
+
 
 class SocketServer:
     """Reactor-shaped, on one event loop: an acceptor per listener hands each connection
     round-robin to one of num_network_threads processors; connections read requests into a bounded
     request channel (queued_max_requests, back-pressure when full); num_io_threads handler tasks serve
-    them; each connection writes its responses in request order. Counters are in `stats`, and per request name
+    them; each connection writes its responses in request order. A SASL listener's connections authenticate first
+    (`authenticators` gives each its SaslAuthenticator). Counters are in `stats`, and per request name
     in `counters` (the broker's metrics)."""
 
-    def __init__(self, config: NetworkConfig, handler: RequestHandler, counters: BrokerCounters | None = None) -> None:
+    def __init__(self, config: NetworkConfig, handler: RequestHandler, counters: BrokerCounters | None = None,
+                 authenticators: AuthenticatorFactory | None = None, authentication_timeout_ms: int = 10000) -> None:
         self.config = config
+        self._authenticators = authenticators
+        self._authentication_timeout_s = authentication_timeout_ms / 1000
         self.stats = NetworkStats()
         self.counters = counters if counters is not None else BrokerCounters()
         self.channel = channel = RequestChannel(config.queued_max_requests)
@@ -93,4 +102,6 @@ class SocketServer:
         peer = stream.get_extra_info("peername") or ("unknown", 0)
         connection_id = f"{peer[0]}:{peer[1]}-{next(self._connection_ids)}"
         self.stats.connections_accepted += 1
-        next(self._next_processor).accept(connection_id, stream, listener_name)
+        authenticator = self._authenticators(listener_name) if self._authenticators is not None else None
+        next(self._next_processor).accept(connection_id, stream, listener_name, authenticator,
+                                          self._authentication_timeout_s)

@@ -26,6 +26,8 @@ from protocol.apis import (
     records_deletion,
     replica_control,
     replicas,
+    sasl,
+    scram_credentials,
     topics,
 )
 from protocol.apis.api import Api
@@ -51,6 +53,7 @@ APIS: dict[int, Api] = {api.api_key: api for api in (
     groups.SYNC_GROUP,
     group_admin.DESCRIBE_GROUPS,
     group_admin.LIST_GROUPS,
+    sasl.SASL_HANDSHAKE,
     api_versions.API_VERSIONS,
     topics.CREATE_TOPICS,
     topics.DELETE_TOPICS,
@@ -65,8 +68,11 @@ APIS: dict[int, Api] = {api.api_key: api for api in (
     group_offsets.OFFSET_DELETE,
     records_deletion.DELETE_RECORDS,
     log_dirs.DESCRIBE_LOG_DIRS,
+    sasl.SASL_AUTHENTICATE,
     config_changes.ALTER_CONFIGS,
     config_changes.INCREMENTAL_ALTER_CONFIGS,
+    scram_credentials.DESCRIBE_USER_SCRAM_CREDENTIALS,
+    scram_credentials.ALTER_USER_SCRAM_CREDENTIALS,
     cluster.DESCRIBE_CLUSTER,
     replicas.DESCRIBE_REPLICAS,
 )}

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from kafka.protocol import admin, consumer, metadata, producer
+from kafka.protocol import admin, consumer, metadata, producer, sasl
 from kafka.protocol.api_message import ApiMessage
 
 from protocol.apis import KAFKA_APIS
@@ -29,7 +29,7 @@ from protocol.kafka.schema import SPECS, FieldSpec, MessageSpec
 from protocol.records import BatchBuilder
 from tests.unit.kafka_spec_source import SPECS_FILE, render
 
-_ORACLE_MODULES = (producer, consumer, metadata, admin)
+_ORACLE_MODULES = (producer, consumer, metadata, admin, sasl)
 _INT_RANGES = {"int8": 7, "int16": 15, "int32": 31, "int64": 63}
 
 
@@ -207,7 +207,10 @@ def test_the_advertised_versions_are_exactly_those_implemented():
         9: (1, 9), 47: (0, 0),
         # the admin apis: DescribeCluster, CreatePartitions, ElectLeaders, DeleteRecords, AlterConfigs,
         # IncrementalAlterConfigs, DescribeLogDirs, AlterPartitionReassignments, ListPartitionReassignments
-        60: (0, 1), 37: (0, 3), 43: (0, 2), 21: (0, 2), 33: (0, 2), 44: (0, 1), 35: (0, 4), 45: (0, 0), 46: (0, 0)}
+        60: (0, 1), 37: (0, 3), 43: (0, 2), 21: (0, 2), 33: (0, 2), 44: (0, 1), 35: (0, 4), 45: (0, 0), 46: (0, 0),
+        # authentication and users' SCRAM credentials: SaslHandshake, SaslAuthenticate, Describe- and
+        # AlterUserScramCredentials
+        17: (1, 1), 36: (0, 2), 50: (0, 0), 51: (0, 0)}
     assert set(KAFKA_APIS) == {entry["api_key"] for entry in advertised()}
 
 

@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from broker.listeners import SASL_PROTOCOLS, ListenerConfig
-from protocol.sasl import GSSAPI, MECHANISMS, PLAIN
+from protocol.sasl import GSSAPI, MECHANISMS, PLAIN, SaslCredentials
 from protocol.sasl.jaas import JaasConfig, parse_jaas_config
 
 DEFAULT_MECHANISMS = ",".join(MECHANISMS)
@@ -30,15 +30,6 @@ DEFAULT_AUTHENTICATION_TIMEOUT_MS = 10000
 
 class SaslConfigError(ValueError):
     """A SASL setting minikafka cannot serve. Its message never holds a password."""
-
-
-@dataclass(frozen=True, slots=True)
-class SaslCredentials:
-    """What a client (or a broker, to other brokers) authenticates with."""
-
-    mechanism: str
-    username: str
-    password: str = field(repr=False)
 
 
 @dataclass(frozen=True, slots=True)

@@ -134,12 +134,12 @@ class BrokerServer:
     def _fetcher_connection(self, host: str, port: int) -> BrokerConnection:
         return BrokerConnection(host, port, client_id=f"broker-{self.config.broker_id}-fetcher",
                                 request_timeout_ms=self.config.replica_socket_timeout_ms,
-                                local_address=self.config.source_address)
+                                local_address=self.config.source_address, sasl=self.config.sasl.inter_broker)
 
     def _controller_connection(self, host: str, port: int) -> BrokerConnection:
         return BrokerConnection(host, port, client_id=f"controller-{self.config.broker_id}",
                                 request_timeout_ms=self.config.controller_socket_timeout_ms,
-                                local_address=self.config.source_address)
+                                local_address=self.config.source_address, sasl=self.config.sasl.inter_broker)
 
     async def start(self) -> None:
         """Join the cluster in ZooKeeper (its id, created by the first broker), recover the logs (refusing log dirs

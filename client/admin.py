@@ -70,6 +70,7 @@ from protocol.apis.topics import (
     DeleteTopicsResponse,
 )
 from protocol.errors import ErrorCode, KafkaError
+from protocol.sasl import SaslCredentials
 from protocol.topic_partition import TopicPartition
 from transport.connection import BrokerConnection, KafkaConnectionError
 
@@ -150,9 +151,11 @@ class Admin(AsyncClosing):
         retry_backoff_ms: int = 100,
         client_id: str = "minikafka-admin",
         clock: Callable[[], float] = _monotonic_ms,
+        sasl: SaslCredentials | None = None,
     ) -> None:
         self.retry_backoff_ms = retry_backoff_ms
-        self.metadata = ClusterMetadata(bootstrap_servers, client_id=client_id, request_timeout_ms=request_timeout_ms)
+        self.metadata = ClusterMetadata(bootstrap_servers, client_id=client_id, request_timeout_ms=request_timeout_ms,
+                                        sasl=sasl)
         self._clock = clock
 
     async def create_topics(

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from protocol.apis.metadata import MetadataBroker, MetadataRequest, MetadataResponse
 from protocol.errors import ErrorCode, KafkaError
+from protocol.sasl import SaslCredentials
 from protocol.topic_partition import TopicPartition
 from transport.connection import BrokerConnection, KafkaConnectionError
 
@@ -63,8 +64,10 @@ class ClusterMetadata:
         client_id: str = "minikafka",
         request_timeout_ms: int = 30000,
         allow_auto_topic_creation: bool = False,
+        sasl: SaslCredentials | None = None,
     ) -> None:
         self.bootstrap = parse_bootstrap_servers(bootstrap_servers)
+        self.sasl = sasl
         self.allow_auto_topic_creation = allow_auto_topic_creation
         self.client_id = client_id
         self.request_timeout_ms = request_timeout_ms
@@ -143,7 +146,7 @@ class ClusterMetadata:
             connection = self._connections.get(key)
             if connection is None or connection.closed:
                 connection = BrokerConnection(
-                    host, port, client_id=self.client_id, request_timeout_ms=self.request_timeout_ms
+                    host, port, client_id=self.client_id, request_timeout_ms=self.request_timeout_ms, sasl=self.sasl
                 )
                 await connection.connect()
                 self._connections[key] = connection

@@ -58,6 +58,7 @@ from protocol.apis.metadata import MetadataRequest
 from protocol.apis.offsets import ListOffsetsRequest, OffsetsForLeaderEpochRequest
 from protocol.apis.produce import ProduceRequest
 from protocol.apis.producer_ids import InitProducerIdRequest
+from protocol.apis.quotas import DescribeClientQuotasRequest
 from protocol.apis.reassignments import AlterPartitionReassignmentsRequest, ListPartitionReassignmentsRequest
 from protocol.apis.records_deletion import DeleteRecordsRequest
 from protocol.apis.replica_control import (
@@ -128,6 +129,7 @@ class KafkaApis:
             ListGroupsRequest: partial(group_admin.handle_list_groups, group_coordinator),
             DeleteGroupsRequest: partial(group_admin.handle_delete_groups, group_coordinator),
             SaslHandshakeRequest: sasl.handle_sasl_handshake,
+            DescribeClientQuotasRequest: sasl.handle_describe_client_quotas,
             SaslAuthenticateRequest: sasl.handle_sasl_authenticate,
             DescribeUserScramCredentialsRequest: scram_credentials.handle_describe,
             AlterUserScramCredentialsRequest: scram_credentials.handle_alter,

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from broker.apis.handler import Handled
 from broker.network import Request, Response
+from protocol.apis.quotas import DescribeClientQuotasRequest, DescribeClientQuotasResponse
 from protocol.apis.sasl import (
     SaslAuthenticateRequest,
     SaslAuthenticateResponse,
@@ -14,6 +15,11 @@ from protocol.apis.sasl import (
     SaslHandshakeResponse,
 )
 from protocol.errors import ErrorCode
+
+
+async def handle_describe_client_quotas(_body: DescribeClientQuotasRequest, _request: Request) -> Handled:
+    """No quotas are enforced: no entity has one."""
+    return Response(DescribeClientQuotasResponse(error_code=ErrorCode.NONE))
 
 
 async def handle_sasl_handshake(_body: SaslHandshakeRequest, _request: Request) -> Handled:

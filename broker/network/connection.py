@@ -127,12 +127,12 @@ class Connection:
         while True:
             try:
                 payload = await self._read_frame()
-            except OSError:
-                payload = None
-            except TimeoutError:
+            except TimeoutError:  # an OSError too: caught first
                 logger.warning("closing %s: authentication not complete within %.0f ms", self.peer,
                                self._authentication_timeout_s * 1000)
                 return
+            except OSError:
+                payload = None
             except FrameTooLargeError as e:
                 self._stats.frames_too_large += 1
                 logger.warning(

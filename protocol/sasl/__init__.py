@@ -4,6 +4,8 @@ I/O; a broker's network layer and a client's connection drive these with the tok
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 PLAIN = "PLAIN"
 SCRAM_SHA_256 = "SCRAM-SHA-256"
 SCRAM_SHA_512 = "SCRAM-SHA-512"
@@ -17,3 +19,12 @@ MAX_TOKEN_BYTES = 524288
 class SaslAuthenticationError(Exception):
     """An authentication that failed. Its message goes to the client and to logs, so it never holds a password, a
     token or a proof."""
+
+
+@dataclass(frozen=True, slots=True)
+class SaslCredentials:
+    """What a client (or a broker, to other brokers) authenticates with: a mechanism, a user and a password."""
+
+    mechanism: str
+    username: str
+    password: str = field(repr=False)

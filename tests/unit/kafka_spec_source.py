@@ -50,6 +50,7 @@ SERVED: dict[str, tuple[int, int]] = {
     "ListPartitionReassignments": (0, 0),
     "DescribeUserScramCredentials": (0, 0),
     "AlterUserScramCredentials": (0, 0),
+    "DescribeClientQuotas": (0, 1),
     # authentication: SaslHandshake v0 sent raw tokens outside Kafka's framing (not served); v1 of SaslAuthenticate
     # has the session lifetime, v2 is flexible
     "SaslHandshake": (1, 1),

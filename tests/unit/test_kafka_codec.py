@@ -66,6 +66,8 @@ def _value(field: FieldSpec, version: int, element: bool = False) -> st.SearchSt
         return st.integers(-(2**bits), 2**bits - 1)
     if kind == "bool":
         return st.booleans()
+    if kind == "float64":
+        return st.floats(allow_nan=False)
     if kind == "uuid":
         return st.binary(min_size=16, max_size=16)
     base = {"string": st.text(max_size=12), "bytes": st.binary(max_size=12), "records": _records}[kind]
@@ -210,7 +212,9 @@ def test_the_advertised_versions_are_exactly_those_implemented():
         60: (0, 1), 37: (0, 3), 43: (0, 2), 21: (0, 2), 33: (0, 2), 44: (0, 1), 35: (0, 4), 45: (0, 0), 46: (0, 0),
         # authentication and users' SCRAM credentials: SaslHandshake, SaslAuthenticate, Describe- and
         # AlterUserScramCredentials
-        17: (1, 1), 36: (0, 2), 50: (0, 0), 51: (0, 0)}
+        17: (1, 1), 36: (0, 2), 50: (0, 0), 51: (0, 0),
+        # no quotas (DescribeClientQuotas answers none)
+        48: (0, 1)}
     assert set(KAFKA_APIS) == {entry["api_key"] for entry in advertised()}
 
 

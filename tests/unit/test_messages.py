@@ -77,6 +77,7 @@ from protocol.apis.offsets import (
 )
 from protocol.apis.produce import ProducePartition, ProducePartitionResponse, ProduceRequest, ProduceResponse
 from protocol.apis.producer_ids import InitProducerIdRequest, InitProducerIdResponse
+from protocol.apis.quotas import DescribeClientQuotasRequest, DescribeClientQuotasResponse, QuotaFilterComponent
 from protocol.apis.reassignments import (
     AlterPartitionReassignmentsRequest,
     AlterPartitionReassignmentsResponse,
@@ -576,6 +577,10 @@ SAMPLES: dict[int, tuple[Any, Any]] = {
             ],
         ),
     ),
+    ApiKey.DESCRIBE_CLIENT_QUOTAS: (
+        DescribeClientQuotasRequest(components=[QuotaFilterComponent(entity_type="user", match_type=0, match="alice")]),
+        DescribeClientQuotasResponse(error_code=0),
+    ),
     ApiKey.SASL_HANDSHAKE: (
         SaslHandshakeRequest(mechanism="SCRAM-SHA-512"),
         SaslHandshakeResponse(error_code=0, mechanisms=["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"]),
@@ -662,6 +667,7 @@ def test_api_table() -> None:
         36: "SaslAuthenticate",
         50: "DescribeUserScramCredentials",
         51: "AlterUserScramCredentials",
+        48: "DescribeClientQuotas",
         1000: "DescribeReplicas",
     }
     for key, api in APIS.items():

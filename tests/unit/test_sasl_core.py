@@ -10,10 +10,19 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from protocol.sasl import SaslAuthenticationError
+from protocol.sasl import SaslAuthenticationError, SaslCredentials
+from protocol.sasl.client import client_exchange
 from protocol.sasl.jaas import parse_jaas_config
 from protocol.sasl.plain import authenticate_plain, plain_token
-from protocol.sasl.scram import SHA_256, SHA_512, ScramClient, ScramCredential, ScramServer, make_credential
+from protocol.sasl.scram import (
+    SCRAM_MECHANISMS,
+    SHA_256,
+    SHA_512,
+    ScramClient,
+    ScramCredential,
+    ScramServer,
+    make_credential,
+)
 
 # RFC 7677, section 3
 CLIENT_NONCE = "rOprNGfwEbeRWgbNEkqO"
@@ -132,3 +141,21 @@ def test_jaas_config_gives_options_and_broker_users() -> None:
     for bad in ("", "Module", "Module required username=x", "Module maybe;", 'M required a="x"; b=c'):
         with pytest.raises(ValueError):
             parse_jaas_config(bad)
+
+
+@pytest.mark.parametrize("mechanism", ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"])
+def test_client_exchange_authenticates_against_the_server(mechanism: str) -> None:
+    exchange = client_exchange(SaslCredentials(mechanism, "alice", "pw"))
+    token = next(exchange)
+    if mechanism == "PLAIN":
+        assert authenticate_plain(token, {"alice": "pw"}) == "alice"
+        with pytest.raises(StopIteration):
+            exchange.send(b"")
+        return
+    scram = SCRAM_MECHANISMS[mechanism]
+    server = ScramServer(scram)
+    server.client_first(token)
+    final = exchange.send(server.server_first(make_credential(scram, "pw")))
+    with pytest.raises(StopIteration):
+        exchange.send(server.client_final(final))
+    assert server.complete and server.username == "alice"

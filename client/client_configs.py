@@ -17,6 +17,8 @@ from broker.config import ConfigError, parse_properties
 from client.assignors import assignors
 from client.producer import parse_acks
 from protocol.compression import CODECS
+from protocol.sasl import GSSAPI, MECHANISMS, SaslCredentials
+from protocol.sasl.jaas import parse_jaas_config
 
 _INT32_MAX = 2**31 - 1
 
@@ -122,6 +124,37 @@ _WITHOUT_EFFECT = {
 }
 
 
+#: Kafka's (and librdkafka's) security settings, read together into the clients' `sasl` credentials.
+SECURITY_CONFIGS = ("security.protocol", "sasl.mechanism", "sasl.username", "sasl.password", "sasl.jaas.config")
+
+
+def sasl_credentials(properties: Mapping[str, str]) -> SaslCredentials | None:
+    """The SASL credentials of `security.protocol=SASL_PLAINTEXT` with `sasl.mechanism` and either librdkafka's
+    `sasl.username`/`sasl.password` or Java's `sasl.jaas.config` (its username and password options); None for
+    PLAINTEXT. ConfigError (naming no secret) for settings minikafka's clients cannot serve."""
+    protocol = properties.get("security.protocol", "PLAINTEXT").strip().upper()
+    if protocol == "PLAINTEXT":
+        return None
+    if protocol != "SASL_PLAINTEXT":
+        raise ConfigError(f"security.protocol {protocol} is not supported by minikafka's clients "
+                          "(PLAINTEXT, SASL_PLAINTEXT)")
+    mechanism = properties.get("sasl.mechanism", GSSAPI).strip().upper()
+    if mechanism not in MECHANISMS:
+        raise ConfigError(f"sasl.mechanism {mechanism} is not supported (one of {', '.join(MECHANISMS)})")
+    username, password = properties.get("sasl.username"), properties.get("sasl.password")
+    jaas = properties.get("sasl.jaas.config", "").strip()
+    if jaas and (username is None or password is None):
+        try:
+            options = parse_jaas_config(jaas).options
+        except ValueError as e:
+            raise ConfigError(str(e)) from None
+        username, password = options.get("username"), options.get("password")
+    if not username or password is None:
+        raise ConfigError("security.protocol SASL_PLAINTEXT needs sasl.username and sasl.password, or a "
+                          "sasl.jaas.config with username and password")
+    return SaslCredentials(mechanism, username, password)
+
+
 @dataclass(frozen=True, slots=True)
 class ClientConfig:
     """Keyword arguments for the client, and the warnings to show (unknown names, names without effect)."""
@@ -146,7 +179,12 @@ def _map(properties: Mapping[str, str], known: Mapping[str, tuple[str, Callable[
          kind: str) -> ClientConfig:
     kwargs: dict[str, Any] = {}
     warnings: list[str] = []
+    sasl = sasl_credentials(properties)
+    if sasl is not None:
+        kwargs["sasl"] = sasl
     for name, text in properties.items():
+        if name in SECURITY_CONFIGS:
+            continue
         if name in known:
             keyword, parse = known[name]
             try:

@@ -11,7 +11,7 @@ from protocol.apis.metadata import MetadataBroker, MetadataRequest, MetadataResp
 from protocol.errors import ErrorCode, KafkaError
 from protocol.sasl import SaslCredentials
 from protocol.topic_partition import TopicPartition
-from transport.connection import BrokerConnection, KafkaConnectionError
+from transport.connection import AuthenticationFailedError, BrokerConnection, KafkaConnectionError
 
 log = logging.getLogger(__name__)
 
@@ -165,6 +165,8 @@ class ClusterMetadata:
             try:
                 connection = await self.connection_to(host, port)
                 response = await connection.request(request)
+            except AuthenticationFailedError:
+                raise  # the credentials are wrong everywhere: no other broker is asked
             except (KafkaConnectionError, KafkaError) as e:
                 errors.append(f"{host}:{port}: {e}")
                 continue

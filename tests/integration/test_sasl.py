@@ -1,8 +1,10 @@
-"""SASL_PLAINTEXT on real brokers, as stock clients configure it: three brokers with a PLAINTEXT inter-broker
-listener and a SASL_PLAINTEXT one for clients (PLAIN users in its JAAS config, SCRAM credentials in ZooKeeper).
-Kafka's kafka-configs adds a SCRAM user over the wire, who then produces and consumes with confluent-kafka,
-kafka-python and aiokafka; PLAIN works too; a wrong password, an unknown mechanism and a request before
-authentication each end the connection; no password reaches a broker's log."""
+"""SASL_PLAINTEXT on real brokers, as stock clients configure it: three brokers whose inter-broker listener is a
+SASL_PLAINTEXT one (they replicate and the controller reaches them authenticated with PLAIN; PLAIN users in the
+listener's JAAS config, SCRAM credentials in ZooKeeper), and a PLAINTEXT one. Kafka's kafka-configs adds a SCRAM
+user over the wire, who then produces and consumes with confluent-kafka, kafka-python and aiokafka; `minikafka
+users` adds and deletes one whom minikafka's own clients authenticate as; PLAIN works too; a wrong password, an
+unknown mechanism, an oversized token, a request before authentication and a handshake that never finishes each end
+the connection; no password reaches a broker's log."""
 
 from __future__ import annotations
 
@@ -27,10 +29,16 @@ from confluent_kafka import KafkaError as ConfluentError
 from confluent_kafka import Producer as ConfluentProducer
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from client.admin import Admin
 from client.cluster import log_tail
-from tests.integration.clusterutil import PROJECT_ROOT
+from client.consumer import Consumer
+from client.producer import Producer
+from protocol.sasl import SaslCredentials
+from protocol.topic_partition import TopicPartition
+from tests.integration.clusterutil import PROJECT_ROOT, cli
 from tests.kafka_broker import kafka_tool
-from tests.polling import wait_for
+from tests.polling import poll_records, wait_for
+from transport.connection import AuthenticationFailedError
 from zk.server import ZooKeeperServer, free_port
 
 BROKER_IDS = (1, 2, 3)
@@ -68,7 +76,8 @@ def _environment(broker_id: int, internal: int, sasl: int) -> dict[str, str]:
         "MINIKAFKA_CFG_BROKER_ID": str(broker_id),
         "MINIKAFKA_CFG_LISTENERS": f"INTERNAL://127.0.0.1:{internal},SASL://127.0.0.1:{sasl}",
         "MINIKAFKA_CFG_LISTENER_SECURITY_PROTOCOL_MAP": "INTERNAL:PLAINTEXT,SASL:SASL_PLAINTEXT",
-        "MINIKAFKA_CFG_INTER_BROKER_LISTENER_NAME": "INTERNAL",
+        "MINIKAFKA_CFG_INTER_BROKER_LISTENER_NAME": "SASL",
+        "MINIKAFKA_CFG_SASL_MECHANISM_INTER_BROKER_PROTOCOL": "PLAIN",
     }
 
 
@@ -127,7 +136,7 @@ def _ready(cluster: SaslCluster) -> bool:
 def _new_topic(cluster: SaslCluster) -> str:
     name = f"sasl-{uuid.uuid4().hex[:8]}"
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap, **_plain_admin_config()})
-    admin.create_topics([NewTopic(name, 1, 3)])[name].result(timeout=30)
+    admin.create_topics([NewTopic(name, 1, 3, config={"min.insync.replicas": "3"})])[name].result(timeout=30)
     return name
 
 
@@ -222,9 +231,13 @@ def test_a_wrong_password_is_refused_and_never_logged(sasl_cluster: SaslCluster)
         return any(e.code() == ConfluentError._AUTHENTICATION for e in errors)
 
     wait_for(refused, "an authentication error from librdkafka")
-    logs = [b.log.read_text() for b in sasl_cluster.brokers]
-    assert any("failed authentication" in log for log in logs)
-    for secret in (ADMIN_PASSWORD, ALICE_PASSWORD, "wrong-password-77"):
+    assert any("failed authentication" in b.log.read_text() for b in sasl_cluster.brokers)
+    _assert_no_secret_in_logs(sasl_cluster)
+
+
+def _assert_no_secret_in_logs(cluster: SaslCluster) -> None:
+    logs = [b.log.read_text() for b in cluster.brokers]
+    for secret in (ADMIN_PASSWORD, ALICE_PASSWORD, "wrong-password-77", "carol-secret-41a7"):
         assert not any(secret in log for log in logs), f"{secret} is in a broker log"
 
 
@@ -260,3 +273,32 @@ def test_bad_input_ends_the_connection_and_the_broker_goes_on(sasl_cluster: Sasl
     assert "before its SASL authentication completed" in logs and "unsupported SASL mechanism" in logs
     assert "authentication not complete within 3000 ms" in logs
     assert _ready(sasl_cluster)
+
+
+def test_minikafka_users_adds_a_user_its_clients_authenticate_as_and_deletes_it(sasl_cluster: SaslCluster) -> None:
+    internal = f"127.0.0.1:{sasl_cluster.brokers[0].internal_port}"
+    cli("users", "--add", "carol", "--password", "carol-secret-41a7", "--mechanism", "SCRAM-SHA-256",
+        "--iterations", "8192", "--bootstrap-server", internal)
+    assert "carol\tSCRAM-SHA-256(iterations=8192)" in cli("users", "--list", "--bootstrap-server", internal).stdout
+    topic = _new_topic(sasl_cluster)
+    carol = SaslCredentials("SCRAM-SHA-256", "carol", "carol-secret-41a7")
+
+    async def round_trip() -> list[bytes]:
+        async with Producer(sasl_cluster.bootstrap, acks="all", sasl=carol) as producer:
+            futures = [await producer.send(topic, f"minikafka-{i}".encode()) for i in range(RECORDS)]
+            await asyncio.gather(*futures)
+        async with Consumer(sasl_cluster.bootstrap, sasl=carol, auto_offset_reset="earliest") as consumer:
+            consumer.assign([TopicPartition(topic, 0)])
+            return [r.value for r in await poll_records(consumer, RECORDS)]
+
+    assert asyncio.run(round_trip()) == [f"minikafka-{i}".encode() for i in range(RECORDS)]
+    cli("users", "--delete", "carol", "--bootstrap-server", internal)
+    assert "carol" not in cli("users", "--list", "--bootstrap-server", internal).stdout
+
+    async def refused() -> None:
+        async with Admin(sasl_cluster.bootstrap, sasl=carol) as admin:
+            await admin.list_topics()
+
+    with pytest.raises(AuthenticationFailedError, match="invalid credentials"):
+        asyncio.run(refused())
+    _assert_no_secret_in_logs(sasl_cluster)

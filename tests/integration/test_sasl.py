@@ -10,12 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
-import signal
 import socket
 import struct
 import subprocess
-import sys
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -35,7 +32,7 @@ from client.consumer import Consumer
 from client.producer import Producer
 from protocol.sasl import SaslCredentials
 from protocol.topic_partition import TopicPartition
-from tests.integration.clusterutil import PROJECT_ROOT, cli
+from tests.integration.clusterutil import broker_process, cli, terminate
 from tests.kafka_broker import kafka_tool
 from tests.polling import poll_records, wait_for
 from transport.connection import AuthenticationFailedError
@@ -97,26 +94,14 @@ def sasl_cluster(zookeeper: ZooKeeperServer, tmp_path_factory: pytest.TempPathFa
                               f"listener.name.sasl.plain.sasl.jaas.config={PLAIN_JAAS}\n")
             internal, sasl = free_port(), free_port()
             log = broker_dir / "server.log"
-            with log.open("wb") as output:
-                process = subprocess.Popen(
-                    [sys.executable, "-m", "client.cli", "broker", "--config", str(config)],
-                    stdout=output, stderr=subprocess.STDOUT, cwd=PROJECT_ROOT,
-                    env={**os.environ, **_environment(broker_id, internal, sasl)})
+            process = broker_process(config, log, _environment(broker_id, internal, sasl))
             started.append(SaslBroker(broker_id, internal, sasl, process, log))
         cluster = SaslCluster(started, directory)
         wait_for(lambda: _ready(cluster), lambda: f"three brokers answering on their SASL listeners\n{cluster.logs()}",
                  timeout_s=60)
         yield cluster
     finally:
-        for broker in started:
-            with contextlib.suppress(ProcessLookupError):
-                broker.process.send_signal(signal.SIGTERM)
-        for broker in started:
-            try:
-                broker.process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                broker.process.kill()
-                broker.process.wait()
+        terminate([broker.process for broker in started])
 
 
 def _plain_admin_config() -> dict[str, str]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import struct
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from broker.network.wire import KafkaWire
@@ -31,7 +31,10 @@ def _decode(frame: bytes) -> None:
 def valid_frames(draw: st.DrawFn) -> bytes:
     api = draw(st.sampled_from(list(KAFKA_APIS.values())))
     version = draw(st.integers(api.versions.low, api.versions.high))
-    body = codec.encode(f"{api.name}Request", version, draw(message_values(SPECS[f"{api.name}Request"], version)))
+    value = draw(message_values(SPECS[f"{api.name}Request"], version))
+    # Metadata takes topics by id from v12 only (Kafka refuses ids, as a topic without a name, below it)
+    assume(api.name != "Metadata" or version >= 12 or all(t["name"] is not None for t in value["topics"] or ()))
+    body = codec.encode(f"{api.name}Request", version, value)
     client_id = draw(st.one_of(st.none(), st.text(max_size=5)))
     header = struct.pack(">hhi", api.key, version, 1) + (
         b"\xff\xff" if client_id is None else struct.pack(">h", len(client_id.encode())) + client_id.encode())

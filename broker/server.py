@@ -156,6 +156,7 @@ class BrokerServer:
         self.log_manager.start_cleaner(config.cleaner, on_loop(asyncio.get_running_loop()),
                                        halt_hook(os.environ) or no_step)
         self.metadata_cache.cluster_id = cluster_id
+        await self.scram_credentials.start()
         bound = await self.socket_server.start()
         self.endpoints = config.listeners.advertised_endpoints(bound, socket.getfqdn())
         inter_broker = next(e for e in self.endpoints
@@ -234,6 +235,7 @@ class BrokerServer:
         await self.group_coordinator.shutdown()
         await self.replica_manager.shutdown()
         await self.zk_state.close()
+        self.scram_credentials.stop()
         await self.channel.shutdown()
         await asyncio.to_thread(self.log_manager.shutdown)
         await asyncio.to_thread(DURABLE_WRITER.close)

@@ -1,6 +1,8 @@
 """Users' SCRAM credentials: DescribeUserScramCredentials and AlterUserScramCredentials with Kafka's rules
 (ZkAdminManager), over ZooKeeper's /config/users (zk/user_scram.py), and the credential lookup of SCRAM
-authentications, which reads ZooKeeper at each authentication so that a change holds at once on every broker."""
+authentications. Every broker caches the credentials it has read and drops them at each new /config/changes
+notification (a user's credentials changed, by any broker or by Kafka's tools); a user without credentials is not
+cached."""
 
 from __future__ import annotations
 
@@ -21,24 +23,56 @@ from protocol.apis.scram_credentials import (
 from protocol.errors import ErrorCode, KafkaError
 from protocol.sasl import SaslAuthenticationError
 from protocol.sasl.scram import MAX_ITERATIONS, SCRAM_BY_WIRE_TYPE, SCRAM_MECHANISMS, ScramCredential
-from zk.client import ZkClient, ZkError
+from zk import znodes
+from zk.client import Watch, ZkClient, ZkError
+from zk.topic_config import config_change_sequence
 from zk.user_scram import alter_scram_credentials, list_scram_users, read_scram_credentials
 
 log = logging.getLogger(__name__)
 
 
 class UserScramCredentialStore:
-    """Describes, alters and looks up users' SCRAM credentials in ZooKeeper."""
+    """Describes, alters and looks up users' SCRAM credentials in ZooKeeper; caches them once started."""
 
     def __init__(self, zk: ZkClient) -> None:
         self._zk = zk
+        self._cache: dict[str, dict[str, ScramCredential]] = {}
+        self._generation = 0  # bumped at each invalidation: a read begun before it is not cached
+        self._last_change = -1  # the newest /config/changes notification seen
+        self._watch: Watch | None = None
+
+    async def start(self) -> None:
+        """Watch /config/changes: from now on credentials read are cached until the next notification."""
+        await self._zk.ensure_path(znodes.CONFIG_CHANGES_PATH)
+        sequences = [config_change_sequence(c) for c in await self._zk.get_children(znodes.CONFIG_CHANGES_PATH)]
+        self._last_change = max((s for s in sequences if s is not None), default=-1)
+        self._watch = await self._zk.watch_children(znodes.CONFIG_CHANGES_PATH, self._on_changes)
+
+    def stop(self) -> None:
+        if self._watch is not None:
+            self._watch.cancel()
+            self._watch = None
+        self._cache.clear()
+
+    def _on_changes(self, children: list[str]) -> None:
+        newest = max((s for c in children if (s := config_change_sequence(c)) is not None), default=-1)
+        if newest > self._last_change:
+            self._last_change = newest
+            self._generation += 1
+            self._cache.clear()
 
     async def scram_credential(self, mechanism: str, user: str) -> ScramCredential | None:
-        try:
-            return (await read_scram_credentials(self._zk, user)).get(mechanism)
-        except ZkError as e:
-            log.warning("cannot read the SCRAM credentials of a user: %s", e)
-            raise SaslAuthenticationError("Authentication failed: credentials unavailable") from None
+        credentials = self._cache.get(user)
+        if credentials is None:
+            generation = self._generation
+            try:
+                credentials = await read_scram_credentials(self._zk, user)
+            except ZkError as e:
+                log.warning("cannot read the SCRAM credentials of a user: %s", e)
+                raise SaslAuthenticationError("Authentication failed: credentials unavailable") from None
+            if credentials and self._watch is not None and generation == self._generation:
+                self._cache[user] = credentials
+        return credentials.get(mechanism)
 
     async def handle_describe(self, body: DescribeUserScramCredentialsRequest, _request: Request) -> Handled:
         try:

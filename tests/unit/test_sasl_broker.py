@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import re
+from collections.abc import Callable
 
 import pytest
 
+from broker.apis.scram_credentials import UserScramCredentialStore
 from broker.config import BrokerConfig, ConfigError
 from broker.network.authenticator import SaslAuthenticator
 from protocol.apis.sasl import SaslAuthenticateRequest, SaslHandshakeRequest
@@ -15,6 +17,9 @@ from protocol.errors import ErrorCode
 from protocol.sasl import MAX_TOKEN_BYTES, SaslCredentials
 from protocol.sasl.client import client_exchange
 from protocol.sasl.scram import SHA_512, ScramCredential, make_credential
+from zk import znodes
+from zk.client import Watch
+from zk.user_scram import user_config_path
 
 JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" password="pw" '
         'user_admin="pw" user_bob="bob-pw";')
@@ -106,3 +111,49 @@ def test_out_of_order_and_oversized_requests_fail_the_authentication() -> None:
     asyncio.run(oversized.handle(SaslHandshakeRequest(mechanism="PLAIN")))
     answer = asyncio.run(oversized.handle(SaslAuthenticateRequest(auth_bytes=b"\0" * (MAX_TOKEN_BYTES + 1)))).body
     assert answer.error_code == ErrorCode.SASL_AUTHENTICATION_FAILED and oversized.failed
+
+
+class FakeZk:
+    """The ZooKeeper reads of the credential store: /config/users/<name> and the children of /config/changes."""
+
+    def __init__(self) -> None:
+        self.data: dict[str, bytes] = {}
+        self.reads = 0
+        self.on_children: Callable[[list[str]], None] | None = None
+
+    async def get_or_none(self, path: str) -> tuple[bytes, None] | None:
+        self.reads += 1
+        return (self.data[path], None) if path in self.data else None
+
+    async def ensure_path(self, _path: str) -> None:
+        return None
+
+    async def get_children(self, _path: str) -> list[str]:
+        return ["config_change_0000000003"]
+
+    async def watch_children(self, _path: str, callback: Callable[[list[str]], None]) -> Watch:
+        self.on_children = callback
+        return Watch(_path)
+
+
+def test_the_credential_store_caches_until_a_config_change_notification() -> None:
+    zk = FakeZk()
+    zk.data[user_config_path("alice")] = znodes.encode_topic_config(
+        {"SCRAM-SHA-512": str(make_credential(SHA_512, "pw", 4096, b"salt"))})
+    store = UserScramCredentialStore(zk)  # type: ignore[arg-type]
+
+    async def scenario() -> None:
+        await store.start()
+        first = await store.scram_credential("SCRAM-SHA-512", "alice")
+        assert first is not None and first.salt == b"salt"
+        assert await store.scram_credential("SCRAM-SHA-512", "alice") == first and zk.reads == 1
+        assert await store.scram_credential("SCRAM-SHA-256", "alice") is None and zk.reads == 1
+        assert zk.on_children is not None
+        zk.on_children(["config_change_0000000003"])  # nothing new: still cached
+        assert await store.scram_credential("SCRAM-SHA-512", "alice") == first and zk.reads == 1
+        del zk.data[user_config_path("alice")]
+        zk.on_children(["config_change_0000000003", "config_change_0000000004"])
+        assert await store.scram_credential("SCRAM-SHA-512", "alice") is None and zk.reads == 2
+        assert await store.scram_credential("SCRAM-SHA-512", "alice") is None and zk.reads == 3  # unknown: uncached
+
+    asyncio.run(scenario())

@@ -135,12 +135,9 @@ class Connection:
                 payload = None
             except FrameTooLargeError as e:
                 self._stats.frames_too_large += 1
-                logger.warning(
-                    "closing %s: frame of %d bytes exceeds socket.request.max.bytes=%d",
-                    self.id,
-                    e.length,
-                    e.max_frame_bytes,
-                )
+                limit = ("socket.request.max.bytes=%d" if self._authenticator is None or self._authenticator.complete
+                         else "the %d bytes allowed before SASL authentication")
+                logger.warning("closing %s: frame of %d bytes exceeds " + limit, self.id, e.length, e.max_frame_bytes)
                 return
             except InvalidFrameError as e:
                 self._stats.malformed_requests += 1

@@ -257,6 +257,7 @@ def test_bad_input_ends_the_connection_and_the_broker_goes_on(sasl_cluster: Sasl
     logs = sasl_cluster.brokers[0].log.read_text()
     assert "before its SASL authentication completed" in logs and "unsupported SASL mechanism" in logs
     assert "authentication not complete within 3000 ms" in logs
+    assert "exceeds the 528384 bytes allowed before SASL authentication" in logs
     assert _ready(sasl_cluster)
 
 

@@ -93,7 +93,7 @@ class Notifications:
 
     async def process_config_changes(self) -> None:
         """New /config/changes notifications: re-read the named topics' configs; a topic whose unclean leader
-        election is now enabled elects its offline partitions. Old notifications are purged."""
+        election is now enabled elects its offline partitions. Old notifications (of any entity) are purged."""
         if not self._activity.is_active:
             return
         children = await self._zk.get_children(znodes.CONFIG_CHANGES_PATH)
@@ -127,7 +127,7 @@ class Notifications:
             batch = self._requests.new_batch()
             states.queue_changes(batch, elected)
             self._requests.send(batch)
-        if topics:
+        if fresh:  # users' notifications too (SCRAM credentials), which brokers read
             await self._purge_config_changes([name for _, name in numbered])
 
     async def _purge_config_changes(self, names: list[str]) -> None:

@@ -14,6 +14,7 @@ from broker.listeners import ListenerConfig
 from broker.log.cleaner.config import CleanerConfig
 from broker.log.config import LogConfig, LogConfigError
 from broker.network import NetworkConfig
+from broker.sasl_config import SaslConfig, SaslConfigError
 from protocol.endpoint import ListenerConfigError
 from transport.tls import TlsConfigError, client_context, listener_settings, server_context
 from zk.ops import JUTE_MAXBUFFER
@@ -119,6 +120,8 @@ class BrokerConfig:
     #: the TLS context of this broker's connections to other brokers (fetchers, controller) when the
     #: inter-broker listener is TLS: that listener's truststore, and its keystore for client authentication
     inter_broker_tls: ssl.SSLContext | None = None
+    #: the SASL listeners' mechanisms and PLAIN users, the broker's own credentials to other brokers
+    sasl: SaslConfig = field(default_factory=SaslConfig)
     log: LogConfig = field(default_factory=LogConfig)
     cleaner: CleanerConfig = field(default_factory=CleanerConfig)
     group_coordinator: GroupCoordinatorConfig = field(default_factory=GroupCoordinatorConfig)
@@ -149,7 +152,8 @@ class BrokerConfig:
         reader = _Reader(props)
         try:
             listeners = ListenerConfig.from_properties(props)
-        except ListenerConfigError as e:
+            sasl = SaslConfig.from_properties(props, listeners)
+        except (ListenerConfigError, SaslConfigError) as e:
             raise ConfigError(str(e)) from None
         connect = reader.required("zookeeper.connect")
         hosts, slash, chroot = connect.partition("/")
@@ -231,6 +235,7 @@ class BrokerConfig:
             metrics_port=reader.integer("metrics.port", 0),
             network=network,
             inter_broker_tls=inter_broker_tls,
+            sasl=sasl,
             log=log_config,
             cleaner=cleaner,
             group_coordinator=group_coordinator,

@@ -4,8 +4,9 @@
 A listener is a named endpoint, ``NAME://host:port``. The broker binds every entry of `listeners` (an empty host
 or 0.0.0.0 binds every interface, port 0 a free port), registers the entries of `advertised.listeners` (default:
 `listeners`) in ZooKeeper, connects to other brokers on the inter-broker listener, and answers Metadata with the
-advertised endpoints of the listener a request arrived on. minikafka serves PLAINTEXT, SSL and SASL_SSL (TLS;
-protocol.endpoint.TLS_PROTOCOLS): a listener mapped to another security protocol is refused. Pure: no sockets.
+advertised endpoints of the listener a request arrived on. minikafka serves all four of Kafka's security protocols:
+SSL and SASL_SSL connections are TLS (protocol.endpoint.TLS_PROTOCOLS), SASL_PLAINTEXT and SASL_SSL ones authenticate
+first (SASL_PROTOCOLS, broker/sasl_config.py). Pure: no sockets.
 """
 
 from __future__ import annotations
@@ -13,12 +14,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from protocol.endpoint import SERVED_PROTOCOLS, SUPPORTED_PROTOCOL, EndPoint, ListenerConfigError, parse_endpoint
+from protocol.endpoint import (
+    SERVED_PROTOCOLS,
+    SUPPORTED_PROTOCOL,
+    EndPoint,
+    ListenerConfigError,
+    parse_endpoint,
+)
 
 DEFAULT_LISTENERS = "PLAINTEXT://127.0.0.1:9092"
 DEFAULT_PROTOCOL_MAP = "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL"
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
-
 
 
 def parse_protocol_map(text: str) -> dict[str, str]:

@@ -20,6 +20,7 @@ import uvloop
 
 from broker.apis.config_changes import ConfigChanges
 from broker.apis.kafka_apis import KafkaApis
+from broker.apis.scram_credentials import UserScramCredentialStore
 from broker.authorizer.authorizer import AclAuthorizer, install_authorizer_log
 from broker.auto_topic_creation import AutoTopicCreationManager
 from broker.config import BrokerConfig
@@ -38,6 +39,7 @@ from broker.metadata_cache import MetadataCache
 from broker.metrics.collector import BrokerCollector, ControllerGauges
 from broker.metrics.http import MetricsServer
 from broker.network import SocketServer
+from broker.network.authenticator import SaslAuthenticator
 from broker.producer_ids import ProducerIdManager
 from broker.registration import get_or_create_cluster_id, register_broker
 from broker.replication.fetcher import ReplicaFetcherManager
@@ -106,18 +108,26 @@ class BrokerServer:
         coordinators = OffsetsTopic(self.metadata_cache, self.auto_topic_creation, self.group_coordinator.partition_for)
         self.dynamic_config = DynamicBrokerConfig(config.broker_id, config.properties, self.log_manager,
                                                   self.zk_state.topic_config)
+        self.scram_credentials = UserScramCredentialStore(self.zk)
         self.apis = KafkaApis(config.broker_id, self.replica_manager, self.metadata_cache, self.controller,
                               self.zk_state, self.producer_ids, self.group_coordinator, coordinators,
                               self.auto_topic_creation,
                               ConfigChanges(self.zk, _validate_topic_config, config.broker_id, config.properties),
-                              self.log_manager, self.dynamic_config, self.authorizer)
-        self.socket_server = SocketServer(config.network, self.apis.handle, self.replica_manager.counters)
+                              self.log_manager, self.dynamic_config, self.scram_credentials, self.authorizer)
+        self.socket_server = SocketServer(config.network, self.apis.handle, self.replica_manager.counters,
+                                          self._authenticator, config.sasl.authentication_timeout_ms)
         self.metrics = MetricsServer(BrokerCollector(self.replica_manager, self._controller_gauges, self.fetchers,
                                                      self.socket_server, self.group_coordinator.committed_offsets))
         self.endpoints: tuple[EndPoint, ...] = ()  # what this broker registered, once started
         self.host, self.port = "", -1  # its inter-broker endpoint, once started
         self.broker_epoch = -1
         self._reregistration: asyncio.Task | None = None
+
+    def _authenticator(self, listener_name: str) -> SaslAuthenticator | None:
+        listener = self.config.sasl.listeners.get(listener_name)
+        if listener is None:
+            return None
+        return SaslAuthenticator(listener.mechanisms, listener.plain_users, self.scram_credentials)
 
     def _controller_gauges(self) -> ControllerGauges:
         controller = self.controller
@@ -130,12 +140,14 @@ class BrokerServer:
     def _fetcher_connection(self, host: str, port: int) -> BrokerConnection:
         return BrokerConnection(host, port, client_id=f"broker-{self.config.broker_id}-fetcher",
                                 request_timeout_ms=self.config.replica_socket_timeout_ms,
-                                local_address=self.config.source_address, tls=self.config.inter_broker_tls)
+                                local_address=self.config.source_address, tls=self.config.inter_broker_tls,
+                                sasl=self.config.sasl.inter_broker)
 
     def _controller_connection(self, host: str, port: int) -> BrokerConnection:
         return BrokerConnection(host, port, client_id=f"controller-{self.config.broker_id}",
                                 request_timeout_ms=self.config.controller_socket_timeout_ms,
-                                local_address=self.config.source_address, tls=self.config.inter_broker_tls)
+                                local_address=self.config.source_address, tls=self.config.inter_broker_tls,
+                                sasl=self.config.sasl.inter_broker)
 
     async def start(self) -> None:
         """Join the cluster in ZooKeeper (its id, created by the first broker), recover the logs (refusing log dirs
@@ -153,6 +165,7 @@ class BrokerServer:
                                        halt_hook(os.environ) or no_step)
         self.metadata_cache.cluster_id = cluster_id
         await self.dynamic_config.start(self.zk)
+        await self.scram_credentials.start()
         if self.authorizer is not None:  # every ACL is known before the first request is served
             await self.authorizer.start()
         bound = await self.socket_server.start()
@@ -236,6 +249,7 @@ class BrokerServer:
         await self.group_coordinator.shutdown()
         await self.replica_manager.shutdown()
         await self.zk_state.close()
+        self.scram_credentials.stop()
         await self.channel.shutdown()
         await asyncio.to_thread(self.log_manager.shutdown)
         await asyncio.to_thread(DURABLE_WRITER.close)

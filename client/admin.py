@@ -69,6 +69,14 @@ from protocol.apis.records_deletion import (
     DeleteRecordsTopic,
 )
 from protocol.apis.replicas import DescribedReplica, DescribeReplicasRequest, DescribeReplicasResponse
+from protocol.apis.scram_credentials import (
+    AlterUserScramCredentialsRequest,
+    AlterUserScramCredentialsResponse,
+    DescribeUserScramCredentialsRequest,
+    DescribeUserScramCredentialsResponse,
+    ScramCredentialDeletion,
+    ScramCredentialUpsertion,
+)
 from protocol.apis.shapes import Topic
 from protocol.apis.topics import (
     CreatableReplicaAssignment,
@@ -83,6 +91,8 @@ from protocol.apis.topics import (
     DeleteTopicsResponse,
 )
 from protocol.errors import ErrorCode, KafkaError
+from protocol.sasl import SaslCredentials
+from protocol.sasl.scram import SCRAM_BY_WIRE_TYPE, SCRAM_MECHANISMS, new_salt
 from protocol.topic_partition import TopicPartition
 from transport.connection import BrokerConnection, KafkaConnectionError
 
@@ -147,6 +157,11 @@ class Reassignment:
     removing: list[int]
 
 
+def _check_user(user: str, error_code: int, message: str | None) -> None:
+    if error_code != ErrorCode.NONE:
+        raise AdminError(ErrorCode.from_code(error_code), f"user {user!r}: {message}")
+
+
 def _monotonic_ms() -> float:
     return time.monotonic() * 1000
 
@@ -165,10 +180,11 @@ class Admin(AsyncClosing):
         client_id: str = "minikafka-admin",
         tls: ssl.SSLContext | None = None,
         clock: Callable[[], float] = _monotonic_ms,
+        sasl: SaslCredentials | None = None,
     ) -> None:
         self.retry_backoff_ms = retry_backoff_ms
         self.metadata = ClusterMetadata(bootstrap_servers, client_id=client_id, request_timeout_ms=request_timeout_ms,
-                                        tls=tls)
+                                        tls=tls, sasl=sasl)
         self._clock = clock
 
     async def create_topics(
@@ -269,6 +285,38 @@ class Admin(AsyncClosing):
         return {(t.name, p.partition_index): Reassignment(list(p.replicas), list(p.adding_replicas),
                                                           list(p.removing_replicas))
                 for t in response.topics for p in t.partitions}
+
+    async def describe_user_scram_credentials(self, users: Sequence[str] | None = None
+                                              ) -> dict[str, list[tuple[str, int]]]:
+        """Each user's SCRAM mechanisms and iterations (every user with a credential if `users` is None); raises
+        AdminError for a named user without one (RESOURCE_NOT_FOUND)."""
+        response = await self._ask_any(DescribeUserScramCredentialsRequest(users=list(users) if users else None))
+        assert isinstance(response, DescribeUserScramCredentialsResponse)
+        if response.error_code != ErrorCode.NONE:
+            raise AdminError(ErrorCode.from_code(response.error_code), response.error_message or "")
+        described = {}
+        for result in response.results:
+            _check_user(result.user, result.error_code, result.error_message)
+            described[result.user] = [(SCRAM_BY_WIRE_TYPE[c.mechanism].name, c.iterations)
+                                      for c in result.credential_infos if c.mechanism in SCRAM_BY_WIRE_TYPE]
+        return described
+
+    async def alter_user_scram_credentials(self, upsert: Mapping[tuple[str, str], tuple[str, int]] | None = None,
+                                           delete: Iterable[tuple[str, str]] = ()) -> None:
+        """Set credentials ({(user, mechanism): (password, iterations)}: the password is salted here, only the salted
+        password travels) and delete others ((user, mechanism) pairs); AdminError for a user that failed."""
+        upsertions = []
+        for (user, name), (password, iterations) in (upsert or {}).items():
+            mechanism, salt = SCRAM_MECHANISMS[name], new_salt()
+            upsertions.append(ScramCredentialUpsertion(
+                name=user, mechanism=mechanism.wire_type, iterations=iterations, salt=salt,
+                salted_password=mechanism.salted_password(password, salt, iterations)))
+        deletions = [ScramCredentialDeletion(name=user, mechanism=SCRAM_MECHANISMS[name].wire_type)
+                     for user, name in delete]
+        response = await self._ask_any(AlterUserScramCredentialsRequest(deletions=deletions, upsertions=upsertions))
+        assert isinstance(response, AlterUserScramCredentialsResponse)
+        for result in response.results:
+            _check_user(result.user, result.error_code, result.error_message)
 
     async def list_topics(self) -> list[str]:
         """The names of all topics."""
@@ -552,6 +600,13 @@ class Admin(AsyncClosing):
             if error != ErrorCode.NONE:
                 raise AdminError(error, f"cannot {what} group {group!r}")
         return {group: result for group, (_, result) in outcomes.items()}
+
+    async def _ask_any(self, request: object) -> object:
+        """The answer of a live broker (the lowest id)."""
+        await self.metadata.refresh()
+        if not self.metadata.brokers:
+            raise AdminError(ErrorCode.BROKER_NOT_AVAILABLE, "no live broker")
+        return await self._ask(min(self.metadata.brokers), request)
 
     async def _ask(self, broker_id: int, request: object) -> object:
         connection = await self.metadata.connection(broker_id)

@@ -18,7 +18,9 @@ from broker.listeners import SECURITY_PROTOCOLS
 from client.assignors import assignors
 from client.producer import parse_acks
 from protocol.compression import CODECS
-from protocol.endpoint import TLS_PROTOCOLS
+from protocol.endpoint import SASL_PROTOCOLS, TLS_PROTOCOLS
+from protocol.sasl import GSSAPI, MECHANISMS, SaslCredentials
+from protocol.sasl.jaas import parse_jaas_config
 from transport.tls import TlsConfigError, client_context
 
 _INT32_MAX = 2**31 - 1
@@ -125,6 +127,34 @@ _WITHOUT_EFFECT = {
 }
 
 
+#: Kafka's (and librdkafka's) SASL settings, read together into the clients' `sasl` credentials.
+SASL_CONFIGS = ("sasl.mechanism", "sasl.username", "sasl.password", "sasl.jaas.config")
+
+
+def sasl_credentials(properties: Mapping[str, str]) -> SaslCredentials | None:
+    """The SASL credentials of `security.protocol` SASL_PLAINTEXT or SASL_SSL with `sasl.mechanism` and either
+    librdkafka's `sasl.username`/`sasl.password` or Java's `sasl.jaas.config` (its username and password options);
+    None for PLAINTEXT and SSL. ConfigError (naming no secret) for settings minikafka's clients cannot serve."""
+    protocol = properties.get("security.protocol", "PLAINTEXT").strip().upper()
+    if protocol not in SASL_PROTOCOLS:
+        return None
+    mechanism = properties.get("sasl.mechanism", GSSAPI).strip().upper()
+    if mechanism not in MECHANISMS:
+        raise ConfigError(f"sasl.mechanism {mechanism} is not supported (one of {', '.join(MECHANISMS)})")
+    username, password = properties.get("sasl.username"), properties.get("sasl.password")
+    jaas = properties.get("sasl.jaas.config", "").strip()
+    if jaas and (username is None or password is None):
+        try:
+            options = parse_jaas_config(jaas).options
+        except ValueError as e:
+            raise ConfigError(str(e)) from None
+        username, password = options.get("username"), options.get("password")
+    if not username or password is None:
+        raise ConfigError(f"security.protocol {protocol} needs sasl.username and sasl.password, or a "
+                          "sasl.jaas.config with username and password")
+    return SaslCredentials(mechanism, username, password)
+
+
 @dataclass(frozen=True, slots=True)
 class ClientConfig:
     """Keyword arguments for the client, and the warnings to show (unknown names, names without effect)."""
@@ -147,7 +177,8 @@ def read_config_file(path: Path) -> dict[str, str]:
 
 def is_security_config(name: str) -> bool:
     """Whether a client config is one of the security settings (`security_config` reads them together)."""
-    return name == "security.protocol" or name.startswith("ssl.") or name == "enable.ssl.certificate.verification"
+    return (name == "security.protocol" or name.startswith("ssl.") or name == "enable.ssl.certificate.verification"
+            or name in SASL_CONFIGS)
 
 
 def security_config(properties: Mapping[str, str]) -> dict[str, Any]:
@@ -169,6 +200,9 @@ def _map(properties: Mapping[str, str], known: Mapping[str, tuple[str, Callable[
          kind: str) -> ClientConfig:
     kwargs: dict[str, Any] = security_config(properties)
     warnings: list[str] = []
+    sasl = sasl_credentials(properties)
+    if sasl is not None:
+        kwargs["sasl"] = sasl
     for name, text in properties.items():
         if is_security_config(name):
             continue

@@ -40,6 +40,7 @@ from protocol.records import (
     new_named_tuple,
     read_header,
 )
+from protocol.sasl import SaslCredentials
 from protocol.topic_partition import TopicPartition
 from transport.connection import KafkaConnectionError
 
@@ -210,6 +211,7 @@ class Consumer(AsyncClosing):
         metadata_max_age_ms: int = 300000,
         default_api_timeout_ms: int = 60000,
         clock: Callable[[], float] = _monotonic_ms,
+        sasl: SaslCredentials | None = None,
     ) -> None:
         if auto_offset_reset not in _RESETS:
             raise ValueError(f"auto_offset_reset must be one of {', '.join(_RESETS)}, got {auto_offset_reset!r}")
@@ -222,7 +224,7 @@ class Consumer(AsyncClosing):
         self.retry_backoff_ms = retry_backoff_ms
         self.auto_offset_reset = auto_offset_reset
         self.metadata = ClusterMetadata(bootstrap_servers, client_id=client_id, request_timeout_ms=request_timeout_ms,
-                                        tls=tls)
+                                        tls=tls, sasl=sasl)
         self._clock = clock
         self._assignment: list[TopicPartition] = []
         self._positions: dict[TopicPartition, int | None] = {}

@@ -10,8 +10,9 @@ from dataclasses import dataclass
 
 from protocol.apis.metadata import MetadataBroker, MetadataRequest, MetadataResponse
 from protocol.errors import ErrorCode, KafkaError
+from protocol.sasl import SaslCredentials
 from protocol.topic_partition import TopicPartition
-from transport.connection import BrokerConnection, KafkaConnectionError
+from transport.connection import AuthenticationFailedError, BrokerConnection, KafkaConnectionError
 
 log = logging.getLogger(__name__)
 
@@ -65,9 +66,11 @@ class ClusterMetadata:
         request_timeout_ms: int = 30000,
         allow_auto_topic_creation: bool = False,
         tls: ssl.SSLContext | None = None,
+        sasl: SaslCredentials | None = None,
     ) -> None:
         self.bootstrap = parse_bootstrap_servers(bootstrap_servers)
         self.tls = tls
+        self.sasl = sasl
         self.allow_auto_topic_creation = allow_auto_topic_creation
         self.client_id = client_id
         self.request_timeout_ms = request_timeout_ms
@@ -146,7 +149,8 @@ class ClusterMetadata:
             connection = self._connections.get(key)
             if connection is None or connection.closed:
                 connection = BrokerConnection(
-                    host, port, client_id=self.client_id, request_timeout_ms=self.request_timeout_ms, tls=self.tls
+                    host, port, client_id=self.client_id, request_timeout_ms=self.request_timeout_ms, tls=self.tls,
+                    sasl=self.sasl
                 )
                 await connection.connect()
                 self._connections[key] = connection
@@ -165,6 +169,8 @@ class ClusterMetadata:
             try:
                 connection = await self.connection_to(host, port)
                 response = await connection.request(request)
+            except AuthenticationFailedError:
+                raise  # the credentials are wrong everywhere: no other broker is asked
             except (KafkaConnectionError, KafkaError) as e:
                 errors.append(f"{host}:{port}: {e}")
                 continue

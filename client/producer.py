@@ -27,6 +27,7 @@ from protocol.apis.producer_ids import InitProducerIdRequest, InitProducerIdResp
 from protocol.apis.shapes import Topic
 from protocol.compression import codec_of
 from protocol.errors import ErrorCode, ProtocolError
+from protocol.sasl import SaslCredentials
 from protocol.topic_partition import TopicPartition
 from transport.connection import BrokerConnection, KafkaConnectionError, Reply, RequestTimedOutError
 
@@ -110,6 +111,7 @@ class Producer(AsyncClosing):
         compression_type: str = "none",
         partitioner: Partitioner | None = None,
         clock: Callable[[], float] = _monotonic_ms,
+        sasl: SaslCredentials | None = None,
     ) -> None:
         self.acks = parse_acks(acks)
         compression = codec_of(compression_type)
@@ -124,7 +126,7 @@ class Producer(AsyncClosing):
         self.max_block_ms = max_block_ms
         self.metadata = ClusterMetadata(
             bootstrap_servers, client_id=client_id, request_timeout_ms=request_timeout_ms,
-            allow_auto_topic_creation=True, tls=tls,
+            allow_auto_topic_creation=True, tls=tls, sasl=sasl,
         )
         self.identity = ProducerIdentity() if enable_idempotence else None
         self._identity_request: asyncio.Task[None] | None = None

@@ -92,7 +92,7 @@ class Notifications:
 
     async def process_config_changes(self) -> None:
         """New /config/changes notifications: re-read the named topics' configs; a topic whose unclean leader
-        election is now enabled elects its offline partitions. Old notifications are purged."""
+        election is now enabled elects its offline partitions. Old notifications (of any entity) are purged."""
         if not self._activity.is_active:
             return
         self.last_config_change, entities = await new_config_changes(self._zk, self.last_config_change)

@@ -10,8 +10,10 @@ from dataclasses import dataclass
 SUPPORTED_PROTOCOL = "PLAINTEXT"
 #: The security protocols whose connections are TLS (a SASL_SSL connection authenticates inside TLS).
 TLS_PROTOCOLS = frozenset({"SSL", "SASL_SSL"})
+#: The security protocols whose connections authenticate with SASL before any other request.
+SASL_PROTOCOLS = frozenset({"SASL_PLAINTEXT", "SASL_SSL"})
 #: The security protocols a minikafka listener serves.
-SERVED_PROTOCOLS = frozenset({SUPPORTED_PROTOCOL, *TLS_PROTOCOLS})
+SERVED_PROTOCOLS = frozenset({SUPPORTED_PROTOCOL, *TLS_PROTOCOLS, *SASL_PROTOCOLS})
 
 # Kafka's own pattern (kafka.utils.CoreUtils / EndPoint): NAME://host:port, host optionally in [brackets].
 _ENDPOINT = re.compile(r"^(.*)://\[?([0-9a-zA-Z\-%._:]*)\]?:(-?[0-9]+)$")

@@ -11,9 +11,12 @@ from typing import Any, NamedTuple
 import msgpack
 
 from protocol.apis import API_BY_REQUEST_TYPE
+from protocol.apis.sasl import SaslAuthenticateRequest, SaslHandshakeRequest
 from protocol.envelope import RequestHeader, decode_response, encode_request
 from protocol.errors import ErrorCode, KafkaError
 from protocol.framing import FrameError, encode_frame
+from protocol.sasl import SaslAuthenticationError, SaslCredentials
+from protocol.sasl.client import client_exchange
 from transport.frames import FrameStream
 
 log = logging.getLogger(__name__)
@@ -34,6 +37,10 @@ class _Pending(NamedTuple):
 
 class KafkaConnectionError(Exception):
     """The request could not be completed on this connection: connect failure, lost or closed connection."""
+
+
+class AuthenticationFailedError(KafkaConnectionError):
+    """The broker refused the connection's SASL authentication (its message names no secret)."""
 
 
 class RequestTimedOutError(KafkaConnectionError):
@@ -87,8 +94,11 @@ class BrokerConnection:
         max_frame_bytes: int = 100 * 1024 * 1024,
         local_address: str | None = None,
         tls: ssl.SSLContext | None = None,
+        sasl: SaslCredentials | None = None,
     ) -> None:
         self.host = host
+        #: the credentials to authenticate with once connected (a SASL listener), or None
+        self.sasl = sasl
         self.port = port
         self.client_id = client_id
         self.request_timeout_ms = request_timeout_ms
@@ -138,6 +148,32 @@ class BrokerConnection:
             self._closed = True
             raise KafkaConnectionError(f"cannot connect to {self.host}:{self.port}: {e or 'timed out'}") from e
         self._reader_task = asyncio.get_running_loop().create_task(self._read_loop())
+        if self.sasl is not None:
+            try:
+                await self._authenticate(self.sasl)
+            except BaseException:
+                await self.close()
+                raise
+
+    async def _authenticate(self, credentials: SaslCredentials) -> None:
+        """SaslHandshake, then SaslAuthenticate with each token of the mechanism's exchange."""
+        handshake = await self.request(SaslHandshakeRequest(mechanism=credentials.mechanism))
+        if handshake.error_code != ErrorCode.NONE:
+            raise AuthenticationFailedError(
+                f"{self.host}:{self.port} refused SASL mechanism {credentials.mechanism} "
+                f"({ErrorCode.from_code(handshake.error_code).name}; enabled: {', '.join(handshake.mechanisms)})")
+        exchange = client_exchange(credentials)
+        try:
+            token = next(exchange)
+            while True:
+                answer = await self.request(SaslAuthenticateRequest(auth_bytes=token))
+                if answer.error_code != ErrorCode.NONE:
+                    raise AuthenticationFailedError(f"{self.host}:{self.port}: {answer.error_message}")
+                token = exchange.send(answer.auth_bytes)
+        except StopIteration:
+            return
+        except SaslAuthenticationError as e:
+            raise AuthenticationFailedError(f"{self.host}:{self.port}: {e}") from None
 
     async def request(self, body: object, *, timeout_ms: int | None = None) -> Any:
         """Send a request and return the response body.

@@ -158,7 +158,8 @@ async def alter_entity_config(zk: ZkClient, entity_type: str, entity_name: str,
             await zk.multi([config_op, notification])
         except (BadVersionError, NodeExistsError):
             continue  # changed meanwhile: merge into the newer contents
-        log.info("Config of %s/%s is now %s", entity_type, entity_name, merged)
+        shown = merged if entity_type == TOPIC_ENTITY else sorted(merged)  # users' and brokers' may be secrets
+        log.info("Config of %s/%s is now %s", entity_type, entity_name, shown)
         return merged
     raise KafkaError(ErrorCode.UNKNOWN_SERVER_ERROR,
                      f"the config of {entity_type}/{entity_name} kept changing concurrently")

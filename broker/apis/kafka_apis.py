@@ -19,6 +19,7 @@ from broker.apis import (
     reassignments,
     replica_control,
     replicas,
+    sasl,
     topics,
 )
 from broker.apis.acls import AclApis, AclStore
@@ -35,6 +36,7 @@ from broker.apis.metadata import MetadataHandler, TopicCreation
 from broker.apis.producer_ids import ProducerIdSource
 from broker.apis.reassignments import PartitionReassigner
 from broker.apis.replica_control import ShutdownController
+from broker.apis.scram_credentials import UserScramCredentialStore
 from broker.apis.topics import TopicController
 from broker.metadata_cache import MetadataCache
 from broker.network import Request, Response
@@ -61,6 +63,7 @@ from protocol.apis.offsets import ListOffsetsRequest, OffsetsForLeaderEpochReque
 from protocol.apis.produce import ProduceRequest
 from protocol.apis.producer_ids import InitProducerIdRequest
 from protocol.apis.producers import DescribeProducersRequest
+from protocol.apis.quotas import DescribeClientQuotasRequest
 from protocol.apis.reassignments import AlterPartitionReassignmentsRequest, ListPartitionReassignmentsRequest
 from protocol.apis.records_deletion import DeleteRecordsRequest
 from protocol.apis.replica_control import (
@@ -70,6 +73,8 @@ from protocol.apis.replica_control import (
     UpdateMetadataRequest,
 )
 from protocol.apis.replicas import DescribeReplicasRequest
+from protocol.apis.sasl import SaslAuthenticateRequest, SaslHandshakeRequest
+from protocol.apis.scram_credentials import AlterUserScramCredentialsRequest, DescribeUserScramCredentialsRequest
 from protocol.apis.topics import CreatePartitionsRequest, CreateTopicsRequest, DeleteTopicsRequest
 from protocol.errors import ErrorCode
 
@@ -94,7 +99,8 @@ class KafkaApis:
                  controller: ControllerApi, zk_state: TopicConfigSource, producer_id_source: ProducerIdSource,
                  group_coordinator: GroupCoordinatorApi, coordinator_locator: CoordinatorLocator,
                  topic_creation: TopicCreation, config_changes: ConfigChanges, log_dirs: LogDirs,
-                 broker_configs: BrokerConfigs, authorizer: AclAuthorizerApi | None = None) -> None:
+                 broker_configs: BrokerConfigs, scram_credentials: UserScramCredentialStore,
+                 authorizer: AclAuthorizerApi | None = None) -> None:
         configs = ConfigDescriber(broker_id, replica_manager.config, metadata_cache, zk_state, broker_configs)
         metadata = MetadataHandler(metadata_cache, topic_creation)
         acls = AclApis(authorizer)
@@ -138,6 +144,11 @@ class KafkaApis:
             DescribeAclsRequest: acls.handle_describe_acls,
             CreateAclsRequest: acls.handle_create_acls,
             DeleteAclsRequest: acls.handle_delete_acls,
+            SaslHandshakeRequest: sasl.handle_sasl_handshake,
+            DescribeClientQuotasRequest: sasl.handle_describe_client_quotas,
+            SaslAuthenticateRequest: sasl.handle_sasl_authenticate,
+            DescribeUserScramCredentialsRequest: scram_credentials.handle_describe,
+            AlterUserScramCredentialsRequest: scram_credentials.handle_alter,
         }
         if authorizer is not None:
             for request_type, guard in GUARDS.items():

@@ -7,6 +7,7 @@ import struct
 import time
 from collections import deque
 
+from broker.network.authenticator import AUTHENTICATION_REQUESTS, SaslAuthenticator
 from broker.network.channel import RequestChannel, ResponseSlot
 from broker.network.request import ANONYMOUS, CLOSE_CONNECTION, NO_RESPONSE, Request, Response, ResponseResult
 from broker.network.stats import NetworkStats
@@ -15,14 +16,18 @@ from protocol.apis.api_versions import ApiVersionsRequest
 from protocol.envelope import MalformedRequestError, RequestHeader, RequestRejectedError
 from protocol.framing import LENGTH_PREFIX_SIZE, FrameTooLargeError, InvalidFrameError
 from protocol.kafka.primitives import Buffer
+from protocol.sasl import MAX_TOKEN_BYTES
 from transport.frames import FrameStream
 
 logger = logging.getLogger(__name__)
 
 _LENGTH_PREFIX = struct.Struct(">i")  # protocol.framing's prefix, packed apart so a payload is never copied
-_WRITE_BATCH_BYTES = 256 * 1024
+_WRITE_BATCH_BYTES = 256 * 1024  # responses ready together are written together up to this size, then drained
 #: The first two bytes of a TLS ClientHello (record type handshake, version 3.x), read as a length prefix's top.
-_TLS_HANDSHAKE = 0x1603  # responses ready together are written together up to this size, then drained
+_TLS_HANDSHAKE = 0x1603
+#: the largest frame read before a SASL authentication completes: a SaslAuthenticate of MAX_TOKEN_BYTES and its header
+_MAX_UNAUTHENTICATED_FRAME_BYTES = MAX_TOKEN_BYTES + 4096
+_FAILURE_WRITE_TIMEOUT_S = 5.0  # how long the answer to a failed authentication may take to write before closing
 
 
 class Connection:
@@ -36,6 +41,12 @@ class Connection:
     closed once the responses before it are written. An oversized or non-positive frame length, a payload that
     is not a request, or end of stream closes the connection; so does a failed write, and a handler's
     CLOSE_CONNECTION.
+
+    On a SASL listener (an `authenticator` given) the connection answers SaslHandshake and SaslAuthenticate itself
+    until the authentication completes, which sets its principal; ApiVersions is served meanwhile, anything else
+    closes the connection (Kafka's ILLEGAL_SASL_STATE), as does a failed authentication (once its answer is
+    written) and one not complete within `authentication_timeout_s`. Frames are limited to MAX_TOKEN_BYTES until
+    then.
     """
 
     def __init__(
@@ -46,6 +57,8 @@ class Connection:
         stats: NetworkStats,
         listener_name: str,
         principal: str = ANONYMOUS,
+        authenticator: SaslAuthenticator | None = None,
+        authentication_timeout_s: float = 10.0,
     ) -> None:
         self.id = connection_id
         self.listener_name = listener_name
@@ -61,6 +74,13 @@ class Connection:
         self._slot_added = asyncio.Event()
         self._last_active = time.monotonic()
         self._task: asyncio.Task[None] | None = None
+        self._writer_task: asyncio.Task[None] | None = None
+        self._authenticator = authenticator
+        self._authentication_timeout_s = authentication_timeout_s
+        self._authentication_deadline = time.monotonic() + authentication_timeout_s
+        self._max_frame_bytes = stream.max_frame_bytes
+        if authenticator is not None:
+            stream.max_frame_bytes = min(stream.max_frame_bytes, _MAX_UNAUTHENTICATED_FRAME_BYTES)
         #: the client software the peer named in its ApiVersions request (KIP-511), "name version", or ""
         self.client_software = ""
 
@@ -83,7 +103,8 @@ class Connection:
         return now - self._last_active
 
     async def _run(self) -> None:
-        writer_task = asyncio.create_task(self._write_responses(), name=f"connection {self.id} writer")
+        self._writer_task = writer_task = asyncio.create_task(self._write_responses(),
+                                                              name=f"connection {self.id} writer")
         writer_task.add_done_callback(self._writer_done)
         try:
             await self._read_requests()
@@ -106,22 +127,23 @@ class Connection:
         self.close("the response writer stopped")
 
     async def _read_requests(self) -> None:
-        stream = self._stream
         while True:
             try:
-                payload = await stream.read_frame()
+                payload = await self._read_frame()
+            except TimeoutError:  # an OSError too: caught first
+                logger.warning("closing %s: authentication not complete within %.0f ms", self.peer,
+                               self._authentication_timeout_s * 1000)
+                return
             except OSError:
                 payload = None
             except FrameTooLargeError as e:
                 self._stats.frames_too_large += 1
-                logger.warning(
-                    "closing %s: frame of %d bytes exceeds socket.request.max.bytes=%d%s",
-                    self.id,
-                    e.length,
-                    e.max_frame_bytes,
-                    " (a TLS handshake: a TLS client on a plaintext listener?)" if e.length >> 16 == _TLS_HANDSHAKE
-                    else "",
-                )
+                limit = ("socket.request.max.bytes=%d" if self._authenticator is None or self._authenticator.complete
+                         else "the %d bytes allowed before SASL authentication")
+                hint = (" (a TLS handshake: a TLS client on a plaintext listener?)" if e.length >> 16 == _TLS_HANDSHAKE
+                        else "")
+                logger.warning("closing %s: frame of %d bytes exceeds " + limit + "%s", self.id, e.length,
+                               e.max_frame_bytes, hint)
                 return
             except InvalidFrameError as e:
                 self._stats.malformed_requests += 1
@@ -152,10 +174,44 @@ class Connection:
             self._stats.requests_received += 1
             if isinstance(body, ApiVersionsRequest) and body.client_software_name:
                 self._record_client_software(body)
+            if self._authenticator is not None and not self._authenticator.complete and not isinstance(
+                    body, ApiVersionsRequest):
+                if not await self._authenticate(header, body):
+                    return
+                continue
             slot = self._add_slot(header, body)
             request = Request(header, body, self.id, LENGTH_PREFIX_SIZE + length, self.listener_name, time.monotonic(),
                               self.principal)
             await self._channel.send_request(request, slot)
+
+    async def _read_frame(self) -> bytes | None:
+        """The next frame; TimeoutError if the authentication is not complete by its deadline."""
+        if self._authenticator is None or self._authenticator.complete:
+            return await self._stream.read_frame()
+        async with asyncio.timeout(max(0.0, self._authentication_deadline - time.monotonic())):
+            return await self._stream.read_frame()
+
+    async def _authenticate(self, header: RequestHeader, body: object) -> bool:
+        """Answer an authentication request; False once the connection is to close (the answer written first)."""
+        authenticator = self._authenticator
+        assert authenticator is not None
+        if not isinstance(body, AUTHENTICATION_REQUESTS):
+            logger.warning("closing %s: %s before its SASL authentication completed (ILLEGAL_SASL_STATE)",
+                           self.peer, type(body).__name__)
+            return False
+        self._add_slot(header, body).set_result(await authenticator.handle(body))
+        if authenticator.failed:
+            logger.warning("closing %s: failed authentication on listener %s: %s", self.peer, self.listener_name,
+                           authenticator.failure)
+            self._add_slot(header, None).set_result(CLOSE_CONNECTION)
+            assert self._writer_task is not None
+            await asyncio.wait([self._writer_task], timeout=_FAILURE_WRITE_TIMEOUT_S)
+            return False
+        if authenticator.complete:
+            self.principal = f"User:{authenticator.username}"
+            self._stream.max_frame_bytes = self._max_frame_bytes
+            logger.info("%s authenticated as %s on listener %s", self.peer, self.principal, self.listener_name)
+        return True
 
     @property
     def peer(self) -> str:

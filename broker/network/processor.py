@@ -4,6 +4,7 @@ import asyncio
 import logging
 import time
 
+from broker.network.authenticator import SaslAuthenticator
 from broker.network.channel import RequestChannel
 from broker.network.connection import Connection
 from broker.network.stats import NetworkStats
@@ -34,9 +35,12 @@ class Processor:
         """Start closing idle connections."""
         self._idle_sweeper = asyncio.create_task(self._close_idle_connections(), name=f"network-processor-{self.index}")
 
-    def accept(self, connection_id: str, stream: FrameStream, listener_name: str, principal: str) -> None:
-        """Take over a connection newly accepted on a listener, its peer known as `principal`."""
-        connection = Connection(connection_id, stream, self._channel, self._stats, listener_name, principal)
+    def accept(self, connection_id: str, stream: FrameStream, listener_name: str, principal: str,
+               authenticator: SaslAuthenticator | None = None, authentication_timeout_s: float = 10.0) -> None:
+        """Take over a connection newly accepted on a listener, its peer known as `principal` (a SASL listener's
+        with its authenticator)."""
+        connection = Connection(connection_id, stream, self._channel, self._stats, listener_name, principal,
+                                authenticator, authentication_timeout_s)
         task = connection.start()
         self._connections[task] = connection
         self._stats.connections_open += 1

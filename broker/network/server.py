@@ -5,8 +5,10 @@ import functools
 import itertools
 import logging
 import ssl
+from collections.abc import Callable
 
 from broker.metrics.counters import BrokerCounters
+from broker.network.authenticator import SaslAuthenticator
 from broker.network.channel import RequestChannel
 from broker.network.config import NetworkConfig
 from broker.network.handler_pool import RequestHandlerPool
@@ -18,6 +20,9 @@ from transport.frames import FrameStream
 
 logger = logging.getLogger(__name__)
 
+#: A listener's name -> a new connection's authenticator (None: the listener does not authenticate).
+AuthenticatorFactory = Callable[[str], SaslAuthenticator | None]
+
 
 class SocketServer:
     """Reactor-shaped, on one event loop: an acceptor per listener hands each connection
@@ -28,10 +33,14 @@ class SocketServer:
 
     On a TLS listener a connection is handed over once its handshake is done; one that fails or does not finish
     within ssl.handshake.timeout.ms (a plaintext client, say) is closed with a log line naming why. A client
-    certificate names the connection's principal."""
+    certificate names the connection's principal. A SASL listener's connections (over TLS too) authenticate first
+    (`authenticators` gives each its SaslAuthenticator)."""
 
-    def __init__(self, config: NetworkConfig, handler: RequestHandler, counters: BrokerCounters | None = None) -> None:
+    def __init__(self, config: NetworkConfig, handler: RequestHandler, counters: BrokerCounters | None = None,
+                 authenticators: AuthenticatorFactory | None = None, authentication_timeout_ms: int = 10000) -> None:
         self.config = config
+        self._authenticators = authenticators
+        self._authentication_timeout_s = authentication_timeout_ms / 1000
         self.stats = NetworkStats()
         self.counters = counters if counters is not None else BrokerCounters()
         self.channel = channel = RequestChannel(config.queued_max_requests)
@@ -127,5 +136,7 @@ class SocketServer:
         peer = stream.get_extra_info("peername") or ("unknown", 0)
         connection_id = f"{peer[0]}:{peer[1]}-{next(self._connection_ids)}"
         self.stats.connections_accepted += 1
-        next(self._next_processor).accept(connection_id, stream, listener_name, principal)
+        authenticator = self._authenticators(listener_name) if self._authenticators is not None else None
+        next(self._next_processor).accept(connection_id, stream, listener_name, principal, authenticator,
+                                          self._authentication_timeout_s)
 

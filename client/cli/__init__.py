@@ -20,6 +20,7 @@ from client.cli.reassign_partitions import reassign_partitions_command
 from client.cli.replica_verification import replica_verification_command
 from client.cli.state_change_log import state_change_log_group
 from client.cli.topic import describe_json, describe_lines, topic_group
+from client.cli.users import users_command
 from client.cli.verify import verify_command
 
 __all__ = ["describe_json", "describe_lines", "main", "record_json", "split_key"]
@@ -33,5 +34,5 @@ def main() -> None:
 for command in (broker_command, cluster_group, topic_group, produce_command, consume_command, consumer_groups_command,
                 dump_log, leader_election_command, reassign_partitions_command, delete_records_command,
                 log_dirs_command, replica_verification_command, state_change_log_group, verify_command, chaos_group,
-                console_command, acls_command):
+                console_command, acls_command, users_command):
     main.add_command(command)

@@ -15,6 +15,7 @@ from functools import cache
 from typing import Any
 
 from protocol.kafka.primitives import (
+    FLOAT64,
     INT8,
     INT16,
     INT32,
@@ -44,7 +45,7 @@ Reader = Callable[[Buffer, int], tuple[Any, int]]
 Writer = Callable[[bytearray, Any], None]
 
 #: Fixed-size fields, each one struct: the ints, and uuids (16 bytes).
-_FIXED = {"int8": INT8, "int16": INT16, "int32": INT32, "int64": INT64, "uuid": UUID}
+_FIXED = {"int8": INT8, "int16": INT16, "int32": INT32, "int64": INT64, "float64": FLOAT64, "uuid": UUID}
 _STRINGS = {False: (read_string, write_string), True: (read_compact_string, write_compact_string)}
 _BYTES = {False: (read_bytes, write_bytes), True: (read_compact_bytes, write_compact_bytes)}
 _ARRAY_COUNTS = {False: array_count, True: compact_array_count}

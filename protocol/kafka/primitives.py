@@ -20,6 +20,7 @@ INT8 = struct.Struct(">b")
 INT16 = struct.Struct(">h")
 INT32 = struct.Struct(">i")
 INT64 = struct.Struct(">q")
+FLOAT64 = struct.Struct(">d")
 #: Kafka's uuid (topic ids, KIP-516): 16 bytes on the wire; all zeros is Uuid.ZERO_UUID, "no id".
 UUID = struct.Struct(">16s")
 ZERO_UUID = bytes(16)

@@ -14,7 +14,7 @@ from typing import Any
 
 #: The largest version number a spec's "N+" stands for.
 MAX_VERSION = 2**15 - 1
-PRIMITIVES = ("bool", "int8", "int16", "int32", "int64", "uuid", "string", "bytes", "records")
+PRIMITIVES = ("bool", "int8", "int16", "int32", "int64", "float64", "uuid", "string", "bytes", "records")
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -82,6 +83,26 @@ FAILOVER_WAIT_S = 20.0
 
 
 # ------------------------------------------------------------------------------------------------ the cluster
+
+
+def broker_process(config: Path, log: Path, env: Mapping[str, str]) -> subprocess.Popen[bytes]:
+    """`minikafka broker --config CONFIG` with `env` added to this process's environment, its output in `log`."""
+    with log.open("wb") as output:
+        return subprocess.Popen([sys.executable, "-m", "client.cli", "broker", "--config", str(config)],
+                                stdout=output, stderr=subprocess.STDOUT, cwd=PROJECT_ROOT, env={**os.environ, **env})
+
+
+def terminate(processes: Sequence[subprocess.Popen[bytes]], timeout_s: float = 30) -> None:
+    """SIGTERM each process (a clean shutdown), then wait for them, killing one that does not exit in time."""
+    for process in processes:
+        with suppress(ProcessLookupError):
+            process.send_signal(signal.SIGTERM)
+    for process in processes:
+        try:
+            process.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
 
 
 def cli(*args: str, check: bool = True, input: str | None = None, env: Mapping[str, str] | None = None,

@@ -4,12 +4,8 @@ and Metadata answers with the endpoints of the listener a request came in on."""
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
-import signal
 import subprocess
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +17,7 @@ from client.cluster import log_tail
 from client.consumer import Consumer
 from client.producer import Producer
 from protocol.apis.metadata import MetadataRequest, MetadataResponse
-from tests.integration.clusterutil import PROJECT_ROOT, established_ports
+from tests.integration.clusterutil import broker_process, established_ports, terminate
 from tests.integration.conftest import ZkSessionFactory
 from tests.polling import eventually
 from transport.connection import BrokerConnection, KafkaConnectionError
@@ -68,23 +64,11 @@ def brokers(zookeeper: ZooKeeperServer, zk_chroot: str, tmp_path: Path) -> Itera
                               "zookeeper.session.timeout.ms=4000\nreplica.lag.time.max.ms=5000\n")
             internal, external = free_port(), free_port()
             log = directory / "server.log"
-            with log.open("wb") as output:
-                process = subprocess.Popen(
-                    [sys.executable, "-m", "client.cli", "broker", "--config", str(config)],
-                    stdout=output, stderr=subprocess.STDOUT, cwd=PROJECT_ROOT,
-                    env={**os.environ, **_environment(broker_id, internal, external)})
+            process = broker_process(config, log, _environment(broker_id, internal, external))
             started.append(TwoListenerBroker(broker_id, internal, external, process, log))
         yield started
     finally:
-        for broker in started:
-            with contextlib.suppress(ProcessLookupError):
-                broker.process.send_signal(signal.SIGTERM)
-        for broker in started:
-            try:
-                broker.process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                broker.process.kill()
-                broker.process.wait()
+        terminate([broker.process for broker in started])
 
 
 async def _metadata(port: int) -> MetadataResponse | None:

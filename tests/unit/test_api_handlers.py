@@ -7,13 +7,14 @@ from types import SimpleNamespace
 
 from broker.apis.config_changes import ConfigChanges
 from broker.apis.kafka_apis import KafkaApis
+from broker.apis.scram_credentials import UserScramCredentialStore
 from protocol.apis import API_BY_REQUEST_TYPE, APIS, KAFKA_APIS
 from protocol.kafka.api import advertised
 
 
 def test_every_api_in_the_table_has_a_handler():
     apis = KafkaApis(0, SimpleNamespace(config=None), None, None, None, None, None, None, None,  # type: ignore[arg-type]
-                     ConfigChanges(None, dict), None, None)  # type: ignore[arg-type]
+                     ConfigChanges(None, dict), None, None, UserScramCredentialStore(None))  # type: ignore[arg-type]
     assert apis.request_types == set(API_BY_REQUEST_TYPE)
 
 

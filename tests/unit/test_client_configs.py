@@ -9,6 +9,7 @@ from click.testing import CliRunner
 from broker.config import ConfigError
 from client.cli import main
 from client.client_configs import consumer_config, producer_config, read_config_file
+from protocol.sasl import SaslCredentials
 
 
 def test_producer_configs_map_to_the_producer_arguments():
@@ -75,3 +76,20 @@ def test_a_config_file_is_read_as_java_properties(tmp_path):
 def test_bad_client_configs_are_usage_errors_before_connecting(arguments, tmp_path):
     result = CliRunner().invoke(main, [*arguments, "--bootstrap-server", "127.0.0.1:1"], input="x\n")
     assert result.exit_code == 2, result.output
+
+
+def test_sasl_settings_become_the_clients_credentials() -> None:
+    librdkafka = {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "SCRAM-SHA-512", "sasl.username": "alice",
+                  "sasl.password": "pw"}
+    assert producer_config(librdkafka).kwargs["sasl"] == SaslCredentials("SCRAM-SHA-512", "alice", "pw")
+    assert producer_config(librdkafka).warnings == ()
+    java = {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN", "sasl.jaas.config":
+            'org.apache.kafka.common.security.plain.PlainLoginModule required username="bob" password="s";'}
+    assert consumer_config(java).kwargs["sasl"] == SaslCredentials("PLAIN", "bob", "s")
+    assert "sasl" not in consumer_config({"security.protocol": "PLAINTEXT"}).kwargs
+    for bad in ({"security.protocol": "SASL_PLAINTEXT", "sasl.username": "a", "sasl.password": "secret-pw"},
+                {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN", "sasl.username": "a"},
+                {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN", "sasl.jaas.config": "nonsense"}):
+        with pytest.raises(ConfigError) as refused:
+            producer_config(bad)
+        assert "secret-pw" not in str(refused.value)

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from kafka.protocol import admin, consumer, metadata, producer
+from kafka.protocol import admin, consumer, metadata, producer, sasl
 from kafka.protocol.api_message import ApiMessage
 
 from protocol.apis import KAFKA_APIS
@@ -29,7 +29,7 @@ from protocol.kafka.schema import SPECS, FieldSpec, MessageSpec
 from protocol.records import BatchBuilder
 from tests.unit.kafka_spec_source import SPECS_FILE, render
 
-_ORACLE_MODULES = (producer, consumer, metadata, admin)
+_ORACLE_MODULES = (producer, consumer, metadata, admin, sasl)
 _INT_RANGES = {"int8": 7, "int16": 15, "int32": 31, "int64": 63}
 
 
@@ -66,6 +66,8 @@ def _value(field: FieldSpec, version: int, element: bool = False) -> st.SearchSt
         return st.integers(-(2**bits), 2**bits - 1)
     if kind == "bool":
         return st.booleans()
+    if kind == "float64":
+        return st.floats(allow_nan=False)
     if kind == "uuid":
         return st.binary(min_size=16, max_size=16)
     base = {"string": st.text(max_size=12), "bytes": st.binary(max_size=12), "records": _records}[kind]
@@ -211,7 +213,12 @@ def test_the_advertised_versions_are_exactly_those_implemented():
         60: (0, 1), 37: (0, 3), 43: (0, 2), 21: (0, 2), 33: (0, 2), 44: (0, 1), 35: (0, 4), 45: (0, 0), 46: (0, 0),
         61: (0, 0),
         # the ACL apis: DescribeAcls, CreateAcls, DeleteAcls
-        29: (0, 3), 30: (0, 3), 31: (0, 3)}
+        29: (0, 3), 30: (0, 3), 31: (0, 3),
+        # authentication and users' SCRAM credentials: SaslHandshake, SaslAuthenticate, Describe- and
+        # AlterUserScramCredentials
+        17: (1, 1), 36: (0, 2), 50: (0, 0), 51: (0, 0),
+        # no quotas (DescribeClientQuotas answers none)
+        48: (0, 1)}
     assert set(KAFKA_APIS) == {entry["api_key"] for entry in advertised()}
 
 

@@ -97,6 +97,7 @@ from protocol.apis.producers import (
     DescribeProducersTopicResult,
     ProducerState,
 )
+from protocol.apis.quotas import DescribeClientQuotasRequest, DescribeClientQuotasResponse, QuotaFilterComponent
 from protocol.apis.reassignments import (
     AlterPartitionReassignmentsRequest,
     AlterPartitionReassignmentsResponse,
@@ -143,6 +144,23 @@ from protocol.apis.replicas import (
     DescribeReplicasResponse,
     EpochStart,
     FollowerState,
+)
+from protocol.apis.sasl import (
+    SaslAuthenticateRequest,
+    SaslAuthenticateResponse,
+    SaslHandshakeRequest,
+    SaslHandshakeResponse,
+)
+from protocol.apis.scram_credentials import (
+    AlterUserScramCredentialsRequest,
+    AlterUserScramCredentialsResponse,
+    AlterUserScramCredentialsResult,
+    CredentialInfo,
+    DescribeUserScramCredentialsRequest,
+    DescribeUserScramCredentialsResponse,
+    ScramCredentialDeletion,
+    ScramCredentialUpsertion,
+    UserScramCredentials,
 )
 from protocol.apis.shapes import Topic
 from protocol.apis.topics import (
@@ -605,6 +623,30 @@ SAMPLES: dict[int, tuple[Any, Any]] = {
             ],
         ),
     ),
+    ApiKey.DESCRIBE_CLIENT_QUOTAS: (
+        DescribeClientQuotasRequest(components=[QuotaFilterComponent(entity_type="user", match_type=0, match="alice")]),
+        DescribeClientQuotasResponse(error_code=0),
+    ),
+    ApiKey.SASL_HANDSHAKE: (
+        SaslHandshakeRequest(mechanism="SCRAM-SHA-512"),
+        SaslHandshakeResponse(error_code=0, mechanisms=["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"]),
+    ),
+    ApiKey.SASL_AUTHENTICATE: (
+        SaslAuthenticateRequest(auth_bytes=b"n,,n=alice,r=abc"),
+        SaslAuthenticateResponse(error_code=0, auth_bytes=b"r=abcdef,s=c2FsdA==,i=4096"),
+    ),
+    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: (
+        DescribeUserScramCredentialsRequest(users=["alice"]),
+        DescribeUserScramCredentialsResponse(error_code=0, results=[
+            UserScramCredentials(user="alice", credential_infos=[CredentialInfo(mechanism=2, iterations=8192)])]),
+    ),
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: (
+        AlterUserScramCredentialsRequest(
+            deletions=[ScramCredentialDeletion(name="bob", mechanism=1)],
+            upsertions=[ScramCredentialUpsertion(name="alice", mechanism=2, iterations=8192, salt=b"salt",
+                                                 salted_password=b"x" * 64)]),
+        AlterUserScramCredentialsResponse(results=[AlterUserScramCredentialsResult(user="alice", error_code=0)]),
+    ),
 }
 
 
@@ -671,6 +713,11 @@ def test_api_table() -> None:
         35: "DescribeLogDirs",
         60: "DescribeCluster",
         61: "DescribeProducers",
+        17: "SaslHandshake",
+        36: "SaslAuthenticate",
+        50: "DescribeUserScramCredentials",
+        51: "AlterUserScramCredentials",
+        48: "DescribeClientQuotas",
         1000: "DescribeReplicas",
     }
     for key, api in APIS.items():

@@ -183,26 +183,28 @@ def is_security_config(name: str) -> bool:
 
 def security_config(properties: Mapping[str, str]) -> dict[str, Any]:
     """The client keyword arguments of the security settings: `tls`, a context from the ssl.* settings (Kafka's
-    or librdkafka's names) when security.protocol is SSL or SASL_SSL. ConfigError for a bad setting."""
+    or librdkafka's names) when security.protocol is SSL or SASL_SSL, and `sasl`, the credentials of SASL_PLAINTEXT
+    and SASL_SSL. ConfigError for a bad setting."""
     protocol = properties.get("security.protocol", "PLAINTEXT").strip().upper()
     if protocol not in SECURITY_PROTOCOLS:
         raise ConfigError(f"invalid value {protocol!r} for config 'security.protocol': one of "
                           f"{', '.join(SECURITY_PROTOCOLS)}")
-    if protocol not in TLS_PROTOCOLS:
-        return {}
-    try:
-        return {"tls": client_context({k: v for k, v in properties.items() if is_security_config(k)})}
-    except TlsConfigError as e:
-        raise ConfigError(str(e)) from None
+    settings: dict[str, Any] = {}
+    sasl = sasl_credentials(properties)
+    if sasl is not None:
+        settings["sasl"] = sasl
+    if protocol in TLS_PROTOCOLS:
+        try:
+            settings["tls"] = client_context({k: v for k, v in properties.items() if is_security_config(k)})
+        except TlsConfigError as e:
+            raise ConfigError(str(e)) from None
+    return settings
 
 
 def _map(properties: Mapping[str, str], known: Mapping[str, tuple[str, Callable[[str], Any]]],
          kind: str) -> ClientConfig:
     kwargs: dict[str, Any] = security_config(properties)
     warnings: list[str] = []
-    sasl = sasl_credentials(properties)
-    if sasl is not None:
-        kwargs["sasl"] = sasl
     for name, text in properties.items():
         if is_security_config(name):
             continue

@@ -528,11 +528,7 @@ async def cluster_up(
         scraped = metrics_ports(hosts, overrides)
         secured = prepare(directory, security, dict(enumerate(hosts, start=1)))
         if secured is not None and secured.sasl:
-            try:
-                await asyncio.to_thread(create_admin_user, zookeeper.connect + CHROOT, ADMIN_USER,
-                                        secured.admin_password, SCRAM_MECHANISM)
-            except NotImplementedError as e:
-                raise ClusterError(f"--security {security}: {e}") from None
+            await create_admin_user(zookeeper.connect, CHROOT, ADMIN_USER, secured.admin_password, SCRAM_MECHANISM)
         for broker_id, (host, port, metrics_port, secure_port) in enumerate(
                 zip(hosts, ports, scraped, secure_ports, strict=True), start=1):
             broker_dir = directory / f"broker-{broker_id}"

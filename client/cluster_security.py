@@ -24,6 +24,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from client.certificates import CertificateAuthority, write_private
+from protocol.sasl.scram import SCRAM_MECHANISMS, make_credential
+from zk.client import ZkClient
+from zk.user_scram import alter_scram_credentials
 
 SECURITY_CHOICES = ("plaintext", "ssl", "sasl_plaintext", "sasl_ssl")
 CLIENT_PROPERTIES = "client.properties"
@@ -121,10 +124,16 @@ def prepare(directory: Path, security: str, broker_hosts: dict[int, str]) -> Clu
     return cluster
 
 
-def create_admin_user(zookeeper_connect: str, user: str, password: str, mechanism: str) -> None:
-    """The hook where `cluster up --security sasl_*` creates its admin user (a super user) with SCRAM
-    credentials under /config/users in ZooKeeper, as `minikafka users --add` does."""
-    raise NotImplementedError("SCRAM users cannot be created here yet: this build has no SASL")
+async def create_admin_user(zookeeper_connect: str, chroot: str, user: str, password: str, mechanism: str) -> None:
+    """Create the admin user (a super user) of `cluster up --security sasl_*` with SCRAM credentials under
+    /config/users in ZooKeeper before the brokers start, as Kafka's `kafka-configs --zookeeper` bootstraps a user:
+    only the salted credential is stored, never the password."""
+    zk = ZkClient(zookeeper_connect, chroot=chroot)
+    await zk.start()
+    try:
+        await alter_scram_credentials(zk, user, {mechanism: make_credential(SCRAM_MECHANISMS[mechanism], password)})
+    finally:
+        await zk.close()
 
 
 def _properties(title: str, lines: list[str]) -> str:

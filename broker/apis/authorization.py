@@ -44,6 +44,7 @@ from protocol.apis.offsets import ListOffsetsRequest, OffsetsForLeaderEpochReque
 from protocol.apis.produce import ProduceRequest
 from protocol.apis.producer_ids import InitProducerIdRequest
 from protocol.apis.producers import DescribeProducersRequest
+from protocol.apis.quotas import DescribeClientQuotasRequest
 from protocol.apis.reassignments import AlterPartitionReassignmentsRequest, ListPartitionReassignmentsRequest
 from protocol.apis.records_deletion import DeleteRecordsRequest
 from protocol.apis.replica_control import (
@@ -53,6 +54,8 @@ from protocol.apis.replica_control import (
     UpdateMetadataRequest,
 )
 from protocol.apis.replicas import DescribeReplicasRequest
+from protocol.apis.sasl import SaslAuthenticateRequest, SaslHandshakeRequest
+from protocol.apis.scram_credentials import AlterUserScramCredentialsRequest, DescribeUserScramCredentialsRequest
 from protocol.apis.topics import CreatePartitionsRequest, CreateTopicsRequest, DeleteTopicsRequest
 from protocol.errors import ErrorCode
 
@@ -309,8 +312,9 @@ def metadata(authorizer: Authorizer, handler: Handler) -> Handler:
     return guarded
 
 
-#: The request types anyone may send (Kafka authorizes neither).
-UNGUARDED: frozenset[type] = frozenset({ApiVersionsRequest, DescribeClusterRequest})
+#: The request types anyone may send (Kafka authorizes none of them; SASL's run before a principal is known).
+UNGUARDED: frozenset[type] = frozenset({ApiVersionsRequest, DescribeClusterRequest, SaslHandshakeRequest,
+                                        SaslAuthenticateRequest})
 
 #: The guard of every other request type.
 GUARDS: dict[type, Guard] = {
@@ -321,6 +325,9 @@ GUARDS: dict[type, Guard] = {
     OffsetsForLeaderEpochRequest: replica_or_topics(topics(Op.DESCRIBE, name=lambda item: item.topic), CLUSTER_DENIED),
     DeleteRecordsRequest: topics(Op.DELETE),
     DescribeProducersRequest: topics(Op.READ),
+    DescribeUserScramCredentialsRequest: cluster(Op.DESCRIBE),
+    AlterUserScramCredentialsRequest: cluster(Op.ALTER),
+    DescribeClientQuotasRequest: cluster(Op.DESCRIBE_CONFIGS),
     InitProducerIdRequest: init_producer_id,
     CreateTopicsRequest: create_topics,
     DeleteTopicsRequest: topics(Op.DELETE, field="topic_names", answers="responses", name=lambda item: item),

@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from client.admin import Admin
-from client.cli.common import client_options, key_values, resolve_bootstrap, run, zookeeper_of
+from client.cli.common import client_options, client_security, key_values, resolve_bootstrap, run, zookeeper_of
 from client.zk_acls import ZkAcls
 from protocol.acls import (
     CLUSTER_NAME,
@@ -108,7 +108,8 @@ def acls_command(action: str | None, allow_principal: tuple[str, ...], deny_prin
     def service() -> AclService:
         if "zookeeper.connect" in authorizer_properties:
             return ZkAcls(*zookeeper_of(authorizer_properties["zookeeper.connect"], directory))
-        return Admin(resolve_bootstrap(bootstrap_server, directory), client_id="minikafka-acls")
+        bootstrap = resolve_bootstrap(bootstrap_server, directory)
+        return Admin(bootstrap, client_id="minikafka-acls", **client_security())
 
     pattern_type = PatternType.parse(resource_pattern_type)
     named = resources(topics, groups, transactional_ids, cluster)

@@ -77,8 +77,8 @@ def client_options(f: Callable[..., None]) -> Callable[..., None]:
     f = dir_option(f)
     f = click.option("--command-config", type=click.Path(dir_okay=False, exists=True, path_type=Path),
                      expose_value=False, callback=_remember_command_config, is_eager=True,
-                     help="Client settings (Kafka's names: security.protocol, ssl.*) [default: client.properties "
-                          "of the cluster in --dir, if it has one].")(f)
+                     help="Client settings (Kafka's names: security.protocol, ssl.*, sasl.*) "
+                          "[default: client.properties of the cluster in --dir, if it has one].")(f)
     return click.option(
         "--bootstrap-server",
         "bootstrap_server",

@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from client.admin import Admin
-from client.cli.common import client_options, resolve_bootstrap, run
+from client.cli.common import client_options, client_security, resolve_bootstrap, run
 from protocol.sasl import SCRAM_SHA_256, SCRAM_SHA_512
 from protocol.sasl.scram import MAX_ITERATIONS
 
@@ -36,7 +36,7 @@ def users_command(add: str | None, password: str | None, mechanism: str | None, 
     bootstrap = resolve_bootstrap(bootstrap_server, directory)
 
     async def act() -> list[str]:
-        async with Admin(bootstrap, client_id="minikafka-cli") as admin:
+        async with Admin(bootstrap, client_id="minikafka-cli", **client_security()) as admin:
             if add is not None:
                 chosen = mechanism or DEFAULT_MECHANISM
                 assert password is not None

@@ -12,6 +12,7 @@ from broker.apis.acls import AclApis
 from broker.apis.authorization import GUARDS, UNGUARDED
 from broker.apis.config_changes import ConfigChanges
 from broker.apis.kafka_apis import KafkaApis
+from broker.apis.scram_credentials import UserScramCredentialStore
 from broker.network import CLOSE_CONNECTION, Request, Response
 from protocol.acls import AclOperation, ResourceType
 from protocol.apis.acls import (
@@ -29,6 +30,7 @@ from protocol.apis.metadata import MetadataRequest, MetadataResponse, MetadataTo
 from protocol.apis.produce import ProducePartition, ProducePartitionResponse, ProduceRequest, ProduceResponse
 from protocol.apis.producer_ids import InitProducerIdRequest, InitProducerIdResponse
 from protocol.apis.replica_control import LeaderAndIsrRequest
+from protocol.apis.sasl import SaslAuthenticateRequest, SaslHandshakeRequest
 from protocol.apis.shapes import Topic
 from protocol.envelope import RequestHeader
 from protocol.errors import ErrorCode
@@ -86,9 +88,9 @@ def codes(response: ProduceResponse) -> dict[str, int]:
 
 def test_every_request_has_a_guard_or_is_open_to_anyone() -> None:
     apis = KafkaApis(0, SimpleNamespace(config=None), None, None, None, None, None, None, None,  # type: ignore[arg-type]
-                     ConfigChanges(None, dict), None, None)  # type: ignore[arg-type]
+                     ConfigChanges(None, dict), None, None, UserScramCredentialStore(None))  # type: ignore[arg-type]
     assert set(GUARDS) == apis.request_types - UNGUARDED
-    assert {ApiVersionsRequest, DescribeClusterRequest} == UNGUARDED
+    assert {ApiVersionsRequest, DescribeClusterRequest, SaslHandshakeRequest, SaslAuthenticateRequest} == UNGUARDED
 
 
 def test_produce_writes_the_allowed_topics_and_refuses_the_others() -> None:

@@ -70,9 +70,16 @@ class ClusterSecurity:
                          "ssl.key.password": self.key_password, "ssl.truststore.type": "PEM",
                          "ssl.truststore.location": str(self.directory / CA_FILE),
                          "ssl.client.auth": "none" if self.sasl else "required"}
-        if self.sasl:
-            settings |= {"sasl.enabled.mechanisms": SCRAM_MECHANISM, "super.users": f"User:{ADMIN_USER}"}
+        if self.sasl:  # the brokers log in as the admin user where the secured listener is the inter-broker one
+            settings |= {"sasl.enabled.mechanisms": SCRAM_MECHANISM, "super.users": f"User:{ADMIN_USER}",
+                         "sasl.mechanism.inter.broker.protocol": SCRAM_MECHANISM,
+                         f"listener.name.{self.listener_name.lower()}.{SCRAM_MECHANISM.lower()}.sasl.jaas.config":
+                             self._admin_login()}
         return settings
+
+    def _admin_login(self) -> str:
+        return f'{_SCRAM_LOGIN} required username="{ADMIN_USER}" password="{self.admin_password}";'
+
 
     def client_properties(self) -> str:
         """client.properties: Kafka's (Java) client settings."""
@@ -82,9 +89,7 @@ class ClusterSecurity:
             if not self.sasl:
                 lines += ["ssl.keystore.type=PEM", f"ssl.keystore.location={self.directory / CLIENT_KEYSTORE}"]
         if self.sasl:
-            lines += [f"sasl.mechanism={SCRAM_MECHANISM}",
-                      f'sasl.jaas.config={_SCRAM_LOGIN} required username="{ADMIN_USER}" '
-                      f'password="{self.admin_password}";']
+            lines += [f"sasl.mechanism={SCRAM_MECHANISM}", f"sasl.jaas.config={self._admin_login()}"]
         return _properties("Kafka's client settings (--command-config)", lines)
 
     def librdkafka_properties(self) -> str:

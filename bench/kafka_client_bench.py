@@ -50,7 +50,8 @@ from client.progress import Progress
 CLIENTS = ("librdkafka", "minikafka")
 LIBRDKAFKA = {"linger.ms": 5, "batch.size": 1_000_000, "compression.type": "none",
               "queue.buffering.max.messages": 1_000_000}
-MINIKAFKA = {"linger_ms": 5, "batch_size": 1_000_000, "buffer_memory": 16 * 1024 * 1024}
+#: Not idempotent, as librdkafka by default (enable.idempotence=false), so that both clients do the same work.
+MINIKAFKA = {"linger_ms": 5, "batch_size": 1_000_000, "buffer_memory": 16 * 1024 * 1024, "enable_idempotence": False}
 _TICKS = os.sysconf("SC_CLK_TCK")
 
 

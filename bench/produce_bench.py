@@ -1,8 +1,9 @@
 """Produce and consume throughput of a 3-broker cluster, with acknowledgement latency.
 
 Each run creates two fresh topics (3 partitions, replication factor 3), produces 100-byte values (or, with
-``--value-size MIN-MAX``, values of sizes spread uniformly between two) to one with acks=all and to the other
-with acks=1, then reads both back from the beginning with one consumer. For each
+``--value-size MIN-MAX``, values of sizes spread uniformly between two) to one with acks=all (idempotent, the
+producer's default) and to the other with acks=1 (not idempotent: acks=1 turns the default off, as in Kafka's
+producer), then reads both back from the beginning with one consumer. For each
 produce it prints records/s, MB/s (value bytes, 10^6 bytes) and the p50/p99 acknowledgement latency: the time
 from calling send() to its future resolving, sampled on every 100th record. The producer is driven as fast as it
 takes records (as Kafka's producer-perf-test at full speed), so the latency includes the time a record waits for
@@ -52,6 +53,7 @@ BROKERS = 3
 VALUE_SIZE = 100  # bytes; --value-size MIN-MAX sends values of sizes spread between two instead
 VALUE_CYCLE = 1000  # values of spread sizes sent in turn
 ACKS = ("all", "1")
+MODES = {"all": "idempotent", "1": "not idempotent"}  # the producer's default with each acks setting
 CONSUME_STALL_S = 30.0  # a consume fails once this long passes without a record (not on its total time)
 # Latency is sampled (and the clock read) once per this many records: a done callback on every record's future
 # would cost the client about as much CPU as the producer's own work per record (asyncio schedules each
@@ -220,9 +222,9 @@ def describe(figures: dict[str, float]) -> Iterator[str]:
                 f"client CPU {figures[f'{phase}.cpu_us']:4.1f} us/record")
 
     for acks in ACKS:
-        yield (f"  produce acks={acks:<3} {rates(acks)}  latency p50 {figures[f'{acks}.p50_ms']:6.1f} ms "
-               f"p99 {figures[f'{acks}.p99_ms']:6.1f} ms")
-    yield f"  consume          {rates('consume')}"
+        yield (f"  produce acks={acks:<3} {MODES[acks]:<14} {rates(acks)}  "
+               f"latency p50 {figures[f'{acks}.p50_ms']:6.1f} ms p99 {figures[f'{acks}.p99_ms']:6.1f} ms")
+    yield f"  consume {'':<23} {rates('consume')}"
 
 
 @asynccontextmanager

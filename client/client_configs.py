@@ -89,6 +89,7 @@ PRODUCER_CONFIGS: dict[str, tuple[str, Callable[[str], Any]]] = {
     "max.block.ms": ("max_block_ms", _int(0)),
     "client.id": ("client_id", str),
     "compression.type": ("compression_type", _choice(*CODECS)),
+    "enable.idempotence": ("enable_idempotence", _bool),
 }
 
 #: Kafka consumer config -> (Consumer keyword, parser)
@@ -122,7 +123,6 @@ _WITHOUT_EFFECT = {
     "value.serializer": "values are the bytes of the input",
     "key.deserializer": "keys are printed as bytes",
     "value.deserializer": "values are printed as bytes",
-    "enable.idempotence": "the producer is not idempotent",
     "partitioner.class": "records are placed by murmur2 of the key, keyless ones sticky, as Kafka's default",
 }
 

@@ -13,6 +13,23 @@ log = logging.getLogger(__name__)
 NO_PRODUCER_ID = -1
 
 
+def idempotence_note(acks: int) -> str:
+    """Why a producer whose enable.idempotence is not set is not idempotent with these acks (Kafka's wording)."""
+    return f"idempotence is disabled because acks is set to {acks}, not to all"
+
+
+def idempotence_enabled(enable_idempotence: bool | None, acks: int) -> bool:
+    """Whether a producer is idempotent, as Kafka's ProducerConfig decides: by default (None) exactly when acks is
+    all (-1), with a note in the log otherwise; asked for explicitly with other acks, ValueError."""
+    if enable_idempotence is None:
+        if acks != -1:
+            log.info(idempotence_note(acks))
+        return acks == -1
+    if enable_idempotence and acks != -1:
+        raise ValueError("must set acks to all in order to use the idempotent producer")
+    return enable_idempotence
+
+
 class ProducerIdentity:
     """Gives each batch, when first sent, the producer id, epoch and the sequence of its first record. A batch
     that fails for good after it was given a sequence leaves a gap the partition's leader would refuse: the

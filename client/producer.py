@@ -19,7 +19,7 @@ from client.accumulator import (
     estimate_record_size,
 )
 from client.closing import AsyncClosing
-from client.idempotence import ProducerIdentity
+from client.idempotence import ProducerIdentity, idempotence_enabled
 from client.metadata import ClusterMetadata
 from client.partitioner import Partitioner
 from protocol.apis.produce import ProducePartition, ProduceRequest, ProduceResponse
@@ -81,8 +81,10 @@ class Producer(AsyncClosing):
     retried after a metadata refresh and retry_backoff_ms, in order (one batch per partition in flight),
     until delivery_timeout_ms after the batch was created; other errors fail the records with ProducerError.
 
-    With enable_idempotence (Kafka's enable.idempotence; it needs acks=all) the producer first gets a producer id
-    with InitProducerId and numbers its records per partition, so that a leader writes a retried batch only once.
+    Idempotent (Kafka's enable.idempotence), the producer first gets a producer id with InitProducerId and numbers
+    its records per partition, so that a leader writes a retried batch only once. As in Kafka's clients since 3.0,
+    it is idempotent by default with acks=all; left unset, acks 0 or 1 turn it off (with a note in the log), and
+    enable_idempotence=True with acks other than all is an error.
 
     compression_type (Kafka's compression.type: none, gzip, snappy, lz4 or zstd) compresses each batch's records.
 
@@ -95,7 +97,7 @@ class Producer(AsyncClosing):
         bootstrap_servers: str | Sequence[str],
         *,
         acks: str | int = "all",
-        enable_idempotence: bool = False,
+        enable_idempotence: bool | None = None,
         batch_size: int = 16384,
         linger_ms: int = 5,
         retries: int = 2**31 - 1,
@@ -115,8 +117,7 @@ class Producer(AsyncClosing):
     ) -> None:
         self.acks = parse_acks(acks)
         compression = codec_of(compression_type)
-        if enable_idempotence and self.acks != -1:
-            raise ValueError("enable_idempotence needs acks=all")
+        idempotent = idempotence_enabled(enable_idempotence, self.acks)
         self.retries = retries
         self.request_timeout_ms = request_timeout_ms
         self.retry_backoff_ms = retry_backoff_ms
@@ -128,7 +129,7 @@ class Producer(AsyncClosing):
             bootstrap_servers, client_id=client_id, request_timeout_ms=request_timeout_ms,
             allow_auto_topic_creation=True, tls=tls, sasl=sasl,
         )
-        self.identity = ProducerIdentity() if enable_idempotence else None
+        self.identity = ProducerIdentity() if idempotent else None
         self._identity_request: asyncio.Task[None] | None = None
         self._accumulator = RecordAccumulator(
             batch_size=batch_size,

@@ -9,6 +9,8 @@
 #   zookeeper   ZooKeeper's jar from Debian (libzookeeper-java), without the desktop JRE of the `zookeeper` package
 #   test-tools  kcat (a stock Kafka client the tests drive) and Maven (to fetch Kafka's jars)
 #   kafka       Apache Kafka 3.9.1's jars from tools/kafka/pom.xml in build/kafka/libs, an oracle for the tests
+#   spark-kafka Spark's Kafka connector (source and sink) from tools/spark-kafka/pom.xml in build/spark-kafka/jars,
+#               for the Structured Streaming pipelines of examples/
 #   nftables    nft, for network partitions between a cluster's members (which need root too)
 #   browser     Debian's chromium, headless, for the tests of `minikafka console`'s page and the chaos report
 #   containers  podman, runc, netavark, aardvark-dns, catatonit, mmdebstrap; then tools/containers.sh prepares the
@@ -151,6 +153,27 @@ step_kafka() {
   kafka_works || fail "kafka: the jars are in $KAFKA_LIBS, but 'java -cp \"$KAFKA_LIBS/*\" kafka.Kafka --version' fails"
 }
 
+# The jars of the pom, and the connector's provider class in them
+spark_kafka_works() {
+  [ "$(cat "$SPARK_KAFKA_JARS/.pom-digest" 2>/dev/null)" = "$(sha256sum <"$SPARK_KAFKA_POM" | cut -d' ' -f1)" ] &&
+    "$PYTHON" - "$SPARK_KAFKA_JARS" <<'PY' 2>/dev/null
+import pathlib, sys, zipfile
+[jar] = pathlib.Path(sys.argv[1]).glob("spark-sql-kafka-0-10_*.jar")
+zipfile.ZipFile(jar).getinfo("org/apache/spark/sql/kafka010/KafkaSourceProvider.class")
+PY
+}
+
+step_spark_kafka() {
+  if spark_kafka_works; then say "spark-kafka: ok ($(cd "$SPARK_KAFKA_JARS" && echo *.jar))"; return; fi
+  has mvn || fail "spark-kafka: Maven (mvn) is missing; run the test-tools step (apt-get install maven)"
+  say "spark-kafka: fetching the jars of $SPARK_KAFKA_POM into $SPARK_KAFKA_JARS"
+  rm -rf "$SPARK_KAFKA_JARS"
+  logged spark-kafka-jars mvn -B -q -f "$SPARK_KAFKA_POM" dependency:copy-dependencies -DincludeScope=runtime \
+    -DoutputDirectory="$PWD/$SPARK_KAFKA_JARS" || fail "spark-kafka: Maven could not fetch the connector's jars"
+  sha256sum <"$SPARK_KAFKA_POM" | cut -d' ' -f1 >"$SPARK_KAFKA_JARS/.pom-digest"
+  spark_kafka_works || fail "spark-kafka: the jars are in $SPARK_KAFKA_JARS, but the connector's classes are not"
+}
+
 nftables_works() { "$NFT" --version >/dev/null 2>&1; }
 
 step_nftables() {
@@ -234,12 +257,13 @@ step_franz_go() {
 
 steps=("$@")
 [ ${#steps[@]} -gt 0 ] ||
-  steps=(python java spark-classes zookeeper test-tools kafka nftables browser containers franz-go)
+  steps=(python java spark-classes zookeeper test-tools kafka spark-kafka nftables browser containers franz-go)
 for step in "${steps[@]}"; do
   case $step in
-    python | java | spark-classes | zookeeper | test-tools | kafka | nftables | browser | containers | franz-go)
+    python | java | spark-classes | zookeeper | test-tools | kafka | spark-kafka | nftables | browser | containers \
+      | franz-go)
       "step_${step//-/_}" ;;
-    *) fail "unknown step $step (python, java, spark-classes, zookeeper, test-tools, kafka, nftables, browser," \
-            "containers, franz-go)" ;;
+    *) fail "unknown step $step (python, java, spark-classes, zookeeper, test-tools, kafka, spark-kafka, nftables," \
+            "browser, containers, franz-go)" ;;
   esac
 done

@@ -63,8 +63,9 @@ def _verdict(summary: Mapping[str, Any]) -> dict[str, Any]:
     return {
         "passed": bool(summary.get("passed")),
         **{key: summary.get(key) for key in ("seed", "brokers", "duration_s", "elapsed_s", "attempted", "acked",
-                                             "failed", "unknown", "lost", "divergences", "faults", "unavailable_ms",
-                                             "lost_examples", "replay", "group_missed", "commit_regressions")},
+                                             "failed", "unknown", "lost", "duplicated", "divergences", "faults",
+                                             "unavailable_ms", "lost_examples", "duplicated_examples", "replay",
+                                             "group_missed", "commit_regressions")},
         "consumer_violations": summary.get("consumer", {}).get("violations", []),
         "group_problems": [*(f"group missed {e}" for e in summary.get("group", {}).get("missed_examples", [])),
                            *(f"commit regression: {e}" for e in summary.get("group", {}).get("regressions", []))],

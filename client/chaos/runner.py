@@ -2,8 +2,8 @@
 
 1. A cluster in DIR with timeouts suited to chaos (CHAOS_CONFIG), a topic with one partition per broker, RF 3,
    min.insync.replicas 2 and unclean election off (broker settings that --config may change).
-2. acks=all producers writing DIR/history.jsonl, a consumer checking what it reads, and consumers sharing a group
-   that consume and commit (client.chaos.group_workload).
+2. Idempotent acks=all producers writing DIR/history.jsonl, a consumer checking what it reads, and consumers
+   sharing a group that consume and commit (client.chaos.group_workload).
 3. The nemesis: faults one at a time on the seed's schedule, until the duration has passed and every chosen kind
    was injected at least once (the first round always completes).
 4. Heal everything, wait for every partition's full ISR, stop the producers, let the group commit past every
@@ -11,12 +11,13 @@
    over the brokers' directories with the history.
 
 The summary counts records attempted, acknowledged, failed and unknown; acknowledged records missing from the
-final read (lost); what the consumer saw change or go backwards (divergences); faults per kind; each partition's
+final read (lost); acknowledged records the final read holds more than once (duplicated: a retry written twice);
+what the consumer saw change or go backwards (divergences); faults per kind; each partition's
 longest time without an acknowledgement; acknowledged records the group never delivered (group_missed) and
 committed offsets that went backwards (commit_regressions); and the verifier's JSON. A run passes only when
-nothing was lost, divergent, missed by the group or committed backwards, and the verifier found nothing. Beside it,
-DIR/report.html draws the run (client/chaos/report.py): the faults, each partition's leader and ISR as ZooKeeper held
-them, writes per second, the verdict.
+nothing was lost, duplicated, divergent, missed by the group or committed backwards, and the verifier found
+nothing. Beside it, DIR/report.html draws the run (client/chaos/report.py): the faults, each partition's leader and
+ISR as ZooKeeper held them, writes per second, the verdict.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from typing import Any
 
 from client import netsplit
 from client.admin import Admin, NewTopic
+from client.chaos.duplicates import duplicated
 from client.chaos.group_workload import GROUP, GroupConsumers
 from client.chaos.nemesis import Nemesis, Timeouts
 from client.chaos.observer import LeadershipObserver
@@ -127,8 +129,8 @@ class _Progress:
 
 
 async def run_chaos(options: ChaosOptions, verify: Verifier, terminal: Progress | None = None) -> dict[str, Any]:
-    """Run the soak; returns the summary (its "passed" says whether nothing was lost or found divergent). Event
-    lines go to stderr, and to `terminal`'s status line how far it is (none if not given)."""
+    """Run the soak; returns the summary (its "passed" says whether nothing was lost, duplicated or found
+    divergent). Event lines go to stderr, and to `terminal`'s status line how far it is (none if not given)."""
     if options.brokers < REPLICATION_FACTOR:
         raise ChaosError(f"the soak's topic has replication factor {REPLICATION_FACTOR}: it needs at least "
                          f"{REPLICATION_FACTOR} brokers, not {options.brokers}")
@@ -156,7 +158,8 @@ async def run_chaos(options: ChaosOptions, verify: Verifier, terminal: Progress 
         report = dict(await asyncio.to_thread(verify, log_dirs, directory / HISTORY_FILE,
                                               lambda message: progress(f"verifier: {message}")))
     summary["verify"] = report
-    summary["passed"] = (summary["lost"] == 0 and summary["divergences"] == 0 and summary["group_missed"] == 0
+    summary["passed"] = (summary["lost"] == 0 and summary["duplicated"] == 0 and summary["divergences"] == 0
+                         and summary["group_missed"] == 0
                          and summary["commit_regressions"] == 0 and bool(report.get("consistent")))
     summary["replay"] = options.replay_command()
     summary["report"] = str(directory / REPORT_FILE)
@@ -224,6 +227,7 @@ async def _soak(options: ChaosOptions, state: ClusterState, progress: _Progress)
         await zk.close()
     stats = producers.stats
     lost = [a for a in stats.acked if final[a.partition].get(a.offset) != ReadRecord(a.key, a.value)]
+    twice = duplicated(stats.acked, final)
     changed = [f"{TOPIC}-{p}: offset {o} was read as {r} during the soak and as {final[p].get(o)} at the end"
                for p, seen in consumer.seen.items() for o, r in seen.items() if final[p].get(o) != r]
     violations = consumer.violations + changed
@@ -240,12 +244,14 @@ async def _soak(options: ChaosOptions, state: ClusterState, progress: _Progress)
         "failed": stats.failed,
         "unknown": stats.unknown,
         "lost": len(lost),
+        "duplicated": len(twice),
         "divergences": len(violations),
         "faults": {kind: nemesis.faults[kind] for kind in options.faults},
         "unavailable_ms": {f"{TOPIC}-{p}": ms for p, ms in unavailable.items()},
         "full_isr_at_end": full_isr,
         "consumer": {"read": consumer.read, "violations": violations[:20]},
         "lost_examples": [f"{TOPIC}-{a.partition} offset {a.offset}: {a.value!r}" for a in lost[:20]],
+        "duplicated_examples": twice[:20],
         **group.verdict(stats.acked, group_caught_up),
     }, record
 

@@ -68,9 +68,9 @@ class Workers(ABC):
 
 
 class HistoryProducers(Workers):
-    """`count` acks=all producers, each sending records round-robin to every partition at `rate` per second (at
-    most `window` unsettled per partition), every outcome written to the history as it arrives. After stop(), run
-    ends once every record has its outcome (at most the delivery timeout)."""
+    """`count` idempotent acks=all producers, each sending records round-robin to every partition at `rate` per
+    second (at most `window` unsettled per partition), every outcome written to the history as it arrives. After
+    stop(), run ends once every record has its outcome (at most the delivery timeout)."""
 
     def __init__(self, bootstrap: str, topic: str, partitions: int, history: HistoryWriter, *, label: str,
                  count: int = 2, rate: float = 100.0, window: int = 50, request_timeout_ms: int = 3000,
@@ -90,7 +90,7 @@ class HistoryProducers(Workers):
     async def _run_one(self, number: int) -> None:
         pending: dict[int, set[FutureRecordMetadata]] = {p: set() for p in range(self.partitions)}
         settled = asyncio.Event()
-        producer = Producer(self.bootstrap, acks="all", linger_ms=5, retry_backoff_ms=100,
+        producer = Producer(self.bootstrap, acks="all", enable_idempotence=True, linger_ms=5, retry_backoff_ms=100,
                             request_timeout_ms=self.request_timeout_ms, delivery_timeout_ms=self.delivery_timeout_ms,
                             max_block_ms=self.request_timeout_ms, client_id=f"chaos-producer-{number}")
         interval = 1.0 / self.rate

@@ -45,11 +45,12 @@ def _faults(ctx: click.Context, param: click.Parameter, value: str | None) -> tu
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as one JSON object.")
 def chaos_run_command(directory: Path, duration: float, seed: int | None, faults: tuple[str, ...], brokers: int,
                       overrides: dict[str, str], as_json: bool) -> None:
-    """Run a cluster under acks=all load while a nemesis injects faults on a seeded schedule (kill -9, SIGSTOP,
-    controlled shutdown, network partitions), then verify every replica against the producers' history.
+    """Run a cluster under idempotent acks=all load while a nemesis injects faults on a seeded schedule (kill -9,
+    SIGSTOP, controlled shutdown, network partitions), then verify every replica against the producers' history.
 
-    Needs root (partitions are nftables rules). Exit status 0 when nothing acknowledged was lost and nothing
-    diverged, 1 otherwise (the command that replays the run is printed), 2 when the soak could not run."""
+    Needs root (partitions are nftables rules). Exit status 0 when nothing acknowledged was lost or written
+    twice and nothing diverged, 1 otherwise (the command that replays the run is printed), 2 when the soak could not
+    run."""
     logging.getLogger("client.producer").setLevel(logging.ERROR)  # retries during faults are expected
     options = ChaosOptions(directory=directory, duration_s=duration,
                            seed=random.SystemRandom().randrange(1 << 31) if seed is None else seed,

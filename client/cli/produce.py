@@ -22,8 +22,9 @@ from client.cli.common import (
     run,
     show_client_warnings,
 )
+from client.idempotence import idempotence_enabled, idempotence_note
 from client.outcomes import outcome_of
-from client.producer import Producer, ProducerError
+from client.producer import Producer, ProducerError, parse_acks
 from protocol.compression import CODECS
 from protocol.history import FAILED, OK, UNKNOWN, HistoryWriter, Outcome
 
@@ -39,6 +40,19 @@ async def _read_lines(stream: IO[bytes]) -> AsyncIterator[bytes]:
             yield line.removesuffix(b"\r")
     if pending:
         yield pending
+
+
+def check_idempotence(config: dict[str, Any]) -> None:
+    """A usage error for enable.idempotence=true with acks other than all; a note on stderr when acks 0 or 1 turn
+    the default idempotence off."""
+    acks = parse_acks(config.get("acks", "all"))
+    explicit = config.get("enable_idempotence")
+    try:
+        idempotence_enabled(explicit, acks)
+    except ValueError as e:
+        raise click.BadParameter(str(e), param_hint="--acks/--producer-property enable.idempotence") from None
+    if explicit is None and acks != -1:
+        click.echo(f"note: {idempotence_note(acks)} (as in Kafka's producer)", err=True)
 
 
 def split_key(line: bytes, separator: bytes | None, number: int) -> tuple[bytes | None, bytes]:
@@ -142,13 +156,15 @@ def produce_command(
 ) -> None:
     """Send each line of stdin to TOPIC as one record.
 
-    A record that fails is reported on stderr as it fails (retries too, once per batch and error); the exit
-    status is 1 if any record could not be written."""
+    The producer is idempotent (a retried batch is written once) unless enable.idempotence=false or acks 0 or 1
+    turn that off, as in Kafka's producer. A record that fails is reported on stderr as it fails (retries too, once
+    per batch and error); the exit status is 1 if any record could not be written."""
     if key_separator == "":
         raise click.BadParameter("must not be empty", param_hint="--key-separator")
     separator = key_separator.encode() if key_separator is not None else None
     config = client_config("producer", producer_config_file, producer_properties,
                            {"acks": acks, "compression_type": compression_codec})
+    check_idempotence(config)
     bootstrap = resolve_bootstrap(bootstrap_server, directory)
     history = None
     if history_file is not None:

@@ -39,7 +39,7 @@ def test_a_soak_with_every_kind_of_fault_loses_no_acknowledged_record(tmp_path: 
     assert result.returncode == 0, f"{result.stdout}\n{result.stderr}"
     summary = json.loads(result.stdout)
     assert set(summary["faults"]) == set(FAULT_KINDS) and min(summary["faults"].values()) >= 1, summary["faults"]
-    assert (summary["lost"], summary["divergences"]) == (0, 0), summary
+    assert (summary["lost"], summary["duplicated"], summary["divergences"]) == (0, 0, 0), summary
     # the consumer group, its coordinator killed too: every acknowledged record delivered, no commit backwards
     assert (summary["group_missed"], summary["commit_regressions"]) == (0, 0), summary["group"]
     group = summary["group"]

@@ -62,7 +62,8 @@ def test_the_produce_benchmark_reports_both_acks_and_the_consume(tmp_path: Path,
     median = [line.strip() for line in lines[heading + 1 :]]
     rates = rf"({NUMBER}) records/s\s+({NUMBER}) MB/s\s+client CPU\s+({NUMBER}) us/record"
     latency = rf"\s+latency p50\s+({NUMBER}) ms p99\s+({NUMBER}) ms"
-    patterns = [rf"produce acks=all\s+{rates}{latency}", rf"produce acks=1\s+{rates}{latency}", rf"consume\s+{rates}"]
+    patterns = [rf"produce acks=all\s+idempotent\s+{rates}{latency}",
+                rf"produce acks=1\s+not idempotent\s+{rates}{latency}", rf"consume\s+{rates}"]
     assert len(median) == len(patterns), out
     for line, pattern in zip(median, patterns, strict=True):
         match = re.fullmatch(pattern, line)

@@ -221,6 +221,29 @@ def test_cli_produce_to_one_partition(cluster_dir):
     assert [json.loads(line) for line in result.stdout.splitlines()] == [
         {"partition": 1, "offset": offset} for offset in range(3)
     ]
+    assert "note: idempotence is disabled because acks is set to 1" in result.stderr
+
+
+def producer_ids(cluster_dir: Path, partition_dir: str) -> set[int]:
+    """The producer ids of the batches in one partition's segments on every broker that holds it."""
+    segments = [str(segment) for broker in status_json(cluster_dir)["brokers"]
+                for segment in (Path(broker["log_dir"]) / partition_dir).glob("*.log")]
+    dumped = cli("dump-log", "--json", *segments).stdout.splitlines()
+    return {batch["producerId"] for batch in map(json.loads, dumped) if "producerId" in batch}
+
+
+def test_cli_produce_is_idempotent_unless_turned_off(cluster_dir):
+    client_cli(cluster_dir, "topic", "create", "cli-idempotent", "--partitions", "1", "--replication-factor", "2")
+    client_cli(cluster_dir, "produce", "cli-idempotent", input="a\n")
+    [default_id] = producer_ids(cluster_dir, "cli-idempotent-0")
+    assert default_id >= 0
+    client_cli(cluster_dir, "produce", "cli-idempotent", "--producer-property", "enable.idempotence=false",
+               input="b\n")
+    assert producer_ids(cluster_dir, "cli-idempotent-0") == {default_id, -1}
+    refused = client_cli(cluster_dir, "produce", "cli-idempotent", "--acks", "1", "--producer-property",
+                         "enable.idempotence=true", input="c\n", check=False)
+    assert refused.returncode == 2
+    assert "must set acks to all" in refused.stderr
 
 
 def test_cli_consume_json_fields(cluster_dir):

@@ -14,9 +14,10 @@ from client.chaos.workload import ProducerStats
 START, STOP = 100.0, 130.0
 SUMMARY = {
     "seed": 7, "brokers": 3, "duration_s": 25, "elapsed_s": 30.0, "attempted": 10, "acked": 7, "failed": 2,
-    "unknown": 1, "lost": 0, "divergences": 0, "faults": {"kill": 1, "isolate-leader": 1},
+    "unknown": 1, "lost": 0, "duplicated": 1, "divergences": 0, "faults": {"kill": 1, "isolate-leader": 1},
     "unavailable_ms": {"chaos-0": 21500, "chaos-1": 500}, "consumer": {"read": 7, "violations": []},
-    "lost_examples": [], "verify": {"consistent": True, "acked": 7, "lost": 0, "violations": []}, "passed": True,
+    "lost_examples": [], "duplicated_examples": ["partition 0: 'v' at offsets [3, 4]"],
+    "verify": {"consistent": True, "acked": 7, "lost": 0, "violations": []}, "passed": True,
     "replay": "minikafka chaos run --seed 7",
 }
 
@@ -82,6 +83,7 @@ def test_the_verdict_carries_the_summary_and_the_verifier() -> None:
     assert verdict["faults"] == {"kill": 1, "isolate-leader": 1}
     assert verdict["verifier"] == {"consistent": True, "acked": 7, "lost": 0, "violations": []}
     assert verdict["unavailable_ms"] == {"chaos-0": 21500, "chaos-1": 500}
+    assert (verdict["duplicated"], verdict["duplicated_examples"]) == (1, ["partition 0: 'v' at offsets [3, 4]"])
 
 
 def test_the_page_holds_its_data_inline_and_nothing_from_elsewhere() -> None:

@@ -16,10 +16,10 @@ def test_producer_configs_map_to_the_producer_arguments():
     config = producer_config({"acks": "1", "linger.ms": "0", "batch.size": "32768", "delivery.timeout.ms": "5000",
                               "retries": "3", "request.timeout.ms": "1000", "retry.backoff.ms": "50",
                               "max.in.flight.requests.per.connection": "1", "client.id": "me",
-                              "compression.type": "none"})
+                              "compression.type": "none", "enable.idempotence": "false"})
     assert config.kwargs == {"acks": "1", "linger_ms": 0, "batch_size": 32768, "delivery_timeout_ms": 5000,
                              "retries": 3, "request_timeout_ms": 1000, "retry_backoff_ms": 50, "max_in_flight": 1,
-                             "client_id": "me", "compression_type": "none"}
+                             "client_id": "me", "compression_type": "none", "enable_idempotence": False}
     assert config.warnings == ()
 
 
@@ -72,6 +72,9 @@ def test_a_config_file_is_read_as_java_properties(tmp_path):
     ["produce", "t", "--producer-property", "no-equals-sign"],
     ["produce", "t", "--producer.config", "/nonexistent/producer.properties"],
     ["consume", "t", "--consumer-property", "fetch.min.bytes=-5"],
+    ["produce", "t", "--producer-property", "enable.idempotence=maybe"],
+    ["produce", "t", "--acks", "1", "--producer-property", "enable.idempotence=true"],
+    ["produce", "t", "--producer-property", "acks=0", "--producer-property", "enable.idempotence=true"],
 ])
 def test_bad_client_configs_are_usage_errors_before_connecting(arguments, tmp_path):
     result = CliRunner().invoke(main, [*arguments, "--bootstrap-server", "127.0.0.1:1"], input="x\n")

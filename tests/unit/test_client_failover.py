@@ -233,7 +233,8 @@ async def fake_cluster(brokers: int = 2, partitions: int = 1) -> AsyncIterator[F
 
 
 def producer(cluster: FakeCluster, **options: Any) -> Producer:
-    options = {"linger_ms": 1, "retry_backoff_ms": 10, **options}
+    """A plain (not idempotent) producer: the stand-in brokers hand out no producer ids."""
+    options = {"linger_ms": 1, "retry_backoff_ms": 10, "enable_idempotence": False, **options}
     return Producer(cluster.bootstrap, **options)
 
 

@@ -290,8 +290,8 @@ class Admin(AsyncClosing):
                                               ) -> dict[str, list[tuple[str, int]]]:
         """Each user's SCRAM mechanisms and iterations (every user with a credential if `users` is None); raises
         AdminError for a named user without one (RESOURCE_NOT_FOUND)."""
-        response = await self._ask_any(DescribeUserScramCredentialsRequest(users=list(users) if users else None))
-        assert isinstance(response, DescribeUserScramCredentialsResponse)
+        response = await self._ask_any(DescribeUserScramCredentialsRequest(users=list(users) if users else None),
+                                       DescribeUserScramCredentialsResponse)
         if response.error_code != ErrorCode.NONE:
             raise AdminError(ErrorCode.from_code(response.error_code), response.error_message or "")
         described = {}
@@ -313,8 +313,8 @@ class Admin(AsyncClosing):
                 salted_password=mechanism.salted_password(password, salt, iterations)))
         deletions = [ScramCredentialDeletion(name=user, mechanism=SCRAM_MECHANISMS[name].wire_type)
                      for user, name in delete]
-        response = await self._ask_any(AlterUserScramCredentialsRequest(deletions=deletions, upsertions=upsertions))
-        assert isinstance(response, AlterUserScramCredentialsResponse)
+        response = await self._ask_any(AlterUserScramCredentialsRequest(deletions=deletions, upsertions=upsertions),
+                                       AlterUserScramCredentialsResponse)
         for result in response.results:
             _check_user(result.user, result.error_code, result.error_message)
 
@@ -430,7 +430,7 @@ class Admin(AsyncClosing):
                 for r in answer.filter_results]
 
     async def _ask_any(self, request: object, answer: type[R]) -> R:
-        """The answer of a live broker (ACLs are the same on each)."""
+        """The answer of a live broker (the lowest id: ACLs and users' credentials are the same on each)."""
         await self.metadata.refresh([])
         if not self.metadata.brokers:
             raise AdminError(ErrorCode.BROKER_NOT_AVAILABLE, "no live broker")
@@ -600,13 +600,6 @@ class Admin(AsyncClosing):
             if error != ErrorCode.NONE:
                 raise AdminError(error, f"cannot {what} group {group!r}")
         return {group: result for group, (_, result) in outcomes.items()}
-
-    async def _ask_any(self, request: object) -> object:
-        """The answer of a live broker (the lowest id)."""
-        await self.metadata.refresh()
-        if not self.metadata.brokers:
-            raise AdminError(ErrorCode.BROKER_NOT_AVAILABLE, "no live broker")
-        return await self._ask(min(self.metadata.brokers), request)
 
     async def _ask(self, broker_id: int, request: object) -> object:
         connection = await self.metadata.connection(broker_id)

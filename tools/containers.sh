@@ -88,7 +88,7 @@ prepare_fresh() {
   local wanted have packages
   packages=("${PREREQUISITE_PACKAGES[@]}" "$JAVA_PACKAGE" "$ZOOKEEPER_PACKAGE" "${TEST_TOOL_PACKAGES[@]}"
             "$NFTABLES_PACKAGE" "$BROWSER_PACKAGE")
-  wanted=$(echo "${packages[*]}" | digest - requirements/dev.lock "$KAFKA_POM")
+  wanted=$(echo "${packages[*]}" | digest - requirements/dev.lock "$KAFKA_POM" "$SPARK_KAFKA_POM")
   have=$(cat "$FRESH/digest" 2>/dev/null || true)
   if [ "$wanted" = "$have" ]; then say "fresh-machine cache: ok ($FRESH)"; return; fi
   say "fresh-machine cache: downloading ${packages[*]} and the wheels of requirements/dev.lock into $FRESH"
@@ -102,9 +102,12 @@ prepare_fresh() {
     -r requirements/dev.lock -d "$FRESH/wheels"
   logged fresh-build-wheels .venv/bin/python -m pip download --disable-pip-version-check --no-deps \
     -d "$FRESH/wheels" wheel
-  # Maven's local repository with what the kafka step needs (the plugin and Kafka's jars), read offline
+  # Maven's local repository with what the kafka and spark-kafka steps need (the plugin, Kafka's jars and Spark's
+  # connector), read offline
   logged fresh-maven mvn -B -q -f "$KAFKA_POM" -Dmaven.repo.local="$PWD/$FRESH/m2" dependency:copy-dependencies \
     -DincludeScope=runtime -DoutputDirectory="$PWD/$FRESH/kafka-libs-check"
+  logged fresh-maven-spark mvn -B -q -f "$SPARK_KAFKA_POM" -Dmaven.repo.local="$PWD/$FRESH/m2" \
+    dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory="$PWD/$FRESH/kafka-libs-check"
   rm -rf "$FRESH/kafka-libs-check"
   printf '<settings><offline>true</offline></settings>\n' >"$FRESH/maven-settings.xml"
   echo "$wanted" >"$FRESH/digest"

@@ -16,8 +16,8 @@ import pytest
 from tests.containers.podman import BASE_IMAGE, ROOT, podman, podman_env, require_containers
 
 FRESH = ROOT / "build" / "fresh-machine"
-STEPS = ("python", "java", "spark-classes", "zookeeper", "test-tools", "kafka", "nftables", "browser", "containers",
-         "franz-go")
+STEPS = ("python", "java", "spark-classes", "zookeeper", "test-tools", "kafka", "spark-kafka", "nftables", "browser",
+         "containers", "franz-go")
 
 SCRIPT = """
 set -eu
@@ -87,6 +87,7 @@ def test_make_setup_installs_everything_on_a_bare_machine_once_and_a_cluster_run
     assert "setup: zookeeper: installing libzookeeper-java" in first
     assert "setup: test-tools: installing kcat maven" in first
     assert "setup: kafka: fetching the jars of tools/kafka/pom.xml" in first
+    assert "setup: spark-kafka: fetching the jars of tools/spark-kafka/pom.xml" in first
     assert "setup: nftables: installing nftables" in first
     assert "setup: browser: installing chromium" in first
     assert "setup: containers: this is a podman container" in first
@@ -95,5 +96,5 @@ def test_make_setup_installs_everything_on_a_bare_machine_once_and_a_cluster_run
     second = section(output, "second make setup")
     lines = [line for line in second.splitlines() if line.startswith("setup: ")]
     assert [line.split(":")[1].strip() for line in lines] == list(STEPS), second
-    assert all(": ok (" in line for line in lines[:8]), second  # nothing installed the second time
+    assert all(": ok (" in line for line in lines[:9]), second  # nothing installed the second time
     assert "== done" in output

@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 
 from client.admin import Admin
 from client.cluster import ClusterState
+from client.producer import Producer
 from protocol.apis.offsets import LATEST_TIMESTAMP
 from tests.integration.clusterutil import cli, cluster_fixture, consume_in_group, create_topic, produce_values
 from tests.kafka_broker import GROUP_TOOL, kafka_tool
@@ -106,14 +107,23 @@ def iso(ms: float) -> str:
     return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3]
 
 
+async def produce_spread(cluster: ClusterState, topic: str, values: list[bytes]) -> None:
+    """Each value to partition i % 2 with acks=all, so that both partitions have records whatever the partitioner."""
+    async with Producer(cluster.bootstrap_servers, acks="all") as producer:
+        futures = [await producer.send(topic, value, partition=i % 2) for i, value in enumerate(values)]
+        await producer.flush()
+    for future in futures:
+        future.result()
+
+
 async def test_reset_offsets_plans_and_delete_agree_with_kafkas_tool(cluster):
     topic, group = unique("reset"), unique("reset")
     await create_topic(cluster, topic, partitions=2, replication_factor=3)
-    await produce_values(cluster, topic, [b"early-%d" % i for i in range(10)])
+    await produce_spread(cluster, topic, [b"early-%d" % i for i in range(10)])
     await asyncio.sleep(1.1)
     middle = time.time() * 1000
     await asyncio.sleep(0.1)
-    await produce_values(cluster, topic, [b"late-%d" % i for i in range(10)])
+    await produce_spread(cluster, topic, [b"late-%d" % i for i in range(10)])
     cli("consume", topic, "--group", group, "--from-beginning", "--max-messages", "12",
         "--bootstrap-server", cluster.bootstrap_servers)
     scenarios = [["--to-earliest"], ["--to-latest"], ["--to-offset", "5"], ["--shift-by", "-3"],

@@ -15,7 +15,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from protocol.endpoint import (
-    SERVED_PROTOCOLS,
     SUPPORTED_PROTOCOL,
     EndPoint,
     ListenerConfigError,
@@ -56,9 +55,6 @@ def parse_endpoints(setting: str, text: str, protocol_map: Mapping[str, str]) ->
         if name not in protocol_map:
             raise ListenerConfigError(f"{setting}: no security protocol defined for listener {name} "
                                       "(add it to listener.security.protocol.map)")
-        if endpoint.security_protocol not in SERVED_PROTOCOLS:
-            raise ListenerConfigError(f"{setting}: listener {name} uses {endpoint.security_protocol}; minikafka "
-                                      f"serves {', '.join(sorted(SERVED_PROTOCOLS))}")
         if any(e.listener_name == name for e in endpoints):
             raise ListenerConfigError(f"{setting}: each listener must have a different name, {name} is repeated")
         endpoints.append(endpoint)

@@ -12,8 +12,6 @@ SUPPORTED_PROTOCOL = "PLAINTEXT"
 TLS_PROTOCOLS = frozenset({"SSL", "SASL_SSL"})
 #: The security protocols whose connections authenticate with SASL before any other request.
 SASL_PROTOCOLS = frozenset({"SASL_PLAINTEXT", "SASL_SSL"})
-#: The security protocols a minikafka listener serves.
-SERVED_PROTOCOLS = frozenset({SUPPORTED_PROTOCOL, *TLS_PROTOCOLS, *SASL_PROTOCOLS})
 
 # Kafka's own pattern (kafka.utils.CoreUtils / EndPoint): NAME://host:port, host optionally in [brackets].
 _ENDPOINT = re.compile(r"^(.*)://\[?([0-9a-zA-Z\-%._:]*)\]?:(-?[0-9]+)$")

@@ -150,11 +150,12 @@ def decode_uniform_keys(data: bytes, pos: int, end: int, count: int, shape: Shap
                         base_offset: int) -> tuple[Sequence[int], list[bytes | None]] | None:
     """Offsets and keys of the ``count`` records at data[pos:end] (as decode_uniform has them), if they all have
     ``shape``, else None: what the log cleaner's offset map takes of a batch."""
-    rows = _rows(data, pos, end, count, shape, capture_value=False, capture_timestamp=False)
+    null_keys = shape.key_size is None  # the timestamp delta is captured then, so that a row is a tuple of groups
+    rows = _rows(data, pos, end, count, shape, capture_value=False, capture_timestamp=null_keys)
     if rows is None:
         return None
-    offsets = _offsets(tuple(map(itemgetter(0), rows)), count, base_offset)
-    return offsets, [None] * count if shape.key_size is None else list(map(itemgetter(1), rows))
+    offsets = _offsets(tuple(map(itemgetter(1 if null_keys else 0), rows)), count, base_offset)
+    return offsets, [None] * count if null_keys else list(map(itemgetter(1), rows))
 
 
 def decode_uniform_spans(data: bytes, pos: int, end: int, count: int, shape: Shape, base_offset: int, timestamp: int,

@@ -25,6 +25,7 @@ from protocol.records import (
     decode_batch_columns,
     decode_records,
     read_header,
+    read_record_keys,
 )
 from protocol.uniform_records import Shape, decode_uniform
 from protocol.varint import encode_varint
@@ -351,3 +352,11 @@ def test_every_one_byte_change_decodes_or_fails_as_record_by_record() -> None:
             expected = outcome(general, changed)
             assert outcome(lambda d: decode_batch_columns(d)[1], changed) == expected
             assert uniform(changed) in (None, expected[1])
+
+
+def test_the_keys_of_records_without_key_or_value_read_as_record_by_record() -> None:
+    """The offset map's reading of null-keyed tombstones (a regex with one group left to capture)."""
+    data = batch([encode_record(100 * i, i, None, None) for i in range(10)], base_offset=40)
+    expected = general(data)
+    _header, offsets, keys = read_record_keys(data)
+    assert (list(offsets), keys) == (expected.offsets, expected.keys) == (list(range(40, 50)), [None] * 10)

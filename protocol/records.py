@@ -37,6 +37,7 @@ from typing import NamedTuple
 from crc32c import crc32c
 
 from protocol.compression import NONE, CompressionError, compress, decompress
+from protocol.fixed_records import decode_fixed_keys, decode_fixed_spans
 from protocol.uniform_records import Shape, decode_uniform, decode_uniform_keys, decode_uniform_spans
 from protocol.varint import SHORT_VARINTS, SMALL_VARINTS, SMALL_VARINTS_LIMIT, encode_varint
 
@@ -716,7 +717,8 @@ class StoredRecords(NamedTuple):
     data: bytes
     offsets: list[int]
     timestamps: list[int]
-    keys: list[bytes | None]
+    #: None when read_stored_records was asked not to read them and did not need to.
+    keys: list[bytes | None] | None
     tombstones: list[bool]
     starts: list[int]
 
@@ -728,26 +730,30 @@ def read_record_keys(buf: _Buffer, pos: int = 0) -> tuple[BatchHeader, Sequence[
     data, start, end = _records_region(_as_bytes(buf), pos, header)
     shape = _uniform_shape(data, start, end, header)
     if shape is not None:
-        found = decode_uniform_keys(data, start, end, header.record_count, shape, header.base_offset)
+        found = (decode_fixed_keys(data, start, end, header.record_count, shape, header.base_offset)
+                 or decode_uniform_keys(data, start, end, header.record_count, shape, header.base_offset))
         if found is not None:
             return header, *found
     columns = _decode_general_columns(data, start, end, header)
     return header, columns.offsets, columns.keys
 
 
-def read_stored_records(buf: _Buffer, pos: int = 0) -> tuple[BatchHeader, StoredRecords]:
+def read_stored_records(buf: _Buffer, pos: int = 0, *, with_keys: bool = True) -> tuple[BatchHeader, StoredRecords]:
     """Validate the batch at ``pos`` and read its records for rewriting (StoredRecords): records of one shape in one
-    regex pass, without copying their values; any other batch record by record, every field validated."""
+    regex pass, without copying their values; any other batch record by record, every field validated. Without
+    ``with_keys``, the keys of records in the fixed layout (protocol.fixed_records) are not read (None): their
+    offsets are consecutive, so a reader that decides by offsets needs no keys."""
     header = validate_batch(buf, pos)
     data, start, end = _records_region(_as_bytes(buf), pos, header)
     shape = _uniform_shape(data, start, end, header)
     if shape is not None:
         timestamp, log_append = _timestamp_base(header)
-        spans = decode_uniform_spans(data, start, end, header.record_count, shape, header.base_offset, timestamp,
-                                     log_append)
+        layout = (header.record_count, shape, header.base_offset, timestamp, log_append)
+        spans = (decode_fixed_spans(data, start, end, *layout, with_keys=with_keys)
+                 or decode_uniform_spans(data, start, end, *layout))
         if spans is not None:
             offsets, timestamps, keys, starts = spans
-            return header, StoredRecords(data, offsets, timestamps, keys, [shape.value_size is None] * len(keys),
+            return header, StoredRecords(data, offsets, timestamps, keys, [shape.value_size is None] * len(offsets),
                                          starts)
     columns = _decode_general_columns(data, start, end, header)
     starts = [start]

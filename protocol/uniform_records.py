@@ -46,7 +46,7 @@ class Shape(NamedTuple):
     value_size: int | None
 
 
-def _field(size: int | None, capture: bool = True) -> tuple[bytes, int]:
+def record_field(size: int | None, capture: bool = True) -> tuple[bytes, int]:
     """Regex for a key or value of ``size`` bytes (None: null) with its length, capturing it unless null (or not
     ``capture``), and the number of bytes it matches."""
     length = encode_varint(-1 if size is None else size)
@@ -55,10 +55,10 @@ def _field(size: int | None, capture: bool = True) -> tuple[bytes, int]:
     return re.escape(length) + (b"(.{%d})" if capture else b".{%d}") % size, len(length) + size
 
 
-def _fixed_bytes(shape: Shape) -> int:
+def fixed_record_bytes(shape: Shape) -> int:
     """The bytes of a record of ``shape`` counted by its length, but its deltas: attributes, key, value,
     headerCount."""
-    return 1 + _field(shape.key_size)[1] + _field(shape.value_size)[1] + 1
+    return 1 + record_field(shape.key_size)[1] + record_field(shape.value_size)[1] + 1
 
 
 @lru_cache(maxsize=64)
@@ -66,9 +66,9 @@ def _pattern(shape: Shape, capture_value: bool = True, capture_timestamp: bool =
     """Regex matching one record of ``shape`` (groups: timestampDelta unless not ``capture_timestamp``, offsetDelta,
     key unless null, value unless null or not ``capture_value``) or else everything left (then its first group is
     empty)."""
-    key, _key_bytes = _field(shape.key_size)
-    value, _value_bytes = _field(shape.value_size, capture_value)
-    fixed = _fixed_bytes(shape)
+    key, _key_bytes = record_field(shape.key_size)
+    value, _value_bytes = record_field(shape.value_size, capture_value)
+    fixed = fixed_record_bytes(shape)
     # The record's length counts its deltas' bytes too: it is one of three encodings, each followed by deltas of
     # the size it implies.
     length = b"|".join(
@@ -175,5 +175,5 @@ def decode_uniform_spans(data: bytes, pos: int, end: int, count: int, shape: Sha
 @lru_cache(maxsize=64)
 def _record_sizes(shape: Shape) -> dict[int, int]:
     """The bytes of a record of ``shape`` (its length's varint included) by the bytes of its two deltas."""
-    fixed = _fixed_bytes(shape)
+    fixed = fixed_record_bytes(shape)
     return {deltas: len(encode_varint(fixed + deltas)) + fixed + deltas for deltas in _DELTAS_OF_SIZE}

@@ -247,7 +247,7 @@ class Cleaner:
         if latest == []:  # a batch the map covers and none of whose records is its key's latest is not even read
             records, retained = None, []
         else:
-            header, records = read_stored_records(buf, at)  # validated too
+            header, records = read_stored_records(buf, at, with_keys=latest is None)  # validated too
             retained = self._retained(records, latest, keep_tombstones)
         stats.records_written += len(retained)
         if records is not None and retained:
@@ -270,6 +270,7 @@ class Cleaner:
             retained = rules.retained_of_mapped_batch(records.offsets, latest, records.tombstones, keep_tombstones)
             if retained is not None:
                 return retained
+        assert records.keys is not None, "records whose keys were not read have consecutive offsets"
         return rules.retained_records(records.offsets, records.keys, records.tombstones, self.offset_map.offsets,
                                       self.offset_map.latest_offset, keep_tombstones)
 

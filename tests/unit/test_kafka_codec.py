@@ -27,7 +27,7 @@ from protocol.kafka.api import advertised
 from protocol.kafka.header import decode_request_header, unsupported_api_versions_answer
 from protocol.kafka.schema import SPECS, FieldSpec, MessageSpec
 from protocol.records import BatchBuilder
-from tests.unit.kafka_spec_source import SPECS_FILE, render
+from tests.unit.kafka_spec_source import SPECS_FILE, kafka_newest_version, render
 
 _ORACLE_MODULES = (producer, consumer, metadata, admin, sasl)
 _INT_RANGES = {"int8": 7, "int16": 15, "int32": 31, "int64": 63}
@@ -117,7 +117,7 @@ def test_every_message_reads_and_writes_as_kafka_pythons(name: str, version: int
     assert restricted(decoded, value) == value
 
 
-@pytest.mark.parametrize("version", range(3, 9))
+@pytest.mark.parametrize("version", range(3, 12))
 @settings(max_examples=20, deadline=None)
 @given(data=st.data())
 def test_the_produce_request_path_reads_what_the_spec_codec_writes(version: int, data: st.DataObject):
@@ -150,7 +150,7 @@ def test_the_fetch_request_path_reads_what_the_spec_codec_writes(version: int, d
 _int16, _int32, _int64 = (st.integers(-(2**b), 2**b - 1) for b in (15, 31, 63))
 
 
-@pytest.mark.parametrize("version", range(3, 9))
+@pytest.mark.parametrize("version", range(3, 12))
 @settings(max_examples=20, deadline=None)
 @given(topics=st.lists(st.tuples(st.text(max_size=8), st.lists(st.tuples(
     _int32, st.integers(0, 100), _int64, _int64, _int64, st.one_of(st.none(), st.text(max_size=8)))))))
@@ -188,11 +188,12 @@ def test_the_fetch_response_path_writes_what_the_spec_codec_reads(version: int, 
                 for p, code, hw, start, records in partitions]) for name, partitions in topics]
 
 
-def test_record_batches_pass_through_without_being_copied():
+@pytest.mark.parametrize("produce_version", [8, 11])
+def test_record_batches_pass_through_without_being_copied(produce_version: int):
     records = _batch([b"x" * 100] * 50)
-    frame = codec.encode("ProduceRequest", 8, {"acks": -1, "timeout_ms": 1000, "topic_data": [
+    frame = codec.encode("ProduceRequest", produce_version, {"acks": -1, "timeout_ms": 1000, "topic_data": [
         {"name": "t", "partition_data": [{"index": 0, "records": records}]}]})
-    [partition] = decode_produce_request(frame, 0, 8).topics[0].partitions
+    [partition] = decode_produce_request(frame, 0, produce_version).topics[0].partitions
     assert isinstance(partition.records, memoryview) and partition.records.obj is frame
     response = FetchResponse(error_code=0, topics=[Topic(name="t", partitions=[FetchPartitionResponse(
         partition=0, error_code=0, high_watermark=50, records=records)])])
@@ -201,11 +202,11 @@ def test_record_batches_pass_through_without_being_copied():
 
 def test_the_advertised_versions_are_exactly_those_implemented():
     assert {entry["api_key"]: (entry["min_version"], entry["max_version"]) for entry in advertised()} == {
-        18: (0, 4), 3: (0, 12), 0: (3, 8), 1: (4, 11), 2: (1, 8), 19: (2, 7), 20: (1, 6), 32: (1, 4), 23: (2, 4),
+        18: (0, 4), 3: (0, 12), 0: (3, 11), 1: (4, 11), 2: (1, 8), 19: (2, 7), 20: (1, 6), 32: (1, 4), 23: (2, 4),
         22: (0, 5),
         # the group apis, flexible versions included: FindCoordinator, JoinGroup, Heartbeat, LeaveGroup, SyncGroup,
         # DescribeGroups, ListGroups, DeleteGroups, OffsetCommit, OffsetFetch, OffsetDelete
-        10: (0, 4), 11: (0, 9), 12: (0, 4), 13: (0, 5), 14: (0, 5), 15: (0, 5), 16: (0, 5), 42: (0, 2), 8: (1, 9),
+        10: (0, 6), 11: (0, 9), 12: (0, 4), 13: (0, 5), 14: (0, 5), 15: (0, 5), 16: (0, 5), 42: (0, 2), 8: (1, 9),
         9: (1, 9), 47: (0, 0),
         # the admin apis: DescribeCluster, CreatePartitions, ElectLeaders, DeleteRecords, AlterConfigs,
         # IncrementalAlterConfigs, DescribeLogDirs, AlterPartitionReassignments, ListPartitionReassignments,
@@ -220,6 +221,21 @@ def test_the_advertised_versions_are_exactly_those_implemented():
         # no quotas (DescribeClientQuotas answers none)
         48: (0, 1)}
     assert set(KAFKA_APIS) == {entry["api_key"] for entry in advertised()}
+
+
+#: The apis served below the newest version Kafka 3.9 serves: their newest version here, and what the versions
+#: above it need (docs/KAFKA_APIS.md has the whole table).
+BELOW_KAFKA_39 = {
+    "Fetch": (11, "v12 is flexible with a diverging epoch, v13 takes topics by id, v16 KIP-951's leader hints"),
+    "ListOffsets": (8, "v9 asks for the earliest offset pending upload to tiered storage (KIP-1005)"),
+}
+
+
+def test_every_api_is_served_up_to_kafka_39s_newest_version_but_those_named():
+    newest = {api.name: api.versions.high for api in KAFKA_APIS.values()}
+    kafka = {name: kafka_newest_version(name) for name in newest}
+    below = {name: (ours, kafka[name]) for name, ours in newest.items() if ours < kafka[name]}
+    assert below == {name: (ours, kafka[name]) for name, (ours, _why) in BELOW_KAFKA_39.items()}
 
 
 def test_api_versions_above_ours_get_the_v0_error_answer():

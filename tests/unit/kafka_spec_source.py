@@ -28,7 +28,9 @@ JARS = tuple(ROOT / "build" / "kafka" / "libs" / f"{name}-{KAFKA_VERSION}.jar"
 SERVED: dict[str, tuple[int, int]] = {
     # v9 is flexible, v10 adds KIP-951's tagged current leader, v11 an error of transactions
     "Produce": (3, 11),
-    "Fetch": (4, 11),
+    # v12 is flexible with the last fetched epoch, v13 names topics by id, v15 the replica state, v16 adds node
+    # endpoints and v17 a directory id (tagged)
+    "Fetch": (4, 17),
     # v6 is flexible, v7 looks up the largest timestamp (KIP-734), v8 the local log start (KIP-405)
     "ListOffsets": (1, 8),
     # v10+ answer with topic ids, v12 takes topics asked for by id

@@ -161,18 +161,9 @@ class BrokerConfig:
         mode = reader.text("replication.truncation.mode", "leader-epoch")
         if mode not in TRUNCATION_MODES:
             raise ConfigError(f"replication.truncation.mode must be one of {', '.join(TRUNCATION_MODES)}, got {mode!r}")
-        kafka_cleaner = CleanerConfig()
-        cleaner = CleanerConfig(
-            enable=reader.boolean("log.cleaner.enable", kafka_cleaner.enable),
-            threads=reader.integer("log.cleaner.threads", kafka_cleaner.threads),
-            backoff_ms=reader.integer("log.cleaner.backoff.ms", kafka_cleaner.backoff_ms),
-            dedupe_buffer_size=reader.integer("log.cleaner.dedupe.buffer.size", kafka_cleaner.dedupe_buffer_size),
-            dedupe_buffer_load_factor=reader.number("log.cleaner.io.buffer.load.factor",
-                                                    kafka_cleaner.dedupe_buffer_load_factor),
-        )
+        running = RunningSettings.from_properties(props)
         try:
             log_config = LogConfig.from_broker_properties(props)
-            cleaner.check()
         except LogConfigError as e:
             raise ConfigError(str(e)) from None
         try:
@@ -211,7 +202,7 @@ class BrokerConfig:
             replica_fetch_response_max_bytes=reader.integer("replica.fetch.response.max.bytes", 10 * 1024 * 1024),
             replica_fetch_backoff_ms=reader.integer("replica.fetch.backoff.ms", 1000),
             replica_socket_timeout_ms=reader.integer("replica.socket.timeout.ms", 30000),
-            num_replica_fetchers=reader.integer("num.replica.fetchers", 1),
+            num_replica_fetchers=running.num_replica_fetchers,
             replica_high_watermark_checkpoint_interval_ms=reader.integer(
                 "replica.high.watermark.checkpoint.interval.ms", 5000),
             log_flush_offset_checkpoint_interval_ms=reader.integer("log.flush.offset.checkpoint.interval.ms", 60000),
@@ -237,7 +228,7 @@ class BrokerConfig:
             inter_broker_tls=inter_broker_tls,
             sasl=sasl,
             log=log_config,
-            cleaner=cleaner,
+            cleaner=running.cleaner,
             group_coordinator=group_coordinator,
             authorizer=_authorizer(reader),
             properties=dict(props),
@@ -254,6 +245,37 @@ class BrokerConfig:
             log.warning("replica.fetch.wait.max.ms (%d) should be less than replica.lag.time.max.ms (%d)",
                         config.replica_fetch_wait_max_ms, config.replica_lag_time_max_ms)
         return config
+
+
+@dataclass(frozen=True, slots=True)
+class RunningSettings:
+    """The broker settings beside its log defaults that a broker changes while it runs (Kafka's reconfigurables in
+    DynamicBrokerConfig): the log cleaner's, and how many fetchers follow each leader."""
+
+    cleaner: CleanerConfig
+    num_replica_fetchers: int
+
+    @classmethod
+    def from_properties(cls, props: Mapping[str, str]) -> RunningSettings:
+        """These settings in `props` (Kafka's defaults for those missing); ConfigError names an invalid one."""
+        reader = _Reader(props)
+        kafka_cleaner = CleanerConfig()
+        cleaner = CleanerConfig(
+            enable=reader.boolean("log.cleaner.enable", kafka_cleaner.enable),
+            threads=reader.integer("log.cleaner.threads", kafka_cleaner.threads),
+            backoff_ms=reader.integer("log.cleaner.backoff.ms", kafka_cleaner.backoff_ms),
+            dedupe_buffer_size=reader.integer("log.cleaner.dedupe.buffer.size", kafka_cleaner.dedupe_buffer_size),
+            dedupe_buffer_load_factor=reader.number("log.cleaner.io.buffer.load.factor",
+                                                    kafka_cleaner.dedupe_buffer_load_factor),
+        )
+        try:
+            cleaner.check()
+        except LogConfigError as e:
+            raise ConfigError(str(e)) from None
+        fetchers = reader.integer("num.replica.fetchers", 1)
+        if fetchers < 1:
+            raise ConfigError(f"num.replica.fetchers must be at least 1, got {fetchers}")
+        return cls(cleaner, fetchers)
 
 
 def _authorizer(reader: _Reader) -> AuthorizerConfig | None:

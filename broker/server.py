@@ -28,8 +28,9 @@ from broker.controller_client import ControllerClient, ControllerUnreachableErro
 from broker.coordinator.group_shell import GroupCoordinatorShell
 from broker.coordinator.offsets_log import OffsetsLog
 from broker.coordinator.offsets_topic import OffsetsTopic, offsets_topic
-from broker.dynamic_config import DynamicBrokerConfig
+from broker.dynamic_config import DynamicBrokerConfig, Reconfigurables
 from broker.log.cleaner.cleaner import Owner, no_step
+from broker.log.cleaner.config import CleanerConfig
 from broker.log.cleaner.log_cleaner import halt_hook
 from broker.log.config import LogConfig
 from broker.log.durable_writer import DURABLE_WRITER
@@ -107,7 +108,9 @@ class BrokerServer:
         self.authorizer = AclAuthorizer(self.zk, config.authorizer) if config.authorizer is not None else None
         coordinators = OffsetsTopic(self.metadata_cache, self.auto_topic_creation, self.group_coordinator.partition_for)
         self.dynamic_config = DynamicBrokerConfig(config.broker_id, config.properties, self.log_manager,
-                                                  self.zk_state.topic_config)
+                                                  self.zk_state.topic_config, Reconfigurables(
+                                                      self.replica_manager.update_min_insync_replicas,
+                                                      self._restart_cleaner, self.fetchers.resize))
         self.scram_credentials = UserScramCredentialStore(self.zk)
         self.apis = KafkaApis(config.broker_id, self.replica_manager, self.metadata_cache, self.controller,
                               self.zk_state, self.producer_ids, self.group_coordinator, coordinators,
@@ -137,6 +140,15 @@ class BrokerServer:
         return ControllerGauges(True, controller.epoch, len(context.offline_partitions()), len(context.assignments),
                                 len(context.partitions()))
 
+    def _start_cleaner(self, cleaner: CleanerConfig) -> None:
+        self.log_manager.start_cleaner(cleaner, on_loop(asyncio.get_running_loop()), halt_hook(os.environ) or no_step)
+
+    async def _restart_cleaner(self, cleaner: CleanerConfig) -> None:
+        """The log cleaner stopped (its threads joined off the event loop, which keeps taking their work) and
+        started again with `cleaner`, as Kafka's LogCleaner.reconfigure does."""
+        await asyncio.to_thread(self.log_manager.stop_cleaner)
+        self._start_cleaner(cleaner)
+
     def _fetcher_connection(self, host: str, port: int) -> BrokerConnection:
         return BrokerConnection(host, port, client_id=f"broker-{self.config.broker_id}-fetcher",
                                 request_timeout_ms=self.config.replica_socket_timeout_ms,
@@ -161,8 +173,7 @@ class BrokerServer:
         except BaseException:
             await self.zk.close()
             raise
-        self.log_manager.start_cleaner(config.cleaner, on_loop(asyncio.get_running_loop()),
-                                       halt_hook(os.environ) or no_step)
+        self._start_cleaner(config.cleaner)
         self.metadata_cache.cluster_id = cluster_id
         await self.dynamic_config.start(self.zk)
         await self.scram_credentials.start()

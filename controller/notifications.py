@@ -3,7 +3,10 @@
 - /isr_change_notification: a leader changed an ISR; re-read the named partitions' states, send UpdateMetadata,
   delete the notifications (Kafka's IsrChangeNotification).
 - /config/changes: topic configs changed; a topic whose unclean.leader.election.enable turned on elects its offline
-  partitions (Kafka's TopicUncleanLeaderElectionEnable). Notifications older than CHANGE_EXPIRATION_MS are purged.
+  partitions (Kafka's TopicUncleanLeaderElectionEnable). Brokers' dynamic configs changed: the controller's broker
+  default of unclean.leader.election.enable is its own dynamic config over the cluster's (/config/brokers), over its
+  server.properties; turned on, every offline partition is elected where its topic allows it (Kafka's
+  UncleanLeaderElectionEnable). Notifications older than CHANGE_EXPIRATION_MS are purged.
 """
 
 from __future__ import annotations
@@ -13,13 +16,22 @@ import logging
 
 from controller.activity import ControllerActivity
 from controller.context import ControllerContext
+from controller.election import UNCLEAN_LEADER_ELECTION_ENABLE
 from controller.partition_state_machine import PartitionStateMachine
 from controller.request_sender import BrokerRequestSender
 from controller.zk_store import ControllerZkStore
 from protocol.topic_partition import TopicPartition
 from zk import znodes
 from zk.client import DeleteOp, NoNodeError, RolledBackError, ZkClient, ZkError
-from zk.topic_config import TOPIC_ENTITY, config_change_sequence, new_config_changes, purge_expired_changes
+from zk.topic_config import (
+    BROKER_ENTITY,
+    DEFAULT_BROKER,
+    TOPIC_ENTITY,
+    config_change_sequence,
+    new_config_changes,
+    purge_expired_changes,
+    read_entity_config,
+)
 
 log = logging.getLogger("controller")
 
@@ -39,9 +51,27 @@ class Notifications:
         self.last_config_change = -1  # sequence number of the newest /config/changes notification processed
 
     async def skip_config_changes_before_now(self) -> None:
-        """Config changes made before this term are in the topic configs the term reads: start after them."""
+        """Config changes made before this term are in the configs the term reads (the topics', and the brokers'
+        dynamic ones read now): start after them."""
         sequences = [config_change_sequence(c) for c in await self._zk.get_children(znodes.CONFIG_CHANGES_PATH)]
         self.last_config_change = max((s for s in sequences if s is not None), default=-1)
+        await self._read_unclean_leader_election_default()
+
+    async def _read_unclean_leader_election_default(self) -> bool:
+        """unclean.leader.election.enable for topics without an override: this broker's dynamic config, else the
+        cluster's dynamic default, else server.properties'. Whether it turned on."""
+        states = self._partition_states
+        try:
+            dynamic = {**await read_entity_config(self._zk, BROKER_ENTITY, DEFAULT_BROKER),
+                       **await read_entity_config(self._zk, BROKER_ENTITY, str(self._activity.broker_id))}
+        except znodes.ZkDataError as e:
+            log.error("Controller %d cannot read the brokers' dynamic configs: %s", self._activity.broker_id, e)
+            return False
+        value = dynamic.get(UNCLEAN_LEADER_ELECTION_ENABLE)
+        enabled = states.static_unclean_leader_election if value is None else value.strip().lower() == "true"
+        turned_on = enabled and not states.unclean_leader_election_default
+        states.unclean_leader_election_default = enabled
+        return turned_on
 
     # -- ISR changes ------------------------------------------------------------------------
 
@@ -99,6 +129,17 @@ class Notifications:
         topics = dict.fromkeys(name for kind, name in entities if kind == TOPIC_ENTITY)
         cache: dict[str, bool] = {}
         states = self._partition_states
+        ours = (DEFAULT_BROKER, str(self._activity.broker_id))
+        if (any(kind == BROKER_ENTITY and name in ours for kind, name in entities)
+                and await self._read_unclean_leader_election_default()):
+            offline = self._context.offline_partitions()
+            log.info("Controller %d: unclean.leader.election.enable is on for the brokers; offline partitions %s",
+                     self._activity.broker_id, offline)
+            elected = await states.elect_offline_partitions(
+                offline, "unclean.leader.election.enable turned on for the brokers")
+            batch = self._requests.new_batch()
+            states.queue_changes(batch, elected)
+            self._requests.send(batch)
         for topic in topics:
             if topic not in self._context.assignments or not await states.unclean_enabled(topic, cache):
                 continue

@@ -79,7 +79,10 @@ class PartitionStateMachine:
         self._store = store
         self._requests = requests
         self._replica_states = replica_states
-        self._unclean_leader_election_default = unclean_leader_election_default  # the broker-level default
+        #: unclean.leader.election.enable of the broker's server.properties, and with its dynamic configs over it
+        #: (Notifications keeps it up to date): a topic without its own override takes the latter.
+        self.static_unclean_leader_election = unclean_leader_election_default
+        self.unclean_leader_election_default = unclean_leader_election_default
         self.unclean_leader_elections = 0  # how many unclean elections this broker made (Kafka's meter)
 
     def state(self, tp: TopicPartition) -> PartitionState:
@@ -280,7 +283,7 @@ class PartitionStateMachine:
             except znodes.ZkDataError as e:
                 log.error("Controller %d cannot read the config of topic %s: %s", self._broker_id, topic, e)
                 config = {}
-            cache[topic] = unclean_leader_election_enabled(config, self._unclean_leader_election_default)
+            cache[topic] = unclean_leader_election_enabled(config, self.unclean_leader_election_default)
         return cache[topic]
 
     async def elect_offline_partitions(

@@ -1,4 +1,6 @@
-"""Fetch: read by the replica manager, answered at once or when min_bytes have arrived (a long poll)."""
+"""Fetch: read by the replica manager, answered at once or when min_bytes have arrived (a long poll). From v13 on
+Kafka's wire a fetch names its topics by id: the ids are resolved to names first, and the answer names each topic by
+its id again; an id no topic has is answered UNKNOWN_TOPIC_ID for each partition asked, as Kafka does."""
 
 from __future__ import annotations
 
@@ -7,7 +9,10 @@ from typing import Protocol
 
 from broker.apis.handler import Handled, respond
 from broker.network import Request
-from protocol.apis.fetch import FetchRequest, FetchResponse
+from protocol.apis.fetch import FetchPartitionResponse, FetchRequest, FetchResponse
+from protocol.apis.shapes import Topic
+from protocol.errors import ErrorCode
+from protocol.kafka.primitives import uuid_bytes, uuid_text
 
 
 class LogReader(Protocol):
@@ -16,5 +21,43 @@ class LogReader(Protocol):
     def fetch(self, request: FetchRequest) -> FetchResponse | asyncio.Future[FetchResponse]: ...
 
 
-async def handle_fetch(reader: LogReader, body: FetchRequest, _request: Request) -> Handled:
-    return respond(reader.fetch(body))
+class TopicIds(Protocol):
+    """The topics' ids, as the broker's metadata has them (broker/metadata_cache.py)."""
+
+    topic_names: dict[str, str]  # topic id -> topic
+
+    def topic_id(self, topic: str) -> str: ...
+
+
+async def handle_fetch(reader: LogReader, topic_ids: TopicIds, body: FetchRequest, _request: Request) -> Handled:
+    if not body.topic_ids:
+        return respond(reader.fetch(body))
+    unknown: list[tuple[bytes, Topic]] = []
+    known: list[tuple[bytes, Topic]] = []
+    for topic_id, topic in zip(body.topic_ids, body.topics, strict=True):
+        name = topic_ids.topic_names.get(uuid_text(topic_id))
+        if name is None:
+            unknown.append((topic_id, topic))
+        else:
+            topic.name = name
+            known.append((topic_id, topic))
+    body.topic_ids = [topic_id for topic_id, _topic in known]
+    body.topics = [topic for _topic_id, topic in known]
+    forgotten = []
+    for topic_id, topic in zip(body.forgotten_topic_ids, body.forgotten_topics, strict=True):
+        name = topic_ids.topic_names.get(uuid_text(topic_id))
+        if name is not None:
+            topic.name = name
+            forgotten.append(topic)
+    body.forgotten_topics = forgotten
+
+    def with_ids(response: FetchResponse) -> FetchResponse:
+        response.topic_ids = [uuid_bytes(topic_ids.topic_id(topic.name)) for topic in response.topics]
+        for topic_id, topic in unknown:
+            response.topics.append(Topic(name="", partitions=[FetchPartitionResponse(
+                partition=p.partition, error_code=ErrorCode.UNKNOWN_TOPIC_ID, high_watermark=-1, records=b"")
+                for p in topic.partitions]))
+            response.topic_ids.append(topic_id)
+        return response
+
+    return respond(reader.fetch(body), with_ids)

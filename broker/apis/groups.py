@@ -15,6 +15,7 @@ from broker.coordinator.group.results import JoinResult, LeaveResult, SyncResult
 from broker.coordinator.offsets_topic import NOT_AVAILABLE, CoordinatorNode
 from broker.network import Request, Response
 from protocol.apis.groups import (
+    FIRST_SHARE_FIND_COORDINATOR,
     Coordinator,
     CoordinatorType,
     FindCoordinatorRequest,
@@ -54,9 +55,11 @@ class GroupMembership(Protocol):
 
 async def handle_find_coordinator(locator: CoordinatorLocator, body: FindCoordinatorRequest,
                                   request: Request) -> Handled:
-    """Each group key's coordinator; transaction keys are COORDINATOR_NOT_AVAILABLE (minikafka has no transaction
-    coordinator) and an unknown key type is INVALID_REQUEST, as Kafka answers them."""
-    if body.key_type not in tuple(CoordinatorType):
+    """Each group key's coordinator; transaction keys and share groups' (v6+) are COORDINATOR_NOT_AVAILABLE
+    (minikafka has neither coordinator) and an unknown key type is INVALID_REQUEST, as Kafka 3.9 answers them."""
+    share_too_early = (body.key_type == CoordinatorType.SHARE
+                       and request.header.api_version < FIRST_SHARE_FIND_COORDINATOR)
+    if body.key_type not in tuple(CoordinatorType) or share_too_early:
         return Response(find_coordinator_error(body, ErrorCode.INVALID_REQUEST,
                                                f"unknown coordinator key type {body.key_type}"))
     coordinators = []

@@ -114,7 +114,7 @@ class KafkaApis:
             IncrementalAlterConfigsRequest: config_changes.handle_incremental_alter_configs,
             InitProducerIdRequest: partial(producer_ids.handle_init_producer_id, producer_id_source),
             ProduceRequest: partial(produce.handle_produce, replica_manager),
-            FetchRequest: partial(fetch.handle_fetch, replica_manager),
+            FetchRequest: partial(fetch.handle_fetch, replica_manager, metadata_cache),
             ListOffsetsRequest: partial(offsets.handle_list_offsets, replica_manager),
             OffsetsForLeaderEpochRequest: partial(offsets.handle_offsets_for_leader_epoch, replica_manager),
             DeleteRecordsRequest: partial(offsets.handle_delete_records, replica_manager),

@@ -89,6 +89,12 @@ class LogManager:
             self._cleaner = LogCleaner(config, self.cleaner_manager, owner, self._clock, step)
             self._cleaner.start()
 
+    def stop_cleaner(self) -> None:
+        """Stop the log cleaner's threads, if running (blocking, as `shutdown`)."""
+        cleaner, self._cleaner = self._cleaner, None
+        if cleaner is not None:
+            cleaner.stop()
+
     def _claim(self, log_dir: Path, cluster_id: str | None) -> None:
         """meta.properties names this broker and its cluster: written if missing (or without the cluster id), a log
         dir of another broker or another cluster refused, as Kafka does before it loads any log."""
@@ -141,9 +147,7 @@ class LogManager:
     def shutdown(self) -> None:
         """Stop the cleaner, flush every log, write all checkpoints, close the logs and leave the clean-shutdown
         marker (blocking: while the cleaner stops, the thread that owns the logs must keep taking its work)."""
-        if self._cleaner is not None:
-            self._cleaner.stop()
-            self._cleaner = None
+        self.stop_cleaner()
         for each in self._logs.values():
             each.flush()
         self.checkpoint_all()

@@ -55,6 +55,7 @@ class BrokerCollector(Collector):
         yield from _request_metrics(self._socket_server.counters)
         yield _gauge("kafka_server_replicafetchermanager_maxlag", "Largest lag of a followed partition behind its "
                      "leader's HW (MaxLag)", self._fetchers.max_lag(), clientId="Replica")
+        yield self._fetcher_lags()
         yield _gauge("kafka_network_requestchannel_requestqueuesize", "Requests waiting for a handler task",
                      self._socket_server.channel.size())
         network_idle, handlers_idle = self._idle_fractions()
@@ -114,6 +115,14 @@ class BrokerCollector(Collector):
                                   value=counters.isr_shrinks)
         yield CounterMetricFamily(prefix + "isrexpands", "ISR expansions of partitions led here",
                                   value=counters.isr_expands)
+
+    def _fetcher_lags(self) -> Metric:
+        """Kafka's FetcherLagMetrics: each followed partition's lag, labelled with the fetcher that follows it."""
+        family = GaugeMetricFamily("kafka_server_fetcherlagmetrics_consumerlag", "Lag of a followed partition "
+                                   "behind its leader's HW, by fetcher", labels=["clientId", "topic", "partition"])
+        for client_id, tp, lag in self._fetchers.lags():
+            family.add_metric([client_id, tp.topic, str(tp.partition)], lag)
+        return family
 
     def _partition_metrics(self) -> Iterator[Metric]:
         """Kafka's kafka.cluster:type=Partition and kafka.log:type=Log gauges, per hosted partition (the ISR's

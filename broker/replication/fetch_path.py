@@ -6,7 +6,7 @@ import asyncio
 import logging
 
 from broker.config import BrokerConfig
-from broker.log.log import Clock
+from broker.log.log import Clock, Log
 from broker.metrics.counters import BrokerCounters
 from broker.replication.delayed import DelayedFetch
 from broker.replication.error_codes import error_code_of
@@ -14,12 +14,27 @@ from broker.replication.fetch_session import FetchSessionCache, SessionPartition
 from broker.replication.hosted import HostedPartitions
 from broker.replication.isr_manager import IsrManager
 from broker.replication.parked import ParkedRequests
-from protocol.apis.fetch import DEBUGGING_CONSUMER_ID, FetchPartitionResponse, FetchRequest, FetchResponse
+from protocol.apis.fetch import (
+    DEBUGGING_CONSUMER_ID,
+    EpochEndOffset,
+    FetchPartitionResponse,
+    FetchRequest,
+    FetchResponse,
+)
 from protocol.apis.shapes import Topic
 from protocol.errors import ErrorCode, KafkaError
 from protocol.topic_partition import TopicPartition
 
 log = logging.getLogger(__name__)
+
+
+def diverging_epoch(log: Log, last_fetched_epoch: int, fetch_offset: int) -> EpochEndOffset | None:
+    """Where a fetcher's log diverges from the leader's, if it does (Kafka's Partition.readRecords): the leader's
+    end of the fetcher's last fetched epoch is below the fetch offset, or the leader has no such epoch."""
+    epoch, end_offset = log.end_offset_for_epoch(last_fetched_epoch)
+    if epoch < last_fetched_epoch or end_offset < fetch_offset:
+        return EpochEndOffset(epoch=epoch, end_offset=end_offset)
+    return None
 
 
 class FetchPath:
@@ -103,6 +118,9 @@ class FetchPath:
             results.append((tp, response))
             try:
                 partition = hosted.leader_partition(tp, fetch.current_leader_epoch, require_leader=not debugging)
+                if fetch.last_fetched_epoch >= 0 and not debugging:
+                    response.diverging_epoch = diverging_epoch(partition.log, fetch.last_fetched_epoch,
+                                                               fetch.fetch_offset)
                 result = partition.read(fetch.fetch_offset, max(1, min(fetch.max_bytes, budget)),
                                         up_to_high_watermark=not from_follower)
             except Exception as e:
@@ -110,7 +128,7 @@ class FetchPath:
                 if response.error_code is ErrorCode.UNKNOWN_SERVER_ERROR:
                     log.exception("fetch from %s failed", tp)
                 continue
-            response.records = result.records
+            response.records = result.records if response.diverging_epoch is None else b""
             response.high_watermark = result.high_watermark
             response.last_stable_offset = result.high_watermark
             response.log_start_offset = result.log_start_offset

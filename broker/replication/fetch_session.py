@@ -45,6 +45,7 @@ class SessionPartition:
     current_leader_epoch: int
     log_start_offset: int
     max_bytes: int
+    last_fetched_epoch: int = -1
     reported_high_watermark: int = -2
     reported_log_start_offset: int = -2
 
@@ -53,11 +54,12 @@ class SessionPartition:
         self.current_leader_epoch = wanted.current_leader_epoch
         self.log_start_offset = wanted.log_start_offset
         self.max_bytes = wanted.partition_max_bytes
+        self.last_fetched_epoch = wanted.last_fetched_epoch
 
 
 def _session_partition(wanted: FetchPartition) -> SessionPartition:
     return SessionPartition(wanted.fetch_offset, wanted.current_leader_epoch, wanted.log_start_offset,
-                            wanted.partition_max_bytes)
+                            wanted.partition_max_bytes, wanted.last_fetched_epoch)
 
 
 def _requested(request: FetchRequest) -> Iterable[tuple[TopicPartition, FetchPartition]]:
@@ -93,6 +95,7 @@ class FetchContext:
         for tp, result in results:
             cached = self.partitions.get(tp)
             changed = (result.records or result.error_code != ErrorCode.NONE or cached is None
+                       or result.diverging_epoch is not None
                        or cached.reported_high_watermark != result.high_watermark
                        or cached.reported_log_start_offset != result.log_start_offset)
             if cached is not None:

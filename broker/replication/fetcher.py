@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import struct
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
@@ -305,11 +306,25 @@ class ReplicaFetcher:
         return answer.offset
 
 
+def fetcher_id(tp: TopicPartition, num_fetchers: int) -> int:
+    """Which of a leader's `num_fetchers` fetchers follows `tp`: Kafka's getFetcherId, abs(31 * the topic name's
+    Java hashCode + the partition) % num_fetchers, in Java's int arithmetic."""
+    encoded = tp.topic.encode("utf-16-be")
+    code = 0
+    for unit in struct.unpack(f">{len(encoded) // 2}H", encoded):
+        code = (31 * code + unit) & 0xFFFFFFFF
+    value = (31 * code + tp.partition) & 0xFFFFFFFF
+    signed = value - (1 << 32) if value >= 1 << 31 else value  # Utils.abs: Integer.MIN_VALUE is 0
+    return (0 if signed == -(1 << 31) else abs(signed)) % num_fetchers
+
+
 class ReplicaFetcherManager:
-    """Keeps one fetcher per (leader broker, fetcher index) and moves partitions between them."""
+    """Keeps one fetcher per (leader broker, fetcher id) and moves partitions between them; `num_fetchers`
+    (num.replica.fetchers) fetchers at most per leader."""
 
     def __init__(self, config: BrokerConfig, replica_manager: ReplicaManager, connect: ConnectionFactory) -> None:
         self.config = config
+        self.num_fetchers = config.num_replica_fetchers
         self._replica_manager = replica_manager
         self._connect = connect
         self._fetchers: dict[tuple[int, int], ReplicaFetcher] = {}
@@ -324,8 +339,20 @@ class ReplicaFetcherManager:
             partition = self._replica_manager.partition(tp)
             if partition is None or leader_id not in endpoints:
                 continue  # no live leader: wait for the next LeaderAndIsr
-            key = (leader_id, hash(tp) % max(1, self.config.num_replica_fetchers))
-            self._fetcher_for(key, endpoints[leader_id]).add(tp, partition)
+            self._fetcher_for((leader_id, fetcher_id(tp, self.num_fetchers)), endpoints[leader_id]).add(tp, partition)
+
+    def resize(self, num_fetchers: int) -> None:
+        """num.replica.fetchers changed: every followed partition moves to the fetcher its id now names, and the
+        fetchers left empty stop (Kafka's resizeThreadPool)."""
+        self.num_fetchers = num_fetchers
+        fetchers, self._fetchers = self._fetchers, {}
+        for (leader_id, _), fetcher in fetchers.items():
+            moved = list(fetcher.partitions.items())
+            for tp, _state in moved:
+                fetcher.remove(tp)
+            for tp, state in moved:
+                self._fetcher_for((leader_id, fetcher_id(tp, num_fetchers)), fetcher.endpoint).add(tp, state.partition)
+            self._stopping.add(asyncio.get_running_loop().create_task(fetcher.stop()))
 
     def _fetcher_for(self, key: tuple[int, int], endpoint: tuple[str, int]) -> ReplicaFetcher:
         fetcher = self._fetchers.get(key)
@@ -343,6 +370,12 @@ class ReplicaFetcherManager:
         for tp in tps:
             for fetcher in self._fetchers.values():
                 fetcher.remove(tp)
+
+    def lags(self) -> list[tuple[str, TopicPartition, int]]:
+        """Each followed partition's lag behind its leader's HW, with the name Kafka gives its fetcher
+        (ReplicaFetcherThread-<fetcher id>-<leader id>)."""
+        return [(f"ReplicaFetcherThread-{fetcher}-{leader}", tp, state.lag)
+                for (leader, fetcher), each in self._fetchers.items() for tp, state in each.partitions.items()]
 
     def max_lag(self) -> int:
         """The largest lag of a followed partition behind its leader's HW (Kafka's MaxLag), 0 if none."""

@@ -112,6 +112,16 @@ class ReplicaManager:
     def partition(self, tp: TopicPartition) -> Partition[Log] | None:
         return self._hosted.get(tp)
 
+    def update_min_insync_replicas(self, tp: TopicPartition, min_insync_replicas: int) -> None:
+        """A hosted partition's min.insync.replicas changed (its topic's override, or the broker's dynamic default);
+        a leader whose high watermark it held back moves it, and what waits on it is woken."""
+        partition = self._hosted.get(tp)
+        if partition is None or partition.min_insync_replicas == min_insync_replicas:
+            return
+        partition.min_insync_replicas = min_insync_replicas
+        if partition.is_leader and partition.maybe_increment_leader_hw():
+            self._parked.wake_soon(tp)
+
     def on_follower_append(self, partition: Partition[Log], flush_needed: bool) -> None:
         """Called by the fetcher after it appended to a follower replica."""
         if flush_needed:

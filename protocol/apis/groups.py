@@ -1,7 +1,8 @@
 """Finding a group's coordinator and being a member of a classic group: FindCoordinator (10), JoinGroup (11),
 Heartbeat (12), LeaveGroup (13) and SyncGroup (14), shaped as the group coordinator's requests and answers.
 
-On Kafka's wire: FindCoordinator v0-4 (one key before v4, a batch of keys from v4, KIP-699), JoinGroup v0-9,
+On Kafka's wire: FindCoordinator v0-6 (one key before v4, a batch of keys from v4, KIP-699; share groups' key type
+from v6, KIP-932), JoinGroup v0-9,
 SyncGroup v0-5, Heartbeat v0-4, LeaveGroup v0-5 (one member before v3, a batch from v3). A version's fields that
 an older one lacks take the defaults below; the rules that depend on JoinGroup's version travel with the request.
 """
@@ -34,6 +35,11 @@ class CoordinatorType(IntEnum):
 
     GROUP = 0
     TRANSACTION = 1
+    SHARE = 2
+
+
+#: The first FindCoordinator version that may ask for a share group's coordinator.
+FIRST_SHARE_FIND_COORDINATOR = 6
 
 
 @message

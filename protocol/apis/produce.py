@@ -1,5 +1,7 @@
 """Produce (0): record batches appended to partition logs. Its Kafka-wire codec is written by hand: a request's
-batches stay memoryviews of the frame."""
+batches stay memoryviews of the frame. On Kafka's wire v3-11: v9 is flexible; v10's tagged current leader and node
+endpoints (KIP-951) are left out (a client refreshes its metadata instead, as before v10); v11 only allows an error of
+transactions, which minikafka never answers."""
 
 from __future__ import annotations
 
@@ -10,8 +12,19 @@ from protocol.apis.shapes import Topic
 from protocol.codec import Int16, Int32, Int64, message
 from protocol.errors import ErrorCode
 from protocol.kafka.api import hand_written
-from protocol.kafka.hot_paths import EMPTY_ARRAY, NULL_STRING, guarded, read_topics, write_topic_head
-from protocol.kafka.primitives import INT16, INT32, INT64, Buffer, KafkaDecodeError, read_string
+from protocol.kafka.hot_paths import NULL_STRING, guarded, read_topics, write_count, write_topic_head
+from protocol.kafka.primitives import (
+    INT16,
+    INT32,
+    INT64,
+    Buffer,
+    KafkaDecodeError,
+    read_compact_string,
+    read_string,
+    read_uvarint,
+    skip_tagged_fields,
+    write_compact_string,
+)
 
 
 @message
@@ -64,46 +77,75 @@ def produce_error(request: ProduceRequest, code: ErrorCode, message: str | None)
 _HEAD = struct.Struct(">hi")  # acks, timeout_ms
 _PARTITION_HEAD = struct.Struct(">ii")  # the partition index and the records' length
 _RESULT = struct.Struct(">ihqq")  # index, error_code, base_offset, log_append_time_ms
+#: The first flexible version: compact strings, arrays and records, tagged fields ending each struct.
+FIRST_FLEXIBLE_PRODUCE = 9
 
 
-def _decode_request(buf: memoryview, pos: int, _version: int) -> ProduceRequest:
-    """ProduceRequest v3-8: transactional_id, acks, timeout_ms, topic_data[name, partition_data[index, records]]."""
-    _transactional_id, pos = read_string(buf, pos, nullable=True)
+def _decode_request(buf: memoryview, pos: int, version: int) -> ProduceRequest:
+    """ProduceRequest v3-11: transactional_id, acks, timeout_ms, topic_data[name, partition_data[index, records]]."""
+    flexible = version >= FIRST_FLEXIBLE_PRODUCE
+    _transactional_id, pos = (read_compact_string if flexible else read_string)(buf, pos, nullable=True)
     acks, timeout_ms = _HEAD.unpack_from(buf, pos)
     pos += 6
 
     def read_partition(pos: int) -> tuple[ProducePartition, int]:
-        index, size = _PARTITION_HEAD.unpack_from(buf, pos)
-        pos += 8
+        if flexible:
+            index = INT32.unpack_from(buf, pos)[0]
+            size, pos = read_uvarint(buf, pos + 4)
+            size -= 1  # a compact length: 0 is null
+        else:
+            index, size = _PARTITION_HEAD.unpack_from(buf, pos)
+            pos += 8
         if size < -1 or size > len(buf) - pos:
             raise KafkaDecodeError(f"invalid records length {size}")
-        return ProducePartition(partition=index, records=buf[pos:pos + size] if size > 0 else b""), pos + max(size, 0)
+        records = buf[pos:pos + size] if size > 0 else b""
+        pos += max(size, 0)
+        if flexible:
+            pos = skip_tagged_fields(buf, pos)
+        return ProducePartition(partition=index, records=records), pos
 
-    topics, pos = read_topics(buf, pos, read_partition, Topic)
+    topics, pos = read_topics(buf, pos, read_partition, Topic, flexible)
+    if flexible:
+        skip_tagged_fields(buf, pos)
     return ProduceRequest(acks=acks, timeout_ms=timeout_ms, topics=topics)
 
 
 decode_produce_request = guarded(_decode_request, "ProduceRequest")
 
 
+def _write_error_message(out: bytearray, p: ProducePartitionResponse, flexible: bool) -> None:
+    message = None if p.error_code == 0 or p.error_message is None else p.error_message
+    if flexible:
+        write_compact_string(out, message)
+    elif message is None:
+        out += NULL_STRING
+    else:
+        encoded = message.encode()[:32767]
+        out += INT16.pack(len(encoded))
+        out += encoded
+
+
 def encode_produce_response(response: ProduceResponse, version: int) -> list[Buffer]:
-    """ProduceResponse v3-8 from the handler's response."""
-    out = bytearray(INT32.pack(len(response.topics)))
+    """ProduceResponse v3-11 from the handler's response (no record errors, no tagged fields)."""
+    flexible = version >= FIRST_FLEXIBLE_PRODUCE
+    out = bytearray()
+    write_count(out, len(response.topics), flexible)
     for topic in response.topics:
-        write_topic_head(out, topic.name, len(topic.partitions))
+        write_topic_head(out, topic.name, len(topic.partitions), flexible)
         for p in topic.partitions:
             out += _RESULT.pack(p.partition, p.error_code, p.base_offset, p.log_append_time_ms)
             if version >= 5:
                 out += INT64.pack(p.log_start_offset)
             if version >= 8:
-                out += EMPTY_ARRAY  # record_errors
-                if p.error_message is None or p.error_code == 0:
-                    out += NULL_STRING
-                else:
-                    message = p.error_message.encode()[:32767]
-                    out += INT16.pack(len(message))
-                    out += message
+                write_count(out, 0, flexible)  # record_errors
+                _write_error_message(out, p, flexible)
+            if flexible:
+                out.append(0)  # the partition's tagged fields
+        if flexible:
+            out.append(0)  # the topic's
     out += INT32.pack(response.throttle_time_ms)
+    if flexible:
+        out.append(0)
     return [out]
 
 

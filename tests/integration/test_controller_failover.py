@@ -24,7 +24,13 @@ from protocol.topic_partition import TopicPartition
 from tests.integration.controllerutil import Cluster, assigned, create, endpoints, no_children, until
 from zk import znodes
 from zk.client import CreateOp, DeleteOp
-from zk.topic_config import alter_topic_config, decode_config_change
+from zk.topic_config import (
+    BROKER_ENTITY,
+    DEFAULT_BROKER,
+    alter_entity_config,
+    alter_topic_config,
+    decode_config_change,
+)
 
 if TYPE_CHECKING:
     from tests.integration.conftest import ZkSessionFactory
@@ -194,6 +200,43 @@ async def test_unclean_election_by_topic_config_and_when_turned_on_at_run_time(
         await until(lambda: cluster.leader_and_isr(2, "strict", 0), "LeaderAndIsr to broker 2")
         assert cluster.leader_and_isr(2, "flipped", 0) == [(3, 2, [3], 1)]
         assert cluster.leader_and_isr(2, "strict", 0) == [(2, 2, [2], 1)]
+
+
+async def test_unclean_election_turned_on_for_the_brokers_at_run_time_elects_where_topics_allow_it(
+    zk_session: ZkSessionFactory, caplog: pytest.LogCaptureFixture
+):
+    async with Cluster(zk_session) as cluster:
+        await cluster.start(1, 2, 3)
+        active = await cluster.active_controller()
+        await create(active, assigned("open", {0: [2, 3]}),
+                     assigned("kept", {0: [2, 3]}, unclean_leader_election_enable="false"))
+        for name in ("open", "kept"):
+            await cluster.leader_changes_isr(name, 0, [2])
+        await until(lambda: all((s := cluster.latest_metadata(1, name, 0)) and s.isr == [2]
+                                for name in ("open", "kept")), "the ISRs change")
+        await cluster.stop(2)
+        await until(lambda: (s := cluster.latest_metadata(1, "open", 0)) and s.leader == -1, "offline")
+
+        # kafka-configs --entity-type brokers --entity-default: the config znode and a change notification
+        await alter_entity_config(cluster.observer, BROKER_ENTITY, DEFAULT_BROKER,
+                                  {"unclean.leader.election.enable": "true"})
+        await until(lambda: (s := cluster.latest_metadata(1, "open", 0)) and s.leader == 3, "run-time election")
+        state = await cluster.state("open", 0)
+        assert (state.leader, state.isr) == (3, (3,))
+        (line,) = [c for c in state_changes(caplog, "open") if c["leader"] == 3]
+        assert line["unclean"] is True and "turned on for the brokers" in line["reason"]
+        assert (await cluster.state("kept", 0)).leader == -1  # its own override keeps it off
+
+        # The next controller reads the cluster default as its term starts: its own failure's partitions are
+        # elected unclean.
+        active = await cluster.active_controller(live=[1, 3])
+        first, other = active.id, 4 - active.id
+        await create(active, assigned("later", {0: [first, other]}))
+        await cluster.leader_changes_isr("later", 0, [first])
+        await until(lambda: (s := cluster.latest_metadata(other, "later", 0)) and s.isr == [first], "the ISR changes")
+        await cluster.stop(first)
+        await until(lambda: (s := cluster.latest_metadata(other, "later", 0)) and s.leader == other,
+                    "an unclean election by the next controller")
 
 
 async def test_isr_change_notifications_update_every_broker_and_are_deleted(zk_session: ZkSessionFactory):

@@ -437,6 +437,10 @@ RESPONSE_HEADER_V0 = "00000007"
 RESPONSE_HEADER_V1 = "0000000700"
 
 #: api key -> {version: (request header version, response header version)}
+# FindCoordinator v5 and v6 are v4's format (every field of Kafka's spec is "4+"): Kafka writes them as v4.
+for _table in (REQUESTS, RESPONSES, ERRORS):
+    _table.update({("FindCoordinator", version): _table[("FindCoordinator", 4)] for version in (5, 6)})
+
 HEADER_VERSIONS: dict[int, dict[int, tuple[int, int]]] = {
     0: {0: (1, 0), 1: (1, 0), 2: (1, 0), 3: (1, 0), 4: (1, 0), 5: (1, 0), 6: (1, 0), 7: (1, 0), 8: (1, 0), 9: (2,
          1), 10: (2, 1), 11: (2, 1)},

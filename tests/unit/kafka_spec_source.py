@@ -26,8 +26,11 @@ JARS = tuple(ROOT / "build" / "kafka" / "libs" / f"{name}-{KAFKA_VERSION}.jar"
 
 #: api name -> the versions minikafka's Kafka codec speaks.
 SERVED: dict[str, tuple[int, int]] = {
-    "Produce": (3, 8),
-    "Fetch": (4, 11),
+    # v9 is flexible, v10 adds KIP-951's tagged current leader, v11 an error of transactions
+    "Produce": (3, 11),
+    # v12 is flexible with the last fetched epoch, v13 names topics by id, v15 the replica state, v16 adds node
+    # endpoints and v17 a directory id (tagged)
+    "Fetch": (4, 17),
     # v6 is flexible, v7 looks up the largest timestamp (KIP-734), v8 the local log start (KIP-405)
     "ListOffsets": (1, 8),
     # v10+ answer with topic ids, v12 takes topics asked for by id
@@ -60,9 +63,10 @@ SERVED: dict[str, tuple[int, int]] = {
     # has the session lifetime, v2 is flexible
     "SaslHandshake": (1, 1),
     "SaslAuthenticate": (0, 2),
-    # the group apis: v5 and v6 of FindCoordinator are for transactions' and share groups' coordinators; v0 of
-    # OffsetCommit and OffsetFetch kept offsets in ZooKeeper
-    "FindCoordinator": (0, 4),
+    # the group apis: v5 of FindCoordinator allows an error of transactions, v6 share groups' key type (answered
+    # COORDINATOR_NOT_AVAILABLE, as Kafka 3.9 does without share groups); v0 of OffsetCommit and OffsetFetch kept
+    # offsets in ZooKeeper
+    "FindCoordinator": (0, 6),
     "JoinGroup": (0, 9),
     "SyncGroup": (0, 5),
     "Heartbeat": (0, 4),
@@ -154,6 +158,13 @@ def trimmed_specs() -> dict[str, Any]:
         "messages": messages,
         "data": data,
     }
+
+
+def kafka_newest_version(api: str) -> int:
+    """The newest version of `api` Kafka serves (its request's validVersions)."""
+    found = _range(_load(f"{api}Request")["validVersions"])
+    assert found is not None
+    return found[1]
 
 
 def render() -> str:

@@ -1,6 +1,6 @@
 """Brokers' dynamic configs: which can be updated (INVALID_CONFIG for the others and for bad values), how
 DescribeConfigs reports each layer (Kafka's sources and synonyms, the cluster default alone for the empty broker
-name), and IncrementalAlterConfigs' APPEND and SUBTRACT on list configs."""
+name), IncrementalAlterConfigs' APPEND and SUBTRACT on list configs, and which fetcher follows a partition."""
 
 from __future__ import annotations
 
@@ -10,9 +10,11 @@ from broker.apis.config_changes import incremental_changes
 from broker.config_description import BrokerConfigLayers, broker_config_entries, topic_config_entries
 from broker.dynamic_config import DYNAMIC_CONFIGS, check_dynamic_configs
 from broker.log.config import LogConfig
+from broker.replication.fetcher import fetcher_id
 from protocol.apis.config_changes import ConfigOperation, IncrementalAlterableConfig
 from protocol.apis.configs import ConfigResourceType, ConfigSource
 from protocol.errors import ErrorCode, KafkaError
+from protocol.topic_partition import TopicPartition
 
 STATIC = {"broker.id": "1", "log.retention.hours": "24"}
 
@@ -23,6 +25,11 @@ STATIC = {"broker.id": "1", "log.retention.hours": "24"}
     ({"log.segment.bytes": "ten"}, "segment"),
     ({"log.cleanup.policy": "shred"}, "shred"),
     ({"leader.replication.throttled.rate": "fast"}, "Not a number"),
+    ({"min.insync.replicas": "0"}, "min.insync.replicas must be >= 1"),
+    ({"log.cleaner.threads": "0"}, "Log cleaner threads should be at least 1"),
+    ({"log.cleaner.backoff.ms": "-1"}, "log.cleaner.backoff.ms must be >= 0"),
+    ({"num.replica.fetchers": "0"}, "num.replica.fetchers must be at least 1"),
+    ({"num.replica.fetchers": "many"}, "num.replica.fetchers"),
 ])
 def test_configs_not_dynamic_here_or_with_bad_values_are_invalid(configs: dict[str, str], message: str) -> None:
     with pytest.raises(KafkaError) as refused:
@@ -33,6 +40,21 @@ def test_configs_not_dynamic_here_or_with_bad_values_are_invalid(configs: dict[s
 def test_log_defaults_and_throttle_rates_are_dynamic() -> None:
     check_dynamic_configs(STATIC, {"log.retention.ms": "1000", "log.cleanup.policy": "compact",
                                    "follower.replication.throttled.rate": "1000000"})
+
+
+def test_min_isr_unclean_election_the_cleaners_settings_and_the_fetcher_count_are_dynamic() -> None:
+    check_dynamic_configs(STATIC, {"min.insync.replicas": "2", "unclean.leader.election.enable": "true",
+                                   "log.cleaner.threads": "2", "log.cleaner.backoff.ms": "100",
+                                   "log.cleaner.dedupe.buffer.size": "4194304",
+                                   "log.cleaner.io.buffer.load.factor": "0.5", "num.replica.fetchers": "3"})
+    names = ["min.insync.replicas", "unclean.leader.election.enable", "log.cleaner.threads", "num.replica.fetchers"]
+    layered = BrokerConfigLayers(static_log=LogConfig(), static={**STATIC, "log.cleaner.threads": "1"},
+                                 per_broker={"num.replica.fetchers": "2"},
+                                 cluster_default={"min.insync.replicas": "2", "unclean.leader.election.enable": "true"})
+    entries = broker_config_entries(layered, names, {}, DYNAMIC_CONFIGS)
+    assert sorted((e.name, e.value, e.read_only) for e in entries) == [
+        ("log.cleaner.threads", "1", False), ("min.insync.replicas", "2", False),
+        ("num.replica.fetchers", "2", False), ("unclean.leader.election.enable", "true", False)]
 
 
 def layers() -> BrokerConfigLayers:
@@ -105,3 +127,10 @@ def test_throttled_replicas_are_a_list_of_partition_broker_items_or_a_star() -> 
         LogConfig().with_topic_overrides({"leader.replication.throttled.replicas": "0:1,*"})
     [entry] = topic_config_entries(LogConfig(), {}, ["follower.replication.throttled.replicas"], True)
     assert (entry.value, entry.config_source, entry.synonyms) == ("", ConfigSource.DEFAULT_CONFIG, [])
+
+
+@pytest.mark.parametrize(("topic", "ids"), [
+    ("t", [1, 2, 3]), ("topic-with-a-long-name", [0, 4, 3]), ("zürich-∑", [2, 3, 4])])
+def test_a_partitions_fetcher_is_the_one_kafka_picks(topic: str, ids: list[int]) -> None:
+    # what Kafka's getFetcherId gives with five fetchers (computed with Java's String.hashCode)
+    assert [fetcher_id(TopicPartition(topic, partition), 5) for partition in range(3)] == ids

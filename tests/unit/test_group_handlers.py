@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Collection, Iterable
+from dataclasses import replace
 
 from broker.apis import group_admin, group_offsets, groups
 from broker.coordinator.group.requests import CommitRequest
@@ -95,6 +96,17 @@ async def test_find_coordinator_answers_group_keys_and_refuses_transaction_keys_
     unknown = await answer(await groups.handle_find_coordinator(
         Locator(), FindCoordinatorRequest(key_type=7, keys=["x"]), REQUEST))
     assert [c.error_code for c in unknown.coordinators] == [ErrorCode.INVALID_REQUEST]
+
+
+async def test_find_coordinator_answers_a_share_group_key_only_from_v6_and_without_a_coordinator():
+    share = FindCoordinatorRequest(key_type=CoordinatorType.SHARE, keys=["s"])
+    before = replace(REQUEST, header=replace(REQUEST.header, api_version=5))
+    at_v6 = replace(REQUEST, header=replace(REQUEST.header, api_version=6))
+    refused = await answer(await groups.handle_find_coordinator(Locator(), share, before))
+    assert [c.error_code for c in refused.coordinators] == [ErrorCode.INVALID_REQUEST]
+    found = await answer(await groups.handle_find_coordinator(Locator(), share, at_v6))
+    assert [(c.key, c.node_id, c.error_code) for c in found.coordinators] == [
+        ("s", -1, ErrorCode.COORDINATOR_NOT_AVAILABLE)]
 
 
 async def test_commits_to_topics_that_do_not_exist_never_reach_the_coordinator():

@@ -32,6 +32,7 @@ from protocol.apis.shapes import Topic
 from protocol.kafka import codec
 from protocol.kafka.api import advertised
 from protocol.kafka.header import decode_request_header, unsupported_api_versions_answer
+from protocol.kafka.primitives import KafkaDecodeError
 from protocol.kafka.schema import SPECS, FieldSpec, MessageSpec
 from protocol.records import BatchBuilder
 from tests.unit.kafka_spec_source import SPECS_FILE, kafka_newest_version, render
@@ -276,3 +277,9 @@ def test_the_request_header_is_read_with_a_null_client_id():
     header, position = decode_request_header(struct.pack(">hhih", 3, 8, 99, -1) + b"body")
     assert (header.api_key, header.api_version, header.correlation_id, header.client_id, position) == (
         3, 8, 99, None, 10)
+
+
+def test_a_flexible_fetch_naming_a_topic_null_is_a_decode_error() -> None:
+    head = struct.pack(">iiiibii", -1, 500, 1, 1 << 20, 0, 0, -1)  # replica, wait, bytes, isolation, session
+    with pytest.raises(KafkaDecodeError, match="invalid string length -1"):
+        decode_fetch_request(head + b"\x02\x00", 0, 12)  # one topic, its name a null compact string

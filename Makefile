@@ -58,10 +58,12 @@ bench-groups: venv
 	$(BIN)/python -m bench.groups_bench --runs 3
 
 # Ten minutes of faults on a 3-broker cluster, ending in the verifier's verdict (root: partitions are nftables
-# rules). CHAOS_SEED=N replays a run; the summary is in minikafka-chaos/chaos-summary.json.
+# rules). CHAOS_SEED=N replays a run; CHAOS_WORKLOAD=spark-pipeline adds the example Spark pipeline, whose Parquet
+# output must count every acknowledged record exactly once. The summary is in minikafka-chaos/chaos-summary.json.
 CHAOS_SEED ?= $(shell od -An -N2 -tu2 /dev/urandom | tr -d ' ')
+CHAOS_WORKLOAD ?= producers
 chaos: venv
-	$(BIN)/minikafka chaos run --dir minikafka-chaos --duration 600 --seed $(CHAOS_SEED)
+	$(BIN)/minikafka chaos run --dir minikafka-chaos --duration 600 --seed $(CHAOS_SEED) --workload $(CHAOS_WORKLOAD)
 
 clean:
 	rm -rf .venv .pytest_cache .ruff_cache .hypothesis

@@ -66,6 +66,8 @@ class SparkPipeline:
                         "--input-topic", f"{topic},{end_topic}", "--output-topic", output_topic,
                         "--output", str(directory), "--window", WINDOW, "--watermark", WATERMARK]
         self.starts = 0
+        self.kills = 0
+        self._driver: asyncio.subprocess.Process | None = None
         self._stop = asyncio.Event()
 
     @property
@@ -87,7 +89,7 @@ class SparkPipeline:
         again from the checkpoint. The last one is killed -9 at stop() (the final run resumes from the checkpoint
         as after a crash)."""
         while not self._stop.is_set():
-            driver = await self._start("--interval", INTERVAL)
+            driver = self._driver = await self._start("--interval", INTERVAL)
             self.starts += 1
             stopping = asyncio.create_task(self._stop.wait())
             exiting = asyncio.create_task(driver.wait())
@@ -104,10 +106,26 @@ class SparkPipeline:
     def stop(self) -> None:
         self._stop.set()
 
+    def _logged(self, log: str) -> set[int]:
+        """The micro-batches in one of the Parquet query's checkpoint logs ("offsets": planned, "commits": done)."""
+        path = self.directory / "checkpoints" / "parquet" / log
+        return {int(p.name) for p in path.iterdir() if p.name.isdigit()} if path.exists() else set()
+
     def batches(self) -> int:
-        """How many micro-batches the Parquet query committed (its checkpoint's commit log)."""
-        commits = self.directory / "checkpoints" / "parquet" / "commits"
-        return sum(1 for p in commits.glob("[0-9]*") if p.name.isdigit()) if commits.exists() else 0
+        """How many micro-batches the Parquet query committed."""
+        return len(self._logged("commits"))
+
+    async def kill_mid_batch(self) -> None:
+        """Kill -9 the streaming driver once, in the middle of a micro-batch (its offsets logged, not committed),
+        as a crash would end it; run() starts it again from its checkpoint."""
+        while not self._stop.is_set():
+            driver = self._driver
+            if driver is not None and driver.returncode is None and self._logged("offsets") - self._logged("commits"):
+                self.progress(f"pipeline: kill -9 the driver (pid {driver.pid}) in the middle of a micro-batch")
+                await _kill(driver)
+                self.kills += 1
+                return
+            await asyncio.sleep(_POLL_S)  # the checkpoint is a directory: polled
 
     async def streaming(self, timeout_s: float) -> bool:
         """Wait until the streaming query committed its first micro-batch (the faults start then); False at the
@@ -157,7 +175,8 @@ class SparkPipeline:
         return {
             "pipeline_missing": check.missing,
             "pipeline_duplicates": check.duplicates,
-            "pipeline": {"counted": check.counted, "driver_starts": self.starts, "batches_streamed": streamed,
+            "pipeline": {"counted": check.counted, "driver_starts": self.starts, "driver_kills": self.kills,
+                         "batches_streamed": streamed,
                          "batches": self.batches(), "error": error,
                          "output": str(self.directory / "counts"), "missing_examples": check.missing_examples,
                          "duplicate_examples": check.duplicate_examples},

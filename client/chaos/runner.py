@@ -4,8 +4,8 @@
    min.insync.replicas 2 and unclean election off (broker settings that --config may change).
 2. Idempotent acks=all producers writing DIR/history.jsonl, a consumer checking what it reads, and consumers
    sharing a group that consume and commit (client.chaos.group_workload); with `--workload spark-pipeline`, also
-   the example Spark pipeline reading the topic, restarted from its checkpoint whenever its driver dies
-   (client.chaos.pipeline).
+   the example Spark pipeline reading the topic, restarted from its checkpoint whenever its driver dies; the faults
+   start once it committed a micro-batch, and its driver is killed -9 once in the middle of one (client.chaos.pipeline).
 3. The nemesis: faults one at a time on the seed's schedule, until the duration has passed and every chosen kind
    was injected at least once (the first round always completes).
 4. Heal everything, wait for every partition's full ISR, stop the producers, let the group commit past every
@@ -237,6 +237,7 @@ async def _soak(options: ChaosOptions, state: ClusterState, progress: _Progress)
                         raise ChaosError(f"the pipeline committed no micro-batch within {_PIPELINE_START_S:.0f} s "
                                          f"(see {pipeline.log})")
                     started = time.monotonic()
+                    workload.append(asyncio.create_task(pipeline.kill_mid_batch()))
                 await _unleash(nemesis, options, started)
                 progress("healing everything; waiting for every partition's full ISR")
                 await nemesis.heal_everything()

@@ -1,8 +1,9 @@
 """`minikafka chaos run --workload spark-pipeline` as a user runs it: the example Spark pipeline (Kafka source,
 windowed counts per key, Parquet and Kafka sinks) streams the soak's topic while brokers are killed -9 (every broker
-leads one of the topic's partitions) and partitions' leaders are cut off; after the faults its query runs to
-completion from its checkpoint, and its Parquet output counts every acknowledged record exactly once, with the
-replica verifier's report beside it and both figures in the run's report."""
+leads one of the topic's partitions) and partitions' leaders are cut off, and its driver is killed -9 in the middle
+of a micro-batch and started again from its checkpoint; after the faults its query runs to completion, and its
+Parquet output counts every acknowledged record exactly once, with the replica verifier's report beside it and
+both figures in the run's report."""
 
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ def test_the_spark_pipeline_counts_every_acknowledged_record_once_through_broker
     # the query streamed while the faults ran, and its output counted every acknowledged record (an unknown one at
     # most once)
     assert pipeline["batches_streamed"] > 0 and pipeline["batches"] > pipeline["batches_streamed"], pipeline
+    assert pipeline["driver_kills"] == 1 and pipeline["driver_starts"] >= 2, pipeline
     assert 0 < summary["acked"] <= pipeline["counted"] <= summary["acked"] + summary["unknown"], summary
     assert (summary["lost"], summary["duplicated"], summary["divergences"]) == (0, 0, 0), summary
     assert summary["verify"]["consistent"] and summary["verify"]["acked"] == summary["acked"], summary["verify"]

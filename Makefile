@@ -3,7 +3,7 @@
 PYTHON ?= python3
 BIN := .venv/bin
 
-.PHONY: setup venv lock test lint bench-log bench-produce bench-failover bench-kafka bench-compression bench-verify bench-scale bench-groups bench-cleaner sim-long chaos clean
+.PHONY: setup venv lock test lint bench-log bench-produce bench-failover bench-kafka bench-compression bench-verify bench-scale bench-groups bench-cleaner bench-pipeline sim-long chaos clean
 
 setup:
 	@PYTHON=$(PYTHON) tools/setup.sh
@@ -56,6 +56,11 @@ bench-scale: venv
 # group against assigned partitions
 bench-groups: venv
 	$(BIN)/python -m bench.groups_bench --runs 3
+
+# Records per second through the example Spark pipeline (Kafka source, windowed counts, Parquet) on minikafka and, in
+# the same run, on three Apache Kafka brokers from build/kafka/libs (same topics, same input, same query)
+bench-pipeline: venv
+	$(BIN)/python -m bench.pipeline_bench --runs 3
 
 # Ten minutes of faults on a 3-broker cluster, ending in the verifier's verdict (root: partitions are nftables
 # rules). CHAOS_SEED=N replays a run; CHAOS_WORKLOAD=spark-pipeline adds the example Spark pipeline, whose Parquet

@@ -49,8 +49,9 @@ class PipelineError(RuntimeError):
 
 
 class SparkPipeline:
-    """The example pipeline on `input_topics` (the soak's topic and `end_topic`), writing Parquet and checkpoints
-    under `directory` and counts to `output_topic`; its drivers' output goes to `directory`/driver.log."""
+    """The example pipeline reading `topic` (the soak's) and `end_topic` (the record that closes the windows),
+    writing Parquet and checkpoints under `directory` and counts to `output_topic`; its drivers' output goes to
+    `directory`/driver.log."""
 
     def __init__(self, bootstrap: str, topic: str, end_topic: str, output_topic: str, directory: Path,
                  progress: Callable[[str], None]) -> None:
@@ -176,8 +177,7 @@ class SparkPipeline:
             "pipeline_missing": check.missing,
             "pipeline_duplicates": check.duplicates,
             "pipeline": {"counted": check.counted, "driver_starts": self.starts, "driver_kills": self.kills,
-                         "batches_streamed": streamed,
-                         "batches": self.batches(), "error": error,
+                         "batches_streamed": streamed, "batches": self.batches(), "error": error,
                          "output": str(self.directory / "counts"), "missing_examples": check.missing_examples,
                          "duplicate_examples": check.duplicate_examples},
         }

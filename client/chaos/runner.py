@@ -178,7 +178,7 @@ async def run_chaos(options: ChaosOptions, verify: Verifier, terminal: Progress 
     summary["verify"] = report
     summary["passed"] = (summary["lost"] == 0 and summary["duplicated"] == 0 and summary["divergences"] == 0
                          and summary["group_missed"] == 0 and not summary.get("pipeline_missing")
-                         and not summary.get("pipeline_duplicates")
+                         and not summary.get("pipeline_duplicates") and not summary.get("pipeline", {}).get("error")
                          and summary["commit_regressions"] == 0 and bool(report.get("consistent")))
     summary["replay"] = options.replay_command()
     summary["report"] = str(directory / REPORT_FILE)

@@ -3,7 +3,7 @@
 PYTHON ?= python3
 BIN := .venv/bin
 
-.PHONY: setup venv lock test lint bench-log bench-produce bench-failover bench-kafka bench-compression bench-verify bench-scale bench-groups bench-cleaner sim-long chaos clean
+.PHONY: setup venv lock test lint bench-log bench-produce bench-failover bench-kafka bench-compression bench-verify bench-scale bench-groups bench-cleaner bench-pipeline sim-long chaos clean
 
 setup:
 	@PYTHON=$(PYTHON) tools/setup.sh
@@ -57,11 +57,18 @@ bench-scale: venv
 bench-groups: venv
 	$(BIN)/python -m bench.groups_bench --runs 3
 
+# Records per second through the example Spark pipeline (Kafka source, windowed counts, Parquet) on minikafka and, in
+# the same run, on three Apache Kafka brokers from build/kafka/libs (same topics, same input, same query)
+bench-pipeline: venv
+	$(BIN)/python -m bench.pipeline_bench --runs 3
+
 # Ten minutes of faults on a 3-broker cluster, ending in the verifier's verdict (root: partitions are nftables
-# rules). CHAOS_SEED=N replays a run; the summary is in minikafka-chaos/chaos-summary.json.
+# rules). CHAOS_SEED=N replays a run; CHAOS_WORKLOAD=spark-pipeline adds the example Spark pipeline, whose Parquet
+# output must count every acknowledged record exactly once. The summary is in minikafka-chaos/chaos-summary.json.
 CHAOS_SEED ?= $(shell od -An -N2 -tu2 /dev/urandom | tr -d ' ')
+CHAOS_WORKLOAD ?= producers
 chaos: venv
-	$(BIN)/minikafka chaos run --dir minikafka-chaos --duration 600 --seed $(CHAOS_SEED)
+	$(BIN)/minikafka chaos run --dir minikafka-chaos --duration 600 --seed $(CHAOS_SEED) --workload $(CHAOS_WORKLOAD)
 
 clean:
 	rm -rf .venv .pytest_cache .ruff_cache .hypothesis

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.streaming import StreamingQuery
+from pyspark.sql.streaming import DataStreamWriter, StreamingQuery
 
 CONNECTOR_JARS = Path(__file__).resolve().parents[1] / "build" / "spark-kafka" / "jars"
 
@@ -65,15 +65,20 @@ def window_counts(spark: SparkSession, bootstrap: str, topic: str, window: str, 
                     "count"))
 
 
+def parquet_sink(counts: DataFrame, output: Path) -> DataStreamWriter:
+    """The counts appended to Parquet files under OUTPUT/counts, the query's checkpoint under OUTPUT/checkpoints."""
+    return (counts.writeStream.format("parquet").outputMode("append")
+            .option("path", str(output / "counts"))
+            .option("checkpointLocation", str(output / "checkpoints" / "parquet")))
+
+
 def start(counts: DataFrame, bootstrap: str, output_topic: str, output: Path, *, available_now: bool,
           interval: str) -> list[StreamingQuery]:
     """The two sinks' queries: Parquet files and the compacted topic, each with its own checkpoint."""
     def trigger(writer):  # type: ignore[no-untyped-def]
         return writer.trigger(availableNow=True) if available_now else writer.trigger(processingTime=interval)
 
-    to_parquet = trigger(counts.writeStream.format("parquet").outputMode("append")
-                         .option("path", str(output / "counts"))
-                         .option("checkpointLocation", str(output / "checkpoints" / "parquet")))
+    to_parquet = trigger(parquet_sink(counts, output))
     records = counts.select(
         F.concat_ws("@", "key", F.date_format("window_start", "yyyy-MM-dd'T'HH:mm:ss")).alias("key"),
         F.col("count").cast("string").alias("value"))

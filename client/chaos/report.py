@@ -65,13 +65,22 @@ def _verdict(summary: Mapping[str, Any]) -> dict[str, Any]:
         **{key: summary.get(key) for key in ("seed", "brokers", "duration_s", "elapsed_s", "attempted", "acked",
                                              "failed", "unknown", "lost", "duplicated", "divergences", "faults",
                                              "unavailable_ms", "lost_examples", "duplicated_examples", "replay",
-                                             "group_missed", "commit_regressions")},
+                                             "group_missed", "commit_regressions", "pipeline_missing",
+                                             "pipeline_duplicates")},
+        "pipeline_counted": summary.get("pipeline", {}).get("counted"),
         "consumer_violations": summary.get("consumer", {}).get("violations", []),
         "group_problems": [*(f"group missed {e}" for e in summary.get("group", {}).get("missed_examples", [])),
                            *(f"commit regression: {e}" for e in summary.get("group", {}).get("regressions", []))],
+        "pipeline_problems": _pipeline_problems(summary.get("pipeline", {})),
         "verifier": {"consistent": bool(verify.get("consistent")), "acked": verify.get("acked"),
                      "lost": verify.get("lost"), "violations": [str(v) for v in verify.get("violations", [])]},
     }
+
+
+def _pipeline_problems(pipeline: Mapping[str, Any]) -> list[str]:
+    return [*(f"pipeline missed {e}" for e in pipeline.get("missing_examples", [])),
+            *(f"pipeline duplicate {e}" for e in pipeline.get("duplicate_examples", [])),
+            *([f"pipeline error: {pipeline['error']}"] if pipeline.get("error") else [])]
 
 
 def _seconds(moment: float, record: SoakRecord) -> float:

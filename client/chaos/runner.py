@@ -3,21 +3,25 @@
 1. A cluster in DIR with timeouts suited to chaos (CHAOS_CONFIG), a topic with one partition per broker, RF 3,
    min.insync.replicas 2 and unclean election off (broker settings that --config may change).
 2. Idempotent acks=all producers writing DIR/history.jsonl, a consumer checking what it reads, and consumers
-   sharing a group that consume and commit (client.chaos.group_workload).
+   sharing a group that consume and commit (client.chaos.group_workload); with `--workload spark-pipeline`, also
+   the example Spark pipeline reading the topic, restarted from its checkpoint whenever its driver dies; the faults
+   start once it committed a micro-batch, and its driver is killed -9 once in the middle of one (client.chaos.pipeline).
 3. The nemesis: faults one at a time on the seed's schedule, until the duration has passed and every chosen kind
    was injected at least once (the first round always completes).
 4. Heal everything, wait for every partition's full ISR, stop the producers, let the group commit past every
-   acknowledged record, read every partition and the group's committed offsets, stop the cluster, run the verifier
-   over the brokers' directories with the history.
+   acknowledged record, read every partition and the group's committed offsets (the pipeline: close its windows and
+   run its query to completion), stop the cluster, run the verifier over the brokers' directories with the history.
 
 The summary counts records attempted, acknowledged, failed and unknown; acknowledged records missing from the
 final read (lost); acknowledged records the final read holds more than once (duplicated: a retry written twice);
 what the consumer saw change or go backwards (divergences); faults per kind; each partition's
 longest time without an acknowledgement; acknowledged records the group never delivered (group_missed) and
-committed offsets that went backwards (commit_regressions); and the verifier's JSON. A run passes only when
-nothing was lost, duplicated, divergent, missed by the group or committed backwards, and the verifier found
-nothing. Beside it, DIR/report.html draws the run (client/chaos/report.py): the faults, each partition's leader and
-ISR as ZooKeeper held them, writes per second, the verdict.
+committed offsets that went backwards (commit_regressions); with the pipeline, acknowledged records its Parquet
+output did not count (pipeline_missing) and records it counted more often than they can have been written
+(pipeline_duplicates); and the verifier's JSON. A run passes only when nothing was lost, duplicated, divergent,
+missed by the group or the pipeline, committed backwards or counted twice, and the verifier found nothing.
+Beside it, DIR/report.html draws the run (client/chaos/report.py): the faults, each partition's leader and ISR as
+ZooKeeper held them, writes per second, the verdict.
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ from client.chaos.duplicates import duplicated
 from client.chaos.group_workload import GROUP, GroupConsumers
 from client.chaos.nemesis import Nemesis, Timeouts
 from client.chaos.observer import LeadershipObserver
+from client.chaos.pipeline import PipelineError, SparkPipeline
 from client.chaos.report import REPORT_FILE, SoakRecord, render_report, report_data
 from client.chaos.schedule import FAULT_KINDS, schedule
 from client.chaos.workload import CheckingConsumer, HistoryProducers, ReadRecord
@@ -57,9 +62,17 @@ from protocol.history import HistoryWriter
 from zk.client import ZkClient
 
 TOPIC = "chaos"
+PRODUCERS = "producers"
+SPARK_PIPELINE = "spark-pipeline"
+#: What runs against the cluster: the producers, checking consumer and group always; the Spark pipeline with it.
+WORKLOADS = (PRODUCERS, SPARK_PIPELINE)
 HISTORY_FILE = "history.jsonl"
 SUMMARY_FILE = "chaos-summary.json"
 REPLICATION_FACTOR = 3
+#: The Spark pipeline's: the topic of the record that closes its windows, its output topic, its directory.
+PIPELINE_END_TOPIC = f"{TOPIC}-pipeline-end"
+PIPELINE_OUTPUT_TOPIC = f"{TOPIC}-counts"
+PIPELINE_DIR = "pipeline"
 #: Timeouts of a few seconds, so that faults of a few seconds expire sessions and shrink ISRs.
 CHAOS_CONFIG: dict[str, str] = {
     "zookeeper.session.timeout.ms": "3000",
@@ -73,6 +86,8 @@ CHAOS_CONFIG: dict[str, str] = {
     "unclean.leader.election.enable": "false",
 }
 _READ_TIMEOUT_S = 60.0
+#: How long a Spark driver may take to start and commit its first micro-batch on a loaded machine.
+_PIPELINE_START_S = 300.0
 
 #: Runs the replica verifier over broker log directories with a history (telling its progress); returns its JSON
 #: report.
@@ -95,12 +110,15 @@ class ChaosOptions:
     overrides: Mapping[str, str] = field(default_factory=dict)
     producers: int = 2
     rate: float = 100.0
+    workload: str = PRODUCERS
 
     def replay_command(self) -> str:
         """The command that runs the same schedule again (in a fresh directory)."""
         words = ["minikafka", "chaos", "run", "--dir", f"{self.directory}-replay", "--duration",
                  f"{self.duration_s:g}", "--seed", str(self.seed), "--faults", ",".join(self.faults),
                  "--brokers", str(self.brokers)]
+        if self.workload != PRODUCERS:
+            words += ["--workload", self.workload]
         for key, value in self.overrides.items():
             words += ["--config", f"{key}={value}"]
         return shlex.join(words)
@@ -159,7 +177,8 @@ async def run_chaos(options: ChaosOptions, verify: Verifier, terminal: Progress 
                                               lambda message: progress(f"verifier: {message}")))
     summary["verify"] = report
     summary["passed"] = (summary["lost"] == 0 and summary["duplicated"] == 0 and summary["divergences"] == 0
-                         and summary["group_missed"] == 0
+                         and summary["group_missed"] == 0 and not summary.get("pipeline_missing")
+                         and not summary.get("pipeline_duplicates") and not summary.get("pipeline", {}).get("error")
                          and summary["commit_regressions"] == 0 and bool(report.get("consistent")))
     summary["replay"] = options.replay_command()
     summary["report"] = str(directory / REPORT_FILE)
@@ -174,8 +193,18 @@ async def run_chaos(options: ChaosOptions, verify: Verifier, terminal: Progress 
 async def _soak(options: ChaosOptions, state: ClusterState, progress: _Progress) -> tuple[dict[str, Any], SoakRecord]:
     directory = state.directory
     partitions = options.brokers
+    topics = [NewTopic(TOPIC, partitions, REPLICATION_FACTOR)]
+    pipeline = None
+    if options.workload == SPARK_PIPELINE:
+        try:
+            pipeline = SparkPipeline(state.bootstrap_servers, TOPIC, PIPELINE_END_TOPIC, PIPELINE_OUTPUT_TOPIC,
+                                     directory / PIPELINE_DIR, progress)
+        except PipelineError as e:
+            raise ChaosError(str(e)) from None
+        topics += [NewTopic(PIPELINE_END_TOPIC, 1, REPLICATION_FACTOR),
+                   NewTopic(PIPELINE_OUTPUT_TOPIC, partitions, REPLICATION_FACTOR, {"cleanup.policy": "compact"})]
     async with Admin(state.bootstrap_servers, request_timeout_ms=10_000) as admin:
-        await admin.create_topics([NewTopic(TOPIC, partitions, REPLICATION_FACTOR)])
+        await admin.create_topics(topics)
     zk = ZkClient(state.zookeeper.connect, chroot=CHROOT, session_timeout_ms=30_000)
     await zk.start()
     history = HistoryWriter(directory / HISTORY_FILE)
@@ -191,6 +220,8 @@ async def _soak(options: ChaosOptions, state: ClusterState, progress: _Progress)
         observing = asyncio.create_task(observer.run())
         workload = [asyncio.create_task(producers.run()), asyncio.create_task(consumer.run()),
                     asyncio.create_task(group.run())]
+        if pipeline is not None:
+            workload.append(asyncio.create_task(pipeline.run()))
         started = time.monotonic()
 
         def status(seconds: float) -> str:
@@ -200,6 +231,13 @@ async def _soak(options: ChaosOptions, state: ClusterState, progress: _Progress)
 
         try:
             with progress.terminal.ticking(status):
+                if pipeline is not None:
+                    progress("waiting for the pipeline's first micro-batch before the faults")
+                    if not await pipeline.streaming(_PIPELINE_START_S):
+                        raise ChaosError(f"the pipeline committed no micro-batch within {_PIPELINE_START_S:.0f} s "
+                                         f"(see {pipeline.log})")
+                    started = time.monotonic()
+                    workload.append(asyncio.create_task(pipeline.kill_mid_batch()))
                 await _unleash(nemesis, options, started)
                 progress("healing everything; waiting for every partition's full ISR")
                 await nemesis.heal_everything()
@@ -213,6 +251,8 @@ async def _soak(options: ChaosOptions, state: ClusterState, progress: _Progress)
             progress("waiting for the group to commit past every acknowledged record")
             group_caught_up = await group.caught_up(producers.stats.acked, _READ_TIMEOUT_S)
             group.stop()
+            if pipeline is not None:
+                pipeline.stop()
             await asyncio.gather(*workload[1:], return_exceptions=True)
             observing.cancel()
             await asyncio.gather(observing, return_exceptions=True)
@@ -222,9 +262,18 @@ async def _soak(options: ChaosOptions, state: ClusterState, progress: _Progress)
         progress(f"producers stopped ({producers.stats.attempted} records attempted); reading every partition")
         final = await read_to_end(load_cluster(directory).bootstrap_servers, TOPIC, partitions)
         group.commits.read_back(await group.read_committed())
+        if pipeline is not None:
+            await pipeline.close_windows()
     finally:
         history.close()
         await zk.close()
+    pipeline_verdict: dict[str, Any] = {}
+    if pipeline is not None:
+        progress("running the pipeline to completion and comparing its output with the history")
+        with progress.terminal.ticking(lambda seconds: f"chaos: finishing the pipeline ({seconds:.0f} s)"):
+            pipeline_verdict = await pipeline.verdict(TOPIC, directory / HISTORY_FILE)
+        progress(f"pipeline: counted {pipeline_verdict['pipeline']['counted']}, missing "
+                 f"{pipeline_verdict['pipeline_missing']}, duplicates {pipeline_verdict['pipeline_duplicates']}")
     stats = producers.stats
     lost = [a for a in stats.acked if final[a.partition].get(a.offset) != ReadRecord(a.key, a.value)]
     twice = duplicated(stats.acked, final)
@@ -236,6 +285,7 @@ async def _soak(options: ChaosOptions, state: ClusterState, progress: _Progress)
                         stopped, nemesis.injected, observer.changes, stats.times)
     return {
         "seed": options.seed,
+        "workload": options.workload,
         "duration_s": options.duration_s,
         "elapsed_s": round(stopped - started, 1),
         "brokers": options.brokers,
@@ -253,6 +303,7 @@ async def _soak(options: ChaosOptions, state: ClusterState, progress: _Progress)
         "lost_examples": [f"{TOPIC}-{a.partition} offset {a.offset}: {a.value!r}" for a in lost[:20]],
         "duplicated_examples": twice[:20],
         **group.verdict(stats.acked, group_caught_up),
+        **pipeline_verdict,
     }, record
 
 

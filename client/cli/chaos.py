@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from client.chaos.runner import ChaosError, ChaosOptions, run_chaos
+from client.chaos.runner import PRODUCERS, WORKLOADS, ChaosError, ChaosOptions, run_chaos
 from client.chaos.schedule import FAULT_KINDS, parse_kinds
 from client.chaos.verdict import verify_log_dirs
 from client.cli.common import key_values, run
@@ -42,19 +42,24 @@ def _faults(ctx: click.Context, param: click.Parameter, value: str | None) -> tu
 @click.option("--brokers", type=click.IntRange(min=3), default=3, show_default=True, help="Number of brokers.")
 @click.option("--config", "overrides", multiple=True, metavar="KEY=VALUE", callback=key_values,
               help="A broker setting replacing the soak's (repeatable), e.g. min.insync.replicas=1.")
+@click.option("--workload", type=click.Choice(WORKLOADS), default=PRODUCERS, show_default=True,
+              help="What runs against the cluster: the producers, a checking consumer and a consumer group; "
+                   "spark-pipeline adds the example Spark pipeline, whose Parquet output must count every "
+                   "acknowledged record exactly once.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as one JSON object.")
 def chaos_run_command(directory: Path, duration: float, seed: int | None, faults: tuple[str, ...], brokers: int,
-                      overrides: dict[str, str], as_json: bool) -> None:
+                      overrides: dict[str, str], workload: str, as_json: bool) -> None:
     """Run a cluster under idempotent acks=all load while a nemesis injects faults on a seeded schedule (kill -9,
     SIGSTOP, controlled shutdown, network partitions), then verify every replica against the producers' history.
 
     Needs root (partitions are nftables rules). Exit status 0 when nothing acknowledged was lost or written
-    twice and nothing diverged, 1 otherwise (the command that replays the run is printed), 2 when the soak could not
-    run."""
+    twice and nothing diverged (and the pipeline's output, with --workload spark-pipeline, counted each
+    acknowledged record exactly once), 1 otherwise (the command that replays the run is printed), 2 when the soak
+    could not run."""
     logging.getLogger("client.producer").setLevel(logging.ERROR)  # retries during faults are expected
     options = ChaosOptions(directory=directory, duration_s=duration,
                            seed=random.SystemRandom().randrange(1 << 31) if seed is None else seed,
-                           faults=faults, brokers=brokers, overrides=overrides)
+                           faults=faults, brokers=brokers, overrides=overrides, workload=workload)
     try:
         summary = run(run_chaos(options, verify_log_dirs, Progress(enabled=not as_json)))
     except ChaosError as e:
@@ -83,6 +88,7 @@ def describe_summary(summary: dict[str, Any]) -> str:
         f"group {summary['group']['group']}: delivered {summary['group']['delivered']}, commits "
         f"{summary['group']['commits']}, missed {summary['group_missed']}, commit regressions "
         f"{summary['commit_regressions']}",
+        *_pipeline_lines(summary),
         f"longest time without an acks=all write: {unavailable}",
         f"verifier: {'consistent' if verify.get('consistent') else 'INCONSISTENT'} (acked {verify.get('acked')}, "
         f"lost {verify.get('lost')}, violations {len(verify.get('violations', []))})",
@@ -95,3 +101,15 @@ def describe_summary(summary: dict[str, Any]) -> str:
         "PASSED" if summary["passed"] else "FAILED",
     ]
     return "\n".join(lines)
+
+
+def _pipeline_lines(summary: dict[str, Any]) -> list[str]:
+    """The pipeline's figures and examples (none for the producers' workload)."""
+    if "pipeline" not in summary:
+        return []
+    pipeline = summary["pipeline"]
+    return [f"pipeline: counted {pipeline['counted']}, missing {summary['pipeline_missing']}, duplicates "
+            f"{summary['pipeline_duplicates']}, driver started {pipeline['driver_starts']} times",
+            *([f"  pipeline error: {pipeline['error']}"] if pipeline["error"] else []),
+            *[f"  pipeline missed {example}" for example in pipeline["missing_examples"]],
+            *[f"  pipeline duplicate {example}" for example in pipeline["duplicate_examples"]]]

@@ -1,8 +1,8 @@
 """Short runs of the benchmarks behind `make bench-log`, `make bench-produce`, `make bench-failover`,
-`make bench-kafka`, `make bench-compression`, `make bench-verify`, `make bench-scale`, `make bench-groups` and
-`make bench-cleaner`, as a user runs them (`python -m bench.NAME`), so that they keep working. What they measure is not
-asserted: only that each run completes and reports every figure (the scale benchmark also fails a run in which an
-acknowledged record is lost, a broker exits or a periodic task fails)."""
+`make bench-kafka`, `make bench-compression`, `make bench-verify`, `make bench-scale`, `make bench-groups`,
+`make bench-cleaner` and `make bench-pipeline`, as a user runs them (`python -m bench.NAME`), so that they keep
+working. What they measure is not asserted: only that each run completes and reports every figure (the scale
+benchmark also fails a run in which an acknowledged record is lost, a broker exits or a periodic task fails)."""
 
 from __future__ import annotations
 
@@ -160,3 +160,18 @@ def test_the_scale_benchmark_holds_1000_partitions_through_kills_restarts_and_a_
     assert list(figures) == list(LABELS.values()), out
     assert float(figures["acknowledged records lost"]) == 0, out
     assert float(figures["acks=all records acknowledged"]) > 0, out
+
+
+def test_the_pipeline_benchmark_reports_both_clusters(tmp_path: Path, zookeeper_installed: None):
+    out = run_bench("pipeline_bench", "--runs", "1", "--records", "3000", "--dir", str(tmp_path), timeout=900)
+    lines = out.splitlines()
+    heading = next(i for i, line in enumerate(lines) if line.startswith("median of 1 runs (3 partitions, RF 3"))
+    median = [line.strip() for line in lines[heading + 1:]]
+    patterns = [rf"{system}\s+({NUMBER}) records/s\s+\(query ({NUMBER}) s\)" for system in ("minikafka", "kafka")]
+    patterns.append(rf"minikafka / kafka ({NUMBER})")
+    assert len(median) == len(patterns), out
+    for line, pattern in zip(median, patterns, strict=True):
+        match = re.fullmatch(pattern, line)
+        assert match, line
+        assert all(float(value.replace(",", "")) > 0 for value in match.groups()), line  # records went through
+    assert list(tmp_path.iterdir()) == []

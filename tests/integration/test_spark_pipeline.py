@@ -6,7 +6,6 @@ killed -9 and whose driver was killed -9 in the middle of a micro-batch, then re
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -18,15 +17,15 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
+from client.chaos.pipeline import CONNECTOR_JARS as JARS
+from client.chaos.pipeline import EXAMPLE as PIPELINE
+from client.chaos.pipeline import committed_files
 from client.cluster import ClusterState
 from client.consumer import Consumer
 from client.producer import Producer
 from tests.integration.clusterutil import cluster_fixture, create_topic, metadata_leaders, restore, stop_broker
 from tests.polling import eventually, poll_records
 
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
-PIPELINE = PROJECT_ROOT / "examples" / "spark_pipeline.py"
-JARS = PROJECT_ROOT / "build" / "spark-kafka" / "jars"
 WINDOW_S = 10
 START_MS = 1_795_000_000_000 // (WINDOW_S * 1000) * (WINDOW_S * 1000)  # a window boundary
 KEYS = [f"user-{i}" for i in range(5)]
@@ -82,17 +81,6 @@ async def close_windows(producer: Producer, name: str) -> None:
 
 def expected_counts(events: list[tuple[str, int]]) -> Counter[tuple[str, int]]:
     return Counter((key, timestamp - timestamp % (WINDOW_S * 1000)) for key, timestamp in events)
-
-
-def committed_files(table: Path) -> list[Path]:
-    """The Parquet files the file sink's log (_spark_metadata) committed; files of a batch that did not commit are
-    not among them (Spark's readers ignore them the same way)."""
-    paths: set[str] = set()
-    for entry in (table / "_spark_metadata").iterdir():
-        if entry.name.isdigit() or entry.name.endswith(".compact"):
-            lines = entry.read_text().splitlines()[1:]  # after the version line
-            paths |= {item["path"] for item in map(json.loads, lines) if item["action"] == "add"}
-    return sorted(Path(path.removeprefix("file:")) for path in paths)
 
 
 async def check_outputs(cluster: ClusterState, name: str, output: Path, expected: Counter[tuple[str, int]]) -> None:

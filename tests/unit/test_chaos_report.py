@@ -84,6 +84,16 @@ def test_the_verdict_carries_the_summary_and_the_verifier() -> None:
     assert verdict["verifier"] == {"consistent": True, "acked": 7, "lost": 0, "violations": []}
     assert verdict["unavailable_ms"] == {"chaos-0": 21500, "chaos-1": 500}
     assert (verdict["duplicated"], verdict["duplicated_examples"]) == (1, ["partition 0: 'v' at offsets [3, 4]"])
+    assert verdict["pipeline_missing"] is None and verdict["pipeline_problems"] == []  # the producers' workload
+
+
+def test_the_verdict_carries_the_pipeline_figures_and_what_it_missed() -> None:
+    pipeline = {"pipeline_missing": 1, "pipeline_duplicates": 0, "pipeline": {
+        "counted": 6, "error": None, "missing_examples": ["chaos-0 'k' (ok at offset 3): not counted"],
+        "duplicate_examples": []}}
+    verdict = report_data({**SUMMARY, **pipeline}, record())["verdict"]
+    assert (verdict["pipeline_counted"], verdict["pipeline_missing"], verdict["pipeline_duplicates"]) == (6, 1, 0)
+    assert verdict["pipeline_problems"] == ["pipeline missed chaos-0 'k' (ok at offset 3): not counted"]
 
 
 def test_the_page_holds_its_data_inline_and_nothing_from_elsewhere() -> None:

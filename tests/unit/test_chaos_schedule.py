@@ -45,3 +45,8 @@ def test_a_failing_run_replays_with_the_same_seed_kinds_and_settings(tmp_path):
         f"minikafka chaos run --dir {tmp_path / 'soak'}-replay --duration 60 --seed 7 --faults kill,cut-zk "
         "--brokers 3 --config min.insync.replicas=1")
     assert options.config["min.insync.replicas"] == "1" and options.timeouts.session_s == 3.0
+
+
+def test_a_pipeline_run_replays_with_its_workload(tmp_path):
+    options = ChaosOptions(tmp_path / "soak", duration_s=30, seed=11, faults=("kill",), workload="spark-pipeline")
+    assert options.replay_command().endswith("--faults kill --brokers 3 --workload spark-pipeline")

@@ -12,13 +12,14 @@ from pathlib import Path
 import kafka
 import kafka.errors
 import pytest
-from confluent_kafka import Consumer, KafkaError, Producer
+from confluent_kafka import KafkaError
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from broker.config import parse_properties
 from client.cluster import ClusterState
 from client.cluster_security import CLIENT_PROPERTIES, LIBRDKAFKA_PROPERTIES
 from tests.integration.clusterutil import cli, cluster_fixture
+from tests.integration.test_acls import group_consume, produce_with
 from tests.kafka_broker import kafka_tool
 from tests.polling import wait_for
 
@@ -50,30 +51,6 @@ def new_topic(cluster: ClusterState, prefix: str = "acl") -> str:
     return name
 
 
-def produce(settings: dict[str, str], topic: str) -> int:
-    """confluent-kafka's delivery of one record: its error code (0: delivered)."""
-    producer = Producer({**settings, "message.timeout.ms": 15000})
-    outcomes: list[KafkaError | None] = []
-    producer.produce(topic, value=b"v", on_delivery=lambda err, _msg: outcomes.append(err))
-    producer.flush(TIMEOUT_S)
-    assert len(outcomes) == 1
-    return outcomes[0].code() if outcomes[0] is not None else 0
-
-
-def consume(settings: dict[str, str], topic: str, group: str) -> int | bytes:
-    """The first record a group consumer reads, or the error it is told (-1: nothing in time)."""
-    consumer = Consumer({**settings, "group.id": group, "auto.offset.reset": "earliest", "session.timeout.ms": 6000})
-    try:
-        consumer.subscribe([topic])
-        for _ in range(int(TIMEOUT_S)):
-            message = consumer.poll(1.0)
-            if message is not None:
-                return message.error().code() if message.error() else message.value()
-        return -1
-    finally:
-        consumer.close()
-
-
 def kafka_python_produce(cluster: ClusterState, topic: str) -> None:
     producer = kafka.KafkaProducer(bootstrap_servers=cluster.kafka_bootstrap_servers, retries=0,
                                    security_protocol="SASL_PLAINTEXT", sasl_mechanism="SCRAM-SHA-512",
@@ -97,12 +74,12 @@ def authorizer_log(cluster: ClusterState) -> str:
 
 def test_a_user_without_acls_is_refused_then_allowed_after_kafka_acls_add(cluster, alice) -> None:
     topic = new_topic(cluster)
-    assert produce(alice, topic) == KafkaError.TOPIC_AUTHORIZATION_FAILED
+    assert produce_with(alice, topic) == KafkaError.TOPIC_AUTHORIZATION_FAILED
     with pytest.raises(kafka.errors.TopicAuthorizationFailedError):
         kafka_python_produce(cluster, topic)
     added = kafka_acls(cluster, "--add", "--allow-principal", f"User:{USER}", "--operation", "Write", "--topic", topic)
     assert f"ResourcePattern(resourceType=TOPIC, name={topic}, patternType=LITERAL)" in added
-    wait_for(lambda: produce(alice, topic) == 0, f"{USER} allowed to write {topic}")
+    wait_for(lambda: produce_with(alice, topic) == 0, f"{USER} allowed to write {topic}")
     kafka_python_produce(cluster, topic)
     log = authorizer_log(cluster)
     assert f"Principal = User:{USER} is Denied Operation = Describe from host = 127.0.0.1 on resource = " \
@@ -113,28 +90,28 @@ def test_a_user_without_acls_is_refused_then_allowed_after_kafka_acls_add(cluste
 
 def test_a_group_consumer_is_allowed_by_a_prefixed_group_acl(cluster, alice) -> None:
     topic, prefix = new_topic(cluster), f"app-{uuid.uuid4().hex[:6]}-"
-    assert produce(admin(cluster), topic) == 0
+    assert produce_with(admin(cluster), topic) == 0
     kafka_acls(cluster, "--add", "--allow-principal", f"User:{USER}", "--operation", "Read", "--topic", topic)
-    assert consume(alice, topic, prefix + "a") == KafkaError.GROUP_AUTHORIZATION_FAILED
+    assert group_consume(alice, topic, prefix + "a") == KafkaError.GROUP_AUTHORIZATION_FAILED
     cli("acls", "--add", "--allow-principal", f"User:{USER}", "--operation", "Read", "--group", prefix,
         "--resource-pattern-type", "prefixed", "--dir", str(cluster.directory))
-    assert wait_for(lambda: consume(alice, topic, prefix + "a") == b"v", f"{USER} to consume in {prefix}a")
-    assert consume(alice, topic, f"other-{prefix}") == KafkaError.GROUP_AUTHORIZATION_FAILED
+    assert wait_for(lambda: group_consume(alice, topic, prefix + "a") == b"v", f"{USER} to consume in {prefix}a")
+    assert group_consume(alice, topic, f"other-{prefix}") == KafkaError.GROUP_AUTHORIZATION_FAILED
 
 
 def test_a_deny_wins_over_an_allow(cluster, alice) -> None:
     topic = new_topic(cluster)
     cli("acls", "--add", "--allow-principal", f"User:{USER}", "--operation", "Write", "--topic", topic,
         "--dir", str(cluster.directory))
-    wait_for(lambda: produce(alice, topic) == 0, f"{USER} allowed to write {topic}")
+    wait_for(lambda: produce_with(alice, topic) == 0, f"{USER} allowed to write {topic}")
     cli("acls", "--add", "--deny-principal", f"User:{USER}", "--operation", "Write", "--topic", topic,
         "--dir", str(cluster.directory))
-    wait_for(lambda: produce(alice, topic) == KafkaError.TOPIC_AUTHORIZATION_FAILED, f"the deny on {topic} to win")
+    wait_for(lambda: produce_with(alice, topic) == KafkaError.TOPIC_AUTHORIZATION_FAILED, f"the deny on {topic} to win")
 
 
 def test_the_admin_is_a_super_user_allowed_without_acls(cluster) -> None:
     topic = new_topic(cluster, "super")
-    assert produce(admin(cluster), topic) == 0
-    assert consume(admin(cluster), topic, f"group-{topic}") == b"v"
+    assert produce_with(admin(cluster), topic) == 0
+    assert group_consume(admin(cluster), topic, f"group-{topic}") == b"v"
     assert "Principal = User:admin is Denied" not in authorizer_log(cluster)
     assert f"Topic:LITERAL:{topic}" not in kafka_acls(cluster, "--list")  # no ACL names it

@@ -65,7 +65,12 @@ from protocol.apis.replicas import DescribeReplicasRequest
 from protocol.apis.sasl import SaslAuthenticateRequest, SaslHandshakeRequest
 from protocol.apis.scram_credentials import AlterUserScramCredentialsRequest, DescribeUserScramCredentialsRequest
 from protocol.apis.shapes import Topic
-from protocol.apis.topics import CreatePartitionsRequest, CreateTopicsRequest, DeleteTopicsRequest
+from protocol.apis.topics import (
+    CreatableTopicResult,
+    CreatePartitionsRequest,
+    CreateTopicsRequest,
+    DeleteTopicsRequest,
+)
 from protocol.errors import ErrorCode
 
 Op = AclOperation
@@ -305,6 +310,24 @@ def cluster_or(operation: AclOperation, per_item: Guard) -> Guard:
     return wrap
 
 
+def created_topic_configs(authorizer: Authorizer, handler: Handler) -> Handler:
+    """Each topic of a CreateTopics the principal may not DESCRIBE_CONFIGS is answered with TOPIC_AUTHORIZATION_FAILED
+    as its topic_config_error_code, and once created without its partition count, replication factor and configs
+    (as KafkaApis, whatever the topic's own answer)."""
+    async def guarded(body: CreateTopicsRequest, request: Request) -> Handled:
+        def answered(result: CreatableTopicResult) -> CreatableTopicResult:
+            if authorizer.authorize(request, Op.DESCRIBE_CONFIGS, ResourceType.TOPIC, result.name,
+                                    log_if_denied=False):
+                return result
+            return replace(result, num_partitions=-1, replication_factor=-1, configs=None,
+                           topic_config_error_code=TOPIC_DENIED)
+
+        served = await handler(body, request)
+        return _then(served, lambda response: response if response.body is None else _with(
+            response, "topics", [answered(t) for t in response.body.topics]))
+    return guarded
+
+
 def metadata(authorizer: Authorizer, handler: Handler) -> Handler:
     """DESCRIBE on each topic answered; creating a missing one needs CREATE on the cluster or the topic."""
     async def guarded(body: MetadataRequest, request: Request) -> Handled:
@@ -367,7 +390,7 @@ GUARDS: dict[type, Guard] = {
     AlterUserScramCredentialsRequest: cluster(Op.ALTER),
     DescribeClientQuotasRequest: cluster(Op.DESCRIBE_CONFIGS),
     InitProducerIdRequest: init_producer_id,
-    CreateTopicsRequest: cluster_or(Op.CREATE, topics(Op.CREATE)),
+    CreateTopicsRequest: chain(created_topic_configs, cluster_or(Op.CREATE, topics(Op.CREATE))),
     DeleteTopicsRequest: topics(Op.DELETE, field="topic_names", answers="responses", name=lambda item: item),
     CreatePartitionsRequest: topics(Op.ALTER, answers="results"),
     DescribeConfigsRequest: PerItem("resources", "results", _config_resource(Op.DESCRIBE_CONFIGS)),

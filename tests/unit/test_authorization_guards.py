@@ -46,6 +46,7 @@ from protocol.apis.producer_ids import InitProducerIdRequest, InitProducerIdResp
 from protocol.apis.replica_control import LeaderAndIsrRequest
 from protocol.apis.sasl import SaslAuthenticateRequest, SaslHandshakeRequest
 from protocol.apis.shapes import Topic
+from protocol.apis.topics import CreatableTopic, CreatableTopicResult, CreateTopicsRequest, CreateTopicsResponse
 from protocol.envelope import RequestHeader
 from protocol.errors import ErrorCode
 
@@ -209,6 +210,22 @@ def test_offsets_for_leader_epoch_needs_cluster_action_or_describe_on_each_topic
         assert {t.topic: t.partitions[0].error_code for t in answer.body.topics} == {
             "open": 0, "secret": ErrorCode.TOPIC_AUTHORIZATION_FAILED}
     assert [[t.topic for t in b.topics] for b in handler.bodies] == [["open", "secret"], ["open"], ["open"]]
+
+
+def test_create_topics_withholds_the_configs_of_a_topic_not_described() -> None:
+    authorizer = StubAuthorizer({(AclOperation.DESCRIBE_CONFIGS, ResourceType.TOPIC, "hidden"),
+                                 (AclOperation.CREATE, ResourceType.CLUSTER, "kafka-cluster"),
+                                 (AclOperation.CREATE, ResourceType.TOPIC, "refused")})
+    handler = StubHandler(lambda body: Response(CreateTopicsResponse(topics=[CreatableTopicResult(
+        name=t.name, error_code=0, num_partitions=1, replication_factor=1, configs=[]) for t in body.topics])))
+    request = CreateTopicsRequest(topics=[CreatableTopic(name=n, num_partitions=1, replication_factor=1)
+                                          for n in ("open", "hidden", "refused")], timeout_ms=100)
+    answer = asyncio.run(guarded(CreateTopicsRequest, authorizer, handler)(request, REQUEST))
+    results = {t.name: (t.error_code, t.num_partitions, t.configs, t.topic_config_error_code)
+               for t in answer.body.topics}
+    denied = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+    assert results == {"open": (0, 1, [], 0), "hidden": (0, -1, None, denied), "refused": (denied, -1, None, 0)}
+    assert [t.name for t in handler.bodies[0].topics] == ["open", "hidden"]
 
 
 def metadata_answer(body: MetadataRequest) -> Response:

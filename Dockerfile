@@ -37,6 +37,8 @@ COPY . /tmp/minikafka
 RUN pip install --no-cache-dir --disable-pip-version-check --no-index --no-deps --no-build-isolation /tmp/minikafka \
  && rm -rf /tmp/minikafka
 COPY docker/server.properties docker/zoo.cfg /etc/minikafka/
+# where docker-compose.yml's `security` service writes the brokers' server.properties (and, secured, their keystore)
+RUN install -d -o minikafka -g minikafka /var/lib/minikafka/security
 USER minikafka
 WORKDIR /var/lib/minikafka
 EXPOSE 9092 29092 2181

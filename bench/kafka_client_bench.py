@@ -10,6 +10,12 @@ report, sampled every 100th record) and the CPU each process used as a share of 
 process (the client: librdkafka's threads included) and each broker (from /proc). The last lines are the medians
 over --runs runs.
 
+The cluster started here has a SASL_SSL listener beside the plaintext one (`cluster up --security sasl_ssl`; the
+brokers replicate over the plaintext one): each run also produces with librdkafka and acks=all over SASL_SSL with
+SCRAM-SHA-512, reported with its ratio to the plaintext acks=all rate of the same run, and times the opening of
+CONNECTS authenticated connections by minikafka's client (TCP, TLS handshake, SaslHandshake and SCRAM's two
+SaslAuthenticate round trips), reporting the median.
+
     python -m bench.kafka_client_bench --runs 3
 """
 
@@ -44,8 +50,12 @@ from bench.produce_bench import (
 )
 from bench.produce_bench import consume as minikafka_consume
 from bench.produce_bench import produce as minikafka_produce
+from broker.config import parse_properties
+from client.client_configs import read_config_file, security_config
 from client.cluster import ClusterState, load_cluster
+from client.cluster_security import CLIENT_PROPERTIES, LIBRDKAFKA_PROPERTIES
 from client.progress import Progress
+from transport.connection import BrokerConnection
 
 CLIENTS = ("librdkafka", "minikafka")
 LIBRDKAFKA = {"linger.ms": 5, "batch.size": 1_000_000, "compression.type": "none",
@@ -53,6 +63,9 @@ LIBRDKAFKA = {"linger.ms": 5, "batch.size": 1_000_000, "compression.type": "none
 #: Not idempotent, as librdkafka by default (enable.idempotence=false), so that both clients do the same work.
 MINIKAFKA = {"linger_ms": 5, "batch_size": 1_000_000, "buffer_memory": 16 * 1024 * 1024, "enable_idempotence": False}
 _TICKS = os.sysconf("SC_CLK_TCK")
+#: The secured phase's name in the figures, and how many authenticated connections are timed per run.
+SECURED = "librdkafka_sasl_ssl"
+CONNECTS = 100
 
 
 # ------------------------------------------------------------------------------------------------ CPU accounting
@@ -194,8 +207,59 @@ def librdkafka_read_all(consumer: Consumer, expected: int) -> Read:
 # ------------------------------------------------------------------------------------------------ runs
 
 
-async def one_run(bootstrap: str, meter: CpuMeter, value: bytes, seconds: float) -> dict[str, float]:
-    """Both clients, both acks, and their consumes; every figure by name."""
+@dataclass(frozen=True)
+class Secured:
+    """A cluster's SASL_SSL listeners and the settings of its directory to reach them."""
+
+    bootstrap: str
+    librdkafka: dict[str, str]
+    client: dict[str, Any]
+    address: tuple[str, int]
+
+    @staticmethod
+    def of(state: ClusterState) -> Secured | None:
+        """The cluster's, if `cluster up --security sasl_ssl` made it."""
+        librdkafka = state.directory / LIBRDKAFKA_PROPERTIES
+        if not librdkafka.exists():
+            return None
+        settings = parse_properties(librdkafka.read_text())
+        if settings.get("security.protocol") != "sasl_ssl":
+            return None
+        broker = state.brokers[0]
+        return Secured(state.kafka_bootstrap_servers, settings,
+                       security_config(read_config_file(state.directory / CLIENT_PROPERTIES)),
+                       (broker.host, broker.secure_port))
+
+
+async def connect_seconds(secured: Secured, count: int) -> list[float]:
+    """The time minikafka's client takes to open each of `count` authenticated connections, one after another."""
+    times = []
+    for _ in range(count):
+        connection = BrokerConnection(*secured.address, **secured.client)
+        start = time.perf_counter()
+        await connection.connect()
+        times.append(time.perf_counter() - start)
+        await connection.close()
+    return times
+
+
+async def secured_run(bootstrap: str, secured: Secured, meter: CpuMeter, value: bytes, seconds: float,
+                      figures: dict[str, float]) -> dict[str, float]:
+    """librdkafka's acks=all over SASL_SSL, its ratio to the plaintext acks=all in `figures`, and the median time
+    to open an authenticated connection."""
+    topic = f"kafka-bench-sasl-ssl-{uuid.uuid4().hex[:8]}"
+    await create_topics(bootstrap, [topic])
+    phase = meter.measure(lambda: librdkafka_produce(secured.bootstrap, topic, "all", [value], seconds,
+                                                     {**LIBRDKAFKA, **secured.librdkafka}))
+    secured_figures = phase.figures(f"{SECURED}.all")
+    return {**secured_figures,
+            f"{SECURED}.ratio": secured_figures[f"{SECURED}.all.mb_per_s"] / figures["librdkafka.all.mb_per_s"],
+            f"{SECURED}.connect_ms": statistics.median(await connect_seconds(secured, CONNECTS)) * 1000}
+
+
+async def one_run(bootstrap: str, meter: CpuMeter, value: bytes, seconds: float,
+                  secured: Secured | None = None) -> dict[str, float]:
+    """Both clients, both acks, and their consumes (and the SASL_SSL run where `secured`); every figure by name."""
     figures: dict[str, float] = {}
     for client in CLIENTS:
         topics = {acks: f"kafka-bench-{client}-{acks}-{uuid.uuid4().hex[:8]}" for acks in ACKS}
@@ -215,6 +279,8 @@ async def one_run(bootstrap: str, meter: CpuMeter, value: bytes, seconds: float)
         else:
             phase = await measure_async(meter, minikafka_consume(bootstrap, list(topics.values()), produced))
         figures |= phase.figures(f"{client}.consume")
+    if secured is not None:
+        figures |= await secured_run(bootstrap, secured, meter, value, seconds, figures)
     return figures
 
 
@@ -235,8 +301,19 @@ def describe(figures: dict[str, float], brokers: list[str]) -> Iterator[str]:
                     f"{figures[f'{prefix}.mb_per_s']:6.1f} MB/s")
             if f"{prefix}.p50_ms" in figures:
                 line += f"  latency p50 {figures[f'{prefix}.p50_ms']:6.1f} ms p99 {figures[f'{prefix}.p99_ms']:6.1f} ms"
-            shares = " ".join(f"{who} {figures[f'{prefix}.cpu.{who}'] * 100:3.0f}%" for who in ["client", *brokers])
-            yield f"{line}  CPU {shares}"
+            yield f"{line}  CPU {_cpu_shares(figures, prefix, brokers)}"
+    if f"{SECURED}.ratio" in figures:
+        prefix = f"{SECURED}.all"
+        yield (f"  librdkafka acks=all over SASL_SSL (SCRAM-SHA-512) {figures[f'{prefix}.records_per_s']:>10,.0f} "
+               f"records/s {figures[f'{prefix}.mb_per_s']:6.1f} MB/s  {figures[f'{SECURED}.ratio']:.2f}x plaintext"
+               f"  latency p50 {figures[f'{prefix}.p50_ms']:6.1f} ms p99 {figures[f'{prefix}.p99_ms']:6.1f} ms"
+               f"  CPU {_cpu_shares(figures, prefix, brokers)}")
+        yield (f"  authenticated connection (TCP, TLS, SCRAM-SHA-512) median of {CONNECTS}: "
+               f"{figures[f'{SECURED}.connect_ms']:.1f} ms")
+
+
+def _cpu_shares(figures: dict[str, float], prefix: str, brokers: list[str]) -> str:
+    return " ".join(f"{who} {figures[f'{prefix}.cpu.{who}'] * 100:3.0f}%" for who in ["client", *brokers])
 
 
 async def run(args: argparse.Namespace) -> None:
@@ -246,12 +323,13 @@ async def run(args: argparse.Namespace) -> None:
     async def runs(state: ClusterState) -> None:
         brokers = {f"broker-{b.id}": b.pid for b in state.brokers}
         meter = CpuMeter(brokers)
-        await repeated_runs(args, lambda seconds: one_run(state.bootstrap_servers, meter, value, seconds),
+        secured = Secured.of(state)
+        await repeated_runs(args, lambda seconds: one_run(state.bootstrap_servers, meter, value, seconds, secured),
                             lambda figures: describe(figures, list(brokers)), 1.0,
                             f"({PARTITIONS} partitions, RF {REPLICATION_FACTOR}, {VALUE_SIZE}-byte values; CPU as a "
                             "share of one core)")
 
-    await on_cluster(args, runs)
+    await on_cluster(args, runs, security="sasl_ssl")
 
 
 # ------------------------------------------------------------------------------------------------ shared by the client
@@ -275,12 +353,14 @@ async def repeated_runs(args: argparse.Namespace, one_run: Callable[[float], Awa
     print(f"median of {len(results)} runs {heading}:", *describe_figures(median), sep="\n")
 
 
-async def on_cluster(args: argparse.Namespace, runs: Callable[[ClusterState], Awaitable[None]]) -> None:
-    """``runs`` on the running cluster of --cluster-dir, or on a local cluster started for it (removed after)."""
+async def on_cluster(args: argparse.Namespace, runs: Callable[[ClusterState], Awaitable[None]],
+                     security: str = "plaintext") -> None:
+    """``runs`` on the running cluster of --cluster-dir, or on a local cluster started for it (with a `security`
+    listener beside the plaintext one; removed after)."""
     if args.cluster_dir:
         await runs(load_cluster(args.cluster_dir))
     else:
-        async with local_cluster(args.dir) as state:
+        async with local_cluster(args.dir, security=security) as state:
             print(f"started a local cluster of {len(state.brokers)} brokers at {state.bootstrap_servers}",
                   flush=True)
             await runs(state)

@@ -228,12 +228,14 @@ def describe(figures: dict[str, float]) -> Iterator[str]:
 
 
 @asynccontextmanager
-async def local_cluster(parent: Path | None, overrides: dict[str, str] | None = None) -> AsyncIterator[ClusterState]:
+async def local_cluster(parent: Path | None, overrides: dict[str, str] | None = None,
+                        security: str = "plaintext") -> AsyncIterator[ClusterState]:
     """Start ZooKeeper and 3 brokers in a temporary directory (under `parent`), with `overrides` in their
-    server.properties; yield the cluster; stop it and remove the directory after."""
+    server.properties and a `security` listener beside the plaintext one (`cluster up --security`); yield the
+    cluster; stop it and remove the directory after."""
     directory = Path(tempfile.mkdtemp(prefix="minikafka-bench-", dir=parent))
     try:
-        state = await cluster_up(directory, brokers=BROKERS, overrides=overrides)
+        state = await cluster_up(directory, brokers=BROKERS, overrides=overrides, security=security)
         try:
             yield state
         finally:

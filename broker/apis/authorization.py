@@ -5,9 +5,11 @@ wrapped around its handler when an authorizer is configured.
   answers every entry with the code.
 - `per_item`: each entry of a list on its own resource (Produce's topics, DeleteTopics' names); the refused
   entries are answered with the code, the others served.
-- Metadata leaves out the topics a principal may not DESCRIBE when it asks for all, answers
-  TOPIC_AUTHORIZATION_FAILED for those it names, and creates a missing topic only with CREATE on the cluster or
-  the topic.
+- `cluster_or`: an operation on the cluster allows the whole request, else each entry is authorized (CreateTopics,
+  OffsetsForLeaderEpoch: a follower's CLUSTER_ACTION, or a consumer's DESCRIBE on each topic).
+- Metadata and OffsetFetch leave out the topics a principal may not DESCRIBE when they ask for all, answer
+  TOPIC_AUTHORIZATION_FAILED for those they name; Metadata creates a missing topic only with CREATE on the cluster
+  or the topic.
 """
 
 from __future__ import annotations
@@ -29,7 +31,13 @@ from protocol.apis.configs import ConfigResourceType, DescribeConfigsRequest
 from protocol.apis.elections import ElectLeadersRequest
 from protocol.apis.fetch import FetchRequest
 from protocol.apis.group_admin import DeleteGroupsRequest, DescribeGroupsRequest, ListGroupsRequest
-from protocol.apis.group_offsets import OffsetCommitRequest, OffsetDeleteRequest, OffsetFetchRequest
+from protocol.apis.group_offsets import (
+    FetchedOffset,
+    OffsetCommitRequest,
+    OffsetDeleteRequest,
+    OffsetFetchGroupResult,
+    OffsetFetchRequest,
+)
 from protocol.apis.groups import (
     CoordinatorType,
     FindCoordinatorRequest,
@@ -56,7 +64,13 @@ from protocol.apis.replica_control import (
 from protocol.apis.replicas import DescribeReplicasRequest
 from protocol.apis.sasl import SaslAuthenticateRequest, SaslHandshakeRequest
 from protocol.apis.scram_credentials import AlterUserScramCredentialsRequest, DescribeUserScramCredentialsRequest
-from protocol.apis.topics import CreatePartitionsRequest, CreateTopicsRequest, DeleteTopicsRequest
+from protocol.apis.shapes import Topic
+from protocol.apis.topics import (
+    CreatableTopicResult,
+    CreatePartitionsRequest,
+    CreateTopicsRequest,
+    DeleteTopicsRequest,
+)
 from protocol.errors import ErrorCode
 
 Op = AclOperation
@@ -183,11 +197,11 @@ def chain(*guards: Guard) -> Guard:
     return wrap
 
 
-def replica_or_topics(topic_guard: Guard, code: ErrorCode) -> Guard:
-    """A follower's request (replica_id >= 0) needs CLUSTER_ACTION (refused: `code` for every partition), a
-    consumer's the topic guard."""
+def follower_or(topic_guard: Guard) -> Guard:
+    """A follower's request (replica_id >= 0) needs CLUSTER_ACTION (refused: TOPIC_AUTHORIZATION_FAILED for every
+    partition, as KafkaApis answers a follower's Fetch), a consumer's the topic guard."""
     def wrap(authorizer: Authorizer, handler: Handler) -> Handler:
-        as_follower = whole(lambda _body: (Op.CLUSTER_ACTION, ResourceType.CLUSTER, CLUSTER_NAME, code))(
+        as_follower = whole(lambda _body: (Op.CLUSTER_ACTION, ResourceType.CLUSTER, CLUSTER_NAME, TOPIC_DENIED))(
             authorizer, handler)
         as_consumer = topic_guard(authorizer, handler)
 
@@ -235,20 +249,40 @@ def init_producer_id(authorizer: Authorizer, handler: Handler) -> Handler:
     return guarded
 
 
-def offset_fetch(authorizer: Authorizer, handler: Handler) -> Handler:
-    """DESCRIBE on each group; of its offsets, those of topics the principal may DESCRIBE."""
-    async def guarded(body: Any, request: Request) -> Handled:
-        served = await PerItem("groups", "groups", lambda g: (Op.DESCRIBE, ResourceType.GROUP, g.group_id,
-                                                              GROUP_DENIED))(authorizer, handler)(body, request)
+def _offset_fetch_topics(authorizer: Authorizer, handler: Handler) -> Handler:
+    """Of the topics a group names, those the principal may not DESCRIBE are answered TOPIC_AUTHORIZATION_FAILED
+    for each partition; of a group's every offset (no topics named), their offsets are left out."""
+    async def guarded(body: OffsetFetchRequest, request: Request) -> Handled:
+        def described(name: str, log_if_denied: bool) -> bool:
+            return authorizer.authorize(request, Op.DESCRIBE, ResourceType.TOPIC, name, log_if_denied=log_if_denied)
 
-        def visible(response: Response) -> Response:
-            if response.body is None:
-                return response
-            return _with(response, "groups", [replace(g, topics=[
-                t for t in g.topics if authorizer.authorize(request, Op.DESCRIBE, ResourceType.TOPIC, t.name,
-                                                            log_if_denied=False)]) for g in response.body.groups])
-        return _then(served, visible)
+        refused: dict[str, list[Topic[int]]] = {}
+        groups = []
+        for group in body.groups:
+            if group.topics is not None:
+                allowed = [described(t.name, True) for t in group.topics]
+                refused[group.group_id] = [t for t, ok in zip(group.topics, allowed, strict=True) if not ok]
+                group = replace(group, topics=[t for t, ok in zip(group.topics, allowed, strict=True) if ok])
+            groups.append(group)
+
+        def answered(result: OffsetFetchGroupResult) -> OffsetFetchGroupResult:
+            if result.error_code != ErrorCode.NONE:
+                return result
+            if result.group_id not in refused:
+                return replace(result, topics=[t for t in result.topics if described(t.name, False)])
+            return replace(result, topics=[*result.topics, *(Topic(name=t.name, partitions=[
+                FetchedOffset(partition=p, error_code=TOPIC_DENIED) for p in t.partitions])
+                for t in refused[result.group_id])])
+
+        served = await handler(replace(body, groups=groups), request)
+        return _then(served, lambda response: response if response.body is None else _with(
+            response, "groups", [answered(g) for g in response.body.groups]))
     return guarded
+
+
+#: DESCRIBE on each group (refused: GROUP_AUTHORIZATION_FAILED), then on each topic named.
+offset_fetch = chain(PerItem("groups", "groups", lambda g: (Op.DESCRIBE, ResourceType.GROUP, g.group_id, GROUP_DENIED)),
+                     _offset_fetch_topics)
 
 
 def list_groups(authorizer: Authorizer, handler: Handler) -> Handler:
@@ -263,14 +297,34 @@ def list_groups(authorizer: Authorizer, handler: Handler) -> Handler:
     return guarded
 
 
-def create_topics(authorizer: Authorizer, handler: Handler) -> Handler:
-    """CREATE on the cluster, or on each topic."""
-    per_topic = topics(Op.CREATE)(authorizer, handler)
+def cluster_or(operation: AclOperation, per_item: Guard) -> Guard:
+    """`operation` on the cluster allows the whole request; without it, each entry is authorized by `per_item`."""
+    def wrap(authorizer: Authorizer, handler: Handler) -> Handler:
+        guarded_items = per_item(authorizer, handler)
 
-    async def guarded(body: Any, request: Request) -> Handled:
-        if authorizer.authorize(request, Op.CREATE, ResourceType.CLUSTER, CLUSTER_NAME, log_if_denied=False):
-            return await handler(body, request)
-        return await per_topic(body, request)
+        async def guarded(body: Any, request: Request) -> Handled:
+            if authorizer.authorize(request, operation, ResourceType.CLUSTER, CLUSTER_NAME, log_if_denied=False):
+                return await handler(body, request)
+            return await guarded_items(body, request)
+        return guarded
+    return wrap
+
+
+def created_topic_configs(authorizer: Authorizer, handler: Handler) -> Handler:
+    """Each topic of a CreateTopics the principal may not DESCRIBE_CONFIGS is answered with TOPIC_AUTHORIZATION_FAILED
+    as its topic_config_error_code, and once created without its partition count, replication factor and configs
+    (as KafkaApis, whatever the topic's own answer)."""
+    async def guarded(body: CreateTopicsRequest, request: Request) -> Handled:
+        def answered(result: CreatableTopicResult) -> CreatableTopicResult:
+            if authorizer.authorize(request, Op.DESCRIBE_CONFIGS, ResourceType.TOPIC, result.name,
+                                    log_if_denied=False):
+                return result
+            return replace(result, num_partitions=-1, replication_factor=-1, configs=None,
+                           topic_config_error_code=TOPIC_DENIED)
+
+        served = await handler(body, request)
+        return _then(served, lambda response: response if response.body is None else _with(
+            response, "topics", [answered(t) for t in response.body.topics]))
     return guarded
 
 
@@ -312,6 +366,13 @@ def metadata(authorizer: Authorizer, handler: Handler) -> Handler:
     return guarded
 
 
+def described_topic(authorizer: Authorizer | None) -> Callable[[Request, str], bool]:
+    """Whether a request's principal may DESCRIBE a topic (any may, without an authorizer)."""
+    if authorizer is None:
+        return lambda _request, _name: True
+    return lambda request, name: authorizer.authorize(request, Op.DESCRIBE, ResourceType.TOPIC, name)
+
+
 #: The request types anyone may send (Kafka authorizes none of them; SASL's run before a principal is known).
 UNGUARDED: frozenset[type] = frozenset({ApiVersionsRequest, DescribeClusterRequest, SaslHandshakeRequest,
                                         SaslAuthenticateRequest})
@@ -320,16 +381,16 @@ UNGUARDED: frozenset[type] = frozenset({ApiVersionsRequest, DescribeClusterReque
 GUARDS: dict[type, Guard] = {
     MetadataRequest: metadata,
     ProduceRequest: topics(Op.WRITE),
-    FetchRequest: replica_or_topics(topics(Op.READ), TOPIC_DENIED),
+    FetchRequest: follower_or(topics(Op.READ)),
     ListOffsetsRequest: topics(Op.DESCRIBE),
-    OffsetsForLeaderEpochRequest: replica_or_topics(topics(Op.DESCRIBE, name=lambda item: item.topic), CLUSTER_DENIED),
+    OffsetsForLeaderEpochRequest: cluster_or(Op.CLUSTER_ACTION, topics(Op.DESCRIBE, name=lambda item: item.topic)),
     DeleteRecordsRequest: topics(Op.DELETE),
     DescribeProducersRequest: topics(Op.READ),
     DescribeUserScramCredentialsRequest: cluster(Op.DESCRIBE),
     AlterUserScramCredentialsRequest: cluster(Op.ALTER),
     DescribeClientQuotasRequest: cluster(Op.DESCRIBE_CONFIGS),
     InitProducerIdRequest: init_producer_id,
-    CreateTopicsRequest: create_topics,
+    CreateTopicsRequest: chain(created_topic_configs, cluster_or(Op.CREATE, topics(Op.CREATE))),
     DeleteTopicsRequest: topics(Op.DELETE, field="topic_names", answers="responses", name=lambda item: item),
     CreatePartitionsRequest: topics(Op.ALTER, answers="results"),
     DescribeConfigsRequest: PerItem("resources", "results", _config_resource(Op.DESCRIBE_CONFIGS)),

@@ -23,7 +23,7 @@ from broker.apis import (
     topics,
 )
 from broker.apis.acls import AclApis, AclStore
-from broker.apis.authorization import GUARDS, Authorizer
+from broker.apis.authorization import GUARDS, Authorizer, described_topic
 from broker.apis.config_changes import ConfigChanges
 from broker.apis.configs import BrokerConfigs, ConfigDescriber, TopicConfigSource
 from broker.apis.elections import LeaderElector
@@ -124,7 +124,7 @@ class KafkaApis:
             UpdateMetadataRequest: partial(replica_control.handle_update_metadata, replica_manager, metadata_cache),
             StopReplicaRequest: partial(replica_control.handle_stop_replica, replica_manager),
             ControlledShutdownRequest: partial(replica_control.handle_controlled_shutdown, controller),
-            DeleteTopicsRequest: partial(topics.handle_delete_topics, controller, lambda: metadata_cache.topic_names),
+            DeleteTopicsRequest: partial(topics.handle_delete_topics, controller),
             CreatePartitionsRequest: partial(topics.handle_create_partitions, controller),
             ElectLeadersRequest: partial(elections.handle_elect_leaders, controller),
             AlterPartitionReassignmentsRequest: partial(reassignments.handle_alter_partition_reassignments, controller),
@@ -153,6 +153,8 @@ class KafkaApis:
         if authorizer is not None:
             for request_type, guard in GUARDS.items():
                 self._handlers[request_type] = guard(authorizer, self._handlers[request_type])
+        self._handlers[DeleteTopicsRequest] = topics.by_topic_id(  # by name before the guard sees the topics
+            lambda: metadata_cache.topic_names, described_topic(authorizer), self._handlers[DeleteTopicsRequest])
 
     @property
     def request_types(self) -> frozenset[type]:

@@ -6,7 +6,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Protocol
 
-from broker.apis.handler import Handled
+from broker.apis.handler import Handled, Handler
 from broker.network import Request, Response
 from protocol.apis.configs import ConfigEntry
 from protocol.apis.topics import (
@@ -54,23 +54,38 @@ async def handle_create_topics(broker_id: int, controller: TopicController, conf
     return Response(response)
 
 
-async def handle_delete_topics(controller: TopicController, topic_names: Callable[[], Mapping[str, str]],
-                               body: DeleteTopicsRequest, _request: Request) -> Handled:
+async def handle_delete_topics(controller: TopicController, body: DeleteTopicsRequest, _request: Request) -> Handled:
     """Answered by the controller (TOPIC_DELETION_DISABLED without delete.topic.enable, else NOT_CONTROLLER on
-    other brokers). Topics named by id are those of this broker's metadata (UNKNOWN_TOPIC_ID for another id)."""
-    if not body.topic_ids:
-        return Response(await controller.delete_topics(body))
-    names = topic_names()
-    known = {topic_id: names[topic_id] for topic_id in body.topic_ids if topic_id in names}
-    by_name = replace(body, topic_names=[*body.topic_names, *known.values()], topic_ids=[])
-    response = await controller.delete_topics(by_name)
-    ids = {name: topic_id for topic_id, name in known.items()}
-    for result in response.responses:
-        result.topic_id = ids.get(result.name or "", "")
-    response.responses += [DeletableTopicResult(name=None, topic_id=topic_id, error_code=ErrorCode.UNKNOWN_TOPIC_ID,
-                                                error_message=f"Topic id {topic_id} does not exist.")
-                           for topic_id in body.topic_ids if topic_id not in known]
-    return Response(response)
+    other brokers); the topics by name (`by_topic_id` names those asked for by id)."""
+    return Response(await controller.delete_topics(body))
+
+
+#: Whether the request's principal may DESCRIBE the topic.
+Described = Callable[[Request, str], bool]
+
+
+def by_topic_id(topic_names: Callable[[], Mapping[str, str]], described: Described, delete: Handler) -> Handler:
+    """DeleteTopics from Kafka's v6: each topic named by id is deleted by its name in this broker's metadata
+    (UNKNOWN_TOPIC_ID for another id); a topic the principal may not DESCRIBE is answered
+    TOPIC_AUTHORIZATION_FAILED by id alone and not deleted, as KafkaApis keeps its name from such a principal."""
+    async def handle(body: DeleteTopicsRequest, request: Request) -> Handled:
+        if not body.topic_ids:
+            return await delete(body, request)
+        names = topic_names()
+        known = {i: names[i] for i in body.topic_ids if i in names and described(request, names[i])}
+        unanswered = [DeletableTopicResult(name=None, topic_id=i, error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+                      if i in names else
+                      DeletableTopicResult(name=None, topic_id=i, error_code=ErrorCode.UNKNOWN_TOPIC_ID,
+                                           error_message=f"Topic id {i} does not exist.")
+                      for i in body.topic_ids if i not in known]
+        served = await delete(replace(body, topic_names=[*body.topic_names, *known.values()], topic_ids=[]), request)
+        assert isinstance(served, Response)
+        if served.body is None:
+            return served
+        ids = {name: topic_id for topic_id, name in known.items()}
+        responses = [replace(r, topic_id=ids.get(r.name or "", "")) for r in served.body.responses]
+        return Response(replace(served.body, responses=[*responses, *unanswered]))
+    return handle
 
 
 async def handle_create_partitions(controller: TopicController, body: CreatePartitionsRequest,

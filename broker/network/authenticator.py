@@ -1,5 +1,6 @@
 """A SASL listener's authentication of one connection (Kafka's SaslServerAuthenticator): SaslHandshake picks an
-enabled mechanism, then SaslAuthenticate requests carry the mechanism's tokens until it succeeds or fails. The
+enabled mechanism, then SaslAuthenticate requests carry the mechanism's tokens until it succeeds or fails (after
+Kafka's SaslHandshake v0, the tokens travel raw instead, each a length-prefixed frame, `handle_raw_token`). The
 connection (broker/network/connection.py) answers these itself, lets ApiVersions through, and closes on anything
 else before authentication completes, on a failure once its answer is written, and on the authentication timeout.
 Failures are logged by the connection with the mechanism's message, which never holds a password or token."""
@@ -53,6 +54,8 @@ class SaslAuthenticator:
         self._scram: ScramServer | None = None
         self.username = ""
         self.failure = ""
+        #: the handshake was Kafka's v0: the tokens that follow travel raw, outside Kafka's framing
+        self.raw_tokens = False
 
     @property
     def complete(self) -> bool:
@@ -62,12 +65,25 @@ class SaslAuthenticator:
     def failed(self) -> bool:
         return self._state is _State.FAILED
 
-    async def handle(self, body: object) -> Response:
-        """The answer to an authentication request (see AUTHENTICATION_REQUESTS)."""
+    async def handle(self, body: object, raw_tokens: bool = False) -> Response:
+        """The answer to an authentication request (see AUTHENTICATION_REQUESTS); `raw_tokens`: a handshake that
+        is Kafka's v0, after which the tokens travel raw."""
         if isinstance(body, SaslHandshakeRequest):
-            return Response(self._handshake(body))
+            answer = self._handshake(body)
+            self.raw_tokens = raw_tokens and answer.error_code == ErrorCode.NONE
+            return Response(answer)
         assert isinstance(body, SaslAuthenticateRequest)
+        if self.raw_tokens:
+            self._fail("SaslAuthenticate request after a SaslHandshake v0")
+            return Response(SaslAuthenticateResponse(error_code=ErrorCode.ILLEGAL_SASL_STATE,
+                                                     error_message=self.failure))
         return Response(await self._authenticate(body))
+
+    async def handle_raw_token(self, token: bytes) -> bytes | None:
+        """The answer to a raw token (after a SaslHandshake v0): the server's token, sent raw too, or None once the
+        authentication failed (Kafka then closes the connection without an answer)."""
+        answer = await self._authenticate(SaslAuthenticateRequest(auth_bytes=token))
+        return None if self.failed else answer.auth_bytes
 
     def _handshake(self, body: SaslHandshakeRequest) -> SaslHandshakeResponse:
         enabled = list(self.mechanisms)

@@ -81,6 +81,8 @@ class Connection:
         self._max_frame_bytes = stream.max_frame_bytes
         if authenticator is not None:
             stream.max_frame_bytes = min(stream.max_frame_bytes, _MAX_UNAUTHENTICATED_FRAME_BYTES)
+        #: the header of the last authentication request, which raw SASL tokens are answered under
+        self._handshake_header = RequestHeader(api_key=0, api_version=0, correlation_id=0, client_id=None)
         #: the client software the peer named in its ApiVersions request (KIP-511), "name version", or ""
         self.client_software = ""
 
@@ -153,6 +155,10 @@ class Connection:
                 logger.debug("%s closed by the peer", self.id)
                 return
             length = len(payload)
+            if self._authenticator is not None and self._authenticator.raw_tokens and not self._authenticator.complete:
+                if not await self._authenticate_raw(payload):
+                    return
+                continue
             if self._wire is None:
                 self._wire = sniff(payload)
                 logger.debug("%s speaks %s", self.id, self._wire.name)
@@ -199,11 +205,30 @@ class Connection:
             logger.warning("closing %s: %s before its SASL authentication completed (ILLEGAL_SASL_STATE)",
                            self.peer, type(body).__name__)
             return False
-        self._add_slot(header, body).set_result(await authenticator.handle(body))
+        raw_tokens = header.api_version == 0 and self._wire is not None and self._wire.name == "kafka"
+        self._handshake_header = header
+        self._add_slot(header, body).set_result(await authenticator.handle(body, raw_tokens))
+        return await self._authenticated()
+
+    async def _authenticate_raw(self, token: bytes) -> bool:
+        """Answer a raw token (after Kafka's SaslHandshake v0) with a raw one; False once the connection is to
+        close."""
+        authenticator = self._authenticator
+        assert authenticator is not None
+        answer = await authenticator.handle_raw_token(token)
+        if answer is not None:
+            self._add_slot(self._handshake_header, None).set_result(Rejection(answer, "a raw SASL token"))
+        return await self._authenticated()
+
+    async def _authenticated(self) -> bool:
+        """After an authentication step: close on a failure (once the answers before are written), take the
+        principal on success; False once the connection is to close."""
+        authenticator = self._authenticator
+        assert authenticator is not None
         if authenticator.failed:
             logger.warning("closing %s: failed authentication on listener %s: %s", self.peer, self.listener_name,
                            authenticator.failure)
-            self._add_slot(header, None).set_result(CLOSE_CONNECTION)
+            self._add_slot(self._handshake_header, None).set_result(CLOSE_CONNECTION)
             assert self._writer_task is not None
             await asyncio.wait([self._writer_task], timeout=_FAILURE_WRITE_TIMEOUT_S)
             return False

@@ -40,7 +40,8 @@ _MSGPACK_MAP_FIRST_BYTES = frozenset(range(0x80, 0x90)) | {0xDE, 0xDF}
 
 @dataclass(slots=True)
 class Rejection:
-    """A request that cannot be served, answered with a ready payload (None: close the connection instead)."""
+    """A request that cannot be served, answered with a ready payload (None: close the connection instead); also a
+    raw SASL token, which is a ready payload too."""
 
     payload: Buffer | None
     reason: str

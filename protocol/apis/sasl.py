@@ -2,8 +2,9 @@
 
 A connection on a SASL listener exchanges these before any other request but ApiVersions (the broker's network
 layer answers them itself, broker/network/authenticator.py); anywhere else they answer ILLEGAL_SASL_STATE. On
-Kafka's wire: SaslHandshake v1 only (v0 sent raw tokens outside Kafka's framing, which minikafka does not serve),
-SaslAuthenticate v0-2 (v1 adds the session lifetime, v2 is flexible)."""
+Kafka's wire: SaslHandshake v0-1 (after v0 the tokens travel raw, each a length-prefixed frame outside Kafka's
+framing; librdkafka takes v0's presence as SASL support), SaslAuthenticate v0-2 (v1 adds the session lifetime, v2 is
+flexible)."""
 
 from __future__ import annotations
 

@@ -45,7 +45,8 @@ class CreateTopicsRequest:
 
 @message
 class CreatableTopicResult:
-    """The outcome for one topic: once created, its id, partition count, replication factor and configs."""
+    """The outcome for one topic: once created, its id, partition count, replication factor and configs (or, for a
+    principal that may not DESCRIBE_CONFIGS it, topic_config_error_code instead of them)."""
 
     name: str
     error_code: Int16
@@ -54,6 +55,7 @@ class CreatableTopicResult:
     replication_factor: Int16 = -1
     topic_id: str = ""
     configs: list[ConfigEntry] | None = None
+    topic_config_error_code: Int16 = ErrorCode.NONE
 
 
 @message
@@ -83,7 +85,8 @@ def _create_topics_request(message: Message, _version: int) -> CreateTopicsReque
 def _create_topics_response(body: CreateTopicsResponse, _version: int) -> Message:
     return {"throttle_time_ms": 0, "topics": [{
         "name": t.name, "topic_id": uuid_bytes(t.topic_id), "error_code": t.error_code,
-        "error_message": t.error_message, "topic_config_error_code": 0, "num_partitions": t.num_partitions,
+        "error_message": t.error_message, "topic_config_error_code": t.topic_config_error_code,
+        "num_partitions": t.num_partitions,
         "replication_factor": t.replication_factor,
         "configs": None if t.configs is None else [{
             "name": c.name, "value": c.value, "read_only": c.read_only, "config_source": c.config_source,

@@ -87,7 +87,12 @@ def new_topic(cluster: ClusterState, name: str | None = None) -> str:
 
 def confluent_produce(cluster: ClusterState, topic: str) -> int:
     """confluent-kafka's delivery of one record: its error code (0: delivered)."""
-    producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "message.timeout.ms": 15000})
+    return produce_with({"bootstrap.servers": cluster.bootstrap_servers}, topic)
+
+
+def produce_with(settings: dict[str, str], topic: str) -> int:
+    """confluent-kafka's delivery of one record with `settings`: its error code (0: delivered)."""
+    producer = Producer({**settings, "message.timeout.ms": 15000})
     outcomes: list[KafkaError | None] = []
     producer.produce(topic, value=b"v", on_delivery=lambda err, _msg: outcomes.append(err))
     producer.flush(TIMEOUT_S)
@@ -113,6 +118,20 @@ def minikafka_acls(cluster: ClusterState, *args: str) -> str:
 
 def write_allowed(cluster: ClusterState, topic: str) -> bool:
     return confluent_produce(cluster, topic) == 0
+
+
+def group_consume(settings: dict[str, str], topic: str, group: str) -> int | bytes:
+    """The first record a confluent-kafka group consumer reads, or the error it is told (-1: nothing in time)."""
+    consumer = Consumer({**settings, "group.id": group, "auto.offset.reset": "earliest", "session.timeout.ms": 6000})
+    try:
+        consumer.subscribe([topic])
+        for _ in range(int(TIMEOUT_S)):
+            message = consumer.poll(1.0)
+            if message is not None:
+                return message.error().code() if message.error() else message.value()
+        return -1
+    finally:
+        consumer.close()
 
 
 def test_a_principal_without_acls_is_refused_then_allowed_after_kafka_acls_add(cluster: ClusterState) -> None:
@@ -156,22 +175,10 @@ def test_a_group_consumer_needs_read_on_its_group(cluster: ClusterState) -> None
                "--topic", topic)
     wait_for(lambda: write_allowed(cluster, topic), f"writes to {topic}")
 
-    def consume() -> int | bytes:
-        consumer = Consumer({"bootstrap.servers": cluster.bootstrap_servers, "group.id": group,
-                             "auto.offset.reset": "earliest", "session.timeout.ms": 6000})
-        try:
-            consumer.subscribe([topic])
-            for _ in range(int(TIMEOUT_S)):
-                message = consumer.poll(1.0)
-                if message is not None:
-                    return message.error().code() if message.error() else message.value()
-            return -1
-        finally:
-            consumer.close()
-
-    assert consume() == KafkaError.GROUP_AUTHORIZATION_FAILED
+    settings = {"bootstrap.servers": cluster.bootstrap_servers}
+    assert group_consume(settings, topic, group) == KafkaError.GROUP_AUTHORIZATION_FAILED
     minikafka_acls(cluster, "--add", "--allow-principal", PRINCIPAL, "--operation", "Read", "--group", group)
-    assert wait_for(lambda: consume() == b"v", f"{group} to consume {topic}")
+    assert wait_for(lambda: group_consume(settings, topic, group) == b"v", f"{group} to consume {topic}")
 
 
 def acl_lines(output: str) -> set[tuple[str, str]]:

@@ -91,6 +91,9 @@ def test_the_kafka_client_benchmark_reports_both_clients(tmp_path: Path, zookeep
     cpu = rf"\s+CPU client\s+{NUMBER}% broker-1\s+{NUMBER}% broker-2\s+{NUMBER}% broker-3\s+{NUMBER}%"
     patterns = [rf"{client}\s+{phase}\s+{rates}{latency if phase != 'consume' else ''}{cpu}"
                 for client in ("librdkafka", "minikafka") for phase in ("acks=all", "acks=1", "consume")]
+    patterns += [rf"librdkafka acks=all over SASL_SSL \(SCRAM-SHA-512\)\s+{rates}\s+({NUMBER})x plaintext"
+                 rf"{latency}{cpu}",
+                 rf"authenticated connection \(TCP, TLS, SCRAM-SHA-512\) median of 100: ({NUMBER}) ms"]
     assert len(median) == len(patterns), out
     for line, pattern in zip(median, patterns, strict=True):
         match = re.fullmatch(pattern, line)

@@ -261,6 +261,37 @@ def test_bad_input_ends_the_connection_and_the_broker_goes_on(sasl_cluster: Sasl
     assert _ready(sasl_cluster)
 
 
+def _read_frame(sock: socket.socket) -> bytes:
+    sock.settimeout(10)
+    data = b""
+    while len(data) < 4 or len(data) < 4 + struct.unpack(">i", data[:4])[0]:
+        chunk = sock.recv(65536)
+        assert chunk, "the broker closed the connection"
+        data += chunk
+    return data[4:]
+
+
+def test_a_handshake_v0_takes_a_raw_plain_token_then_serves_requests(sasl_cluster: SaslCluster) -> None:
+    port = sasl_cluster.brokers[0].sasl_port
+    handshake_v0 = _frame(17, 0, struct.pack(">h", 5) + b"PLAIN")
+    with socket.create_connection(("127.0.0.1", port)) as sock:
+        sock.sendall(handshake_v0)
+        assert _read_frame(sock)[4:6] == b"\0\0"  # after the correlation id: NONE
+        token = f"\0admin\0{ADMIN_PASSWORD}".encode()
+        sock.sendall(struct.pack(">i", len(token)) + token)  # raw: no header, no SaslAuthenticate
+        assert _read_frame(sock) == b""  # PLAIN's empty answer, raw too
+        sock.sendall(_frame(3, 1, struct.pack(">i", -1)))  # Metadata v1 of every topic
+        metadata = _read_frame(sock)
+        assert struct.unpack(">i", metadata[:4])[0] == 1 and struct.unpack(">i", metadata[4:8])[0] == len(BROKER_IDS)
+    with socket.create_connection(("127.0.0.1", port)) as sock:  # a wrong password: closed without an answer
+        sock.sendall(handshake_v0)
+        _read_frame(sock)
+        token = b"\0admin\0wrong-password-77"
+        sock.sendall(struct.pack(">i", len(token)) + token)
+        assert _closed(sock)
+    _assert_no_secret_in_logs(sasl_cluster)
+
+
 def test_minikafka_users_adds_a_user_its_clients_authenticate_as_and_deletes_it(sasl_cluster: SaslCluster) -> None:
     internal = f"127.0.0.1:{sasl_cluster.brokers[0].internal_port}"
     cli("users", "--add", "carol", "--password", "carol-secret-41a7", "--mechanism", "SCRAM-SHA-256",

@@ -17,6 +17,7 @@ from broker.config import parse_properties
 from client.cluster import ClusterState, kill_broker, start_broker
 from client.cluster_security import CA_FILE, CLIENT_PROPERTIES, LIBRDKAFKA_PROPERTIES
 from tests.integration.clusterutil import SMALL_TIMEOUTS, cli, cluster_fixture, describe_topic
+from tests.integration.test_stock_kafka_clients import kcat_round_trip
 from tests.kafka_broker import kafka_tool
 from tests.polling import wait_for
 
@@ -77,6 +78,13 @@ def test_kafkas_tools_kafka_python_and_minikafkas_cli_run_with_the_directorys_se
         consumer.close()
     users = cli("users", "--list", "--dir", str(cluster.directory)).stdout
     assert users.split()[0] == "admin" and "SCRAM-SHA-512" in users
+
+
+def test_kcat_produces_consumes_and_lists_over_sasl_ssl_with_scram_sha_512(cluster):
+    topic = _new_topic(cluster, "kcat")
+    read, listing = kcat_round_trip(cluster, topic)
+    assert read == ["k1", "k2", "k3"]
+    assert f'topic "{topic}" with 1 partitions' in listing and "3 brokers" in listing
 
 
 async def test_an_idempotent_stream_through_a_killed_leader_loses_no_acknowledged_record(cluster):

@@ -43,13 +43,23 @@ def topic(cluster: ClusterState) -> Iterator[str]:
     yield name
 
 
-def kcat(cluster: ClusterState, *args: str, stdin: str | None = None) -> str:
+def kcat(cluster: ClusterState, *args: str, stdin: str | None = None, secured: bool = False) -> str:
+    """kcat's stdout; secured, on the secured listeners with the settings of librdkafka.properties (kcat -F)."""
     if KCAT is None:
         pytest.fail("kcat is not installed: run make setup (Debian's kcat package)")
-    result = subprocess.run([KCAT, "-b", cluster.bootstrap_servers, *args], input=stdin, capture_output=True,
-                            text=True, timeout=TIMEOUT_S)
+    where = ["-F", str(cluster.directory / "librdkafka.properties"), "-b", cluster.kafka_bootstrap_servers] \
+        if secured else ["-b", cluster.bootstrap_servers]
+    result = subprocess.run([KCAT, *where, *args], input=stdin, capture_output=True, text=True, timeout=TIMEOUT_S)
     assert result.returncode == 0, f"kcat {' '.join(args)} failed:\n{result.stderr}"
     return result.stdout
+
+
+def kcat_round_trip(cluster: ClusterState, topic: str) -> tuple[list[str], str]:
+    """Three records kcat produces to partition 0 of `topic` and reads back, and its metadata listing (-L), all
+    over the secured listeners."""
+    kcat(cluster, "-P", "-t", topic, "-p", "0", stdin="k1\nk2\nk3\n", secured=True)
+    read = kcat(cluster, "-C", "-t", topic, "-p", "0", "-o", "beginning", "-c", "3", "-e", secured=True)
+    return read.split(), kcat(cluster, "-L", "-t", topic, secured=True)
 
 
 def log_batches(cluster: ClusterState, topic: str, partition: int) -> list:

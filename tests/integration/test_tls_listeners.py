@@ -22,6 +22,7 @@ from broker.config import parse_properties
 from client.cluster import ClusterState
 from client.cluster_security import CA_FILE, CLIENT_KEYSTORE, CLIENT_PROPERTIES, LIBRDKAFKA_PROPERTIES
 from tests.integration.clusterutil import cli, cluster_fixture, established_ports, server_log, status_json
+from tests.integration.test_stock_kafka_clients import kcat_round_trip
 from tests.kafka_broker import kafka_tool
 from tests.polling import wait_for
 
@@ -88,6 +89,12 @@ def test_confluent_kafka_produces_and_consumes_with_a_client_certificate(cluster
     finally:
         consumer.close()
     assert seen == {f"rd-{i}".encode() for i in range(20)}
+
+
+def test_kcat_produces_consumes_and_lists_with_a_client_certificate(cluster, topic):
+    read, listing = kcat_round_trip(cluster, topic)
+    assert read == ["k1", "k2", "k3"]
+    assert f'topic "{topic}" with 2 partitions' in listing and "2 brokers" in listing
 
 
 def test_a_client_without_a_certificate_is_refused_by_a_listener_that_requires_one(cluster):

@@ -59,9 +59,9 @@ SERVED: dict[str, tuple[int, int]] = {
     "DescribeUserScramCredentials": (0, 0),
     "AlterUserScramCredentials": (0, 0),
     "DescribeClientQuotas": (0, 1),
-    # authentication: SaslHandshake v0 sent raw tokens outside Kafka's framing (not served); v1 of SaslAuthenticate
+    # authentication: after SaslHandshake v0 the tokens travel raw, outside Kafka's framing; v1 of SaslAuthenticate
     # has the session lifetime, v2 is flexible
-    "SaslHandshake": (1, 1),
+    "SaslHandshake": (0, 1),
     "SaslAuthenticate": (0, 2),
     # the group apis: v5 of FindCoordinator allows an error of transactions, v6 share groups' key type (answered
     # COORDINATOR_NOT_AVAILABLE, as Kafka 3.9 does without share groups); v0 of OffsetCommit and OffsetFetch kept

@@ -25,13 +25,28 @@ from protocol.apis.acls import (
 from protocol.apis.api_versions import ApiVersionsRequest
 from protocol.apis.cluster import DescribeClusterRequest
 from protocol.apis.fetch import FetchPartition, FetchRequest
+from protocol.apis.group_offsets import (
+    FetchedOffset,
+    OffsetFetchGroup,
+    OffsetFetchGroupResult,
+    OffsetFetchRequest,
+    OffsetFetchResponse,
+)
 from protocol.apis.groups import JoinGroupRequest
 from protocol.apis.metadata import MetadataRequest, MetadataResponse, MetadataTopic
+from protocol.apis.offsets import (
+    OffsetForLeaderPartition,
+    OffsetForLeaderPartitionResult,
+    OffsetForLeaderTopic,
+    OffsetsForLeaderEpochRequest,
+    OffsetsForLeaderEpochResponse,
+)
 from protocol.apis.produce import ProducePartition, ProducePartitionResponse, ProduceRequest, ProduceResponse
 from protocol.apis.producer_ids import InitProducerIdRequest, InitProducerIdResponse
 from protocol.apis.replica_control import LeaderAndIsrRequest
 from protocol.apis.sasl import SaslAuthenticateRequest, SaslHandshakeRequest
 from protocol.apis.shapes import Topic
+from protocol.apis.topics import CreatableTopic, CreatableTopicResult, CreateTopicsRequest, CreateTopicsResponse
 from protocol.envelope import RequestHeader
 from protocol.errors import ErrorCode
 
@@ -137,6 +152,80 @@ def test_a_follower_fetch_needs_cluster_action_and_a_consumer_fetch_read() -> No
     refused = asyncio.run(guarded(FetchRequest, no_read, handler)(fetch(-1), REQUEST))
     assert refused.body.topics[0].partitions[0].error_code == ErrorCode.TOPIC_AUTHORIZATION_FAILED
     assert len(handler.bodies) == 1
+
+
+def offsets_fetched(body: OffsetFetchRequest) -> Response:
+    """Offset 3 of each partition asked for, or of partition 0 of "open" and "secret" (all topics)."""
+    return Response(OffsetFetchResponse(groups=[OffsetFetchGroupResult(group_id=g.group_id, topics=[
+        Topic(name=t.name, partitions=[FetchedOffset(partition=p, offset=3) for p in t.partitions])
+        for t in (g.topics if g.topics is not None else [Topic(name="open", partitions=[0]),
+                                                          Topic(name="secret", partitions=[0])])])
+        for g in body.groups]))
+
+
+def fetched(response: OffsetFetchResponse) -> dict[tuple[str, str, int], tuple[int, int]]:
+    return {(g.group_id, t.name, p.partition): (p.offset, p.error_code) for g in response.groups for t in g.topics
+            for p in t.partitions}
+
+
+def test_offset_fetch_answers_named_topics_not_described_with_topic_authorization_failed() -> None:
+    authorizer = StubAuthorizer({(AclOperation.DESCRIBE, ResourceType.TOPIC, "secret"),
+                                 (AclOperation.DESCRIBE, ResourceType.GROUP, "hidden")})
+    handler = StubHandler(offsets_fetched)
+    named = [Topic(name="open", partitions=[0]), Topic(name="secret", partitions=[0, 1])]
+    request = OffsetFetchRequest(groups=[OffsetFetchGroup(group_id="g", topics=named),
+                                         OffsetFetchGroup(group_id="all"), OffsetFetchGroup(group_id="hidden")])
+    answer = asyncio.run(guarded(OffsetFetchRequest, authorizer, handler)(request, REQUEST))
+    denied = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+    assert fetched(answer.body) == {("g", "open", 0): (3, 0), ("g", "secret", 0): (-1, denied),
+                                    ("g", "secret", 1): (-1, denied), ("all", "open", 0): (3, 0)}
+    assert {g.group_id: g.error_code for g in answer.body.groups} == {
+        "g": 0, "all": 0, "hidden": ErrorCode.GROUP_AUTHORIZATION_FAILED}
+    [asked] = handler.bodies
+    assert [(g.group_id, g.topics) for g in asked.groups] == [("g", named[:1]), ("all", None)]
+
+
+def epochs_asked(*topics: str, replica_id: int = -1) -> OffsetsForLeaderEpochRequest:
+    return OffsetsForLeaderEpochRequest(replica_id=replica_id, topics=[OffsetForLeaderTopic(topic=t, partitions=[
+        OffsetForLeaderPartition(partition=0, leader_epoch=1)]) for t in topics])
+
+
+def epochs_answered(body: OffsetsForLeaderEpochRequest) -> Response:
+    return Response(OffsetsForLeaderEpochResponse(topics=[OffsetForLeaderTopic(topic=t.topic, partitions=[
+        OffsetForLeaderPartitionResult(error_code=0, partition=0, leader_epoch=1, end_offset=9)])
+        for t in body.topics]))
+
+
+def test_offsets_for_leader_epoch_needs_cluster_action_or_describe_on_each_topic() -> None:
+    no_cluster_action = (AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER, "kafka-cluster")
+    handler = StubHandler(epochs_answered)
+    replica = StubAuthorizer({(AclOperation.DESCRIBE, ResourceType.TOPIC, "secret")})
+    answer = asyncio.run(guarded(OffsetsForLeaderEpochRequest, replica, handler)(
+        epochs_asked("open", "secret", replica_id=2), REQUEST))
+    assert {t.topic: t.partitions[0].error_code for t in answer.body.topics} == {"open": 0, "secret": 0}
+    consumer = StubAuthorizer({no_cluster_action, (AclOperation.DESCRIBE, ResourceType.TOPIC, "secret")})
+    for replica_id in (-1, 2):  # KafkaApis tells them apart by permission only
+        answer = asyncio.run(guarded(OffsetsForLeaderEpochRequest, consumer, handler)(
+            epochs_asked("open", "secret", replica_id=replica_id), REQUEST))
+        assert {t.topic: t.partitions[0].error_code for t in answer.body.topics} == {
+            "open": 0, "secret": ErrorCode.TOPIC_AUTHORIZATION_FAILED}
+    assert [[t.topic for t in b.topics] for b in handler.bodies] == [["open", "secret"], ["open"], ["open"]]
+
+
+def test_create_topics_withholds_the_configs_of_a_topic_not_described() -> None:
+    authorizer = StubAuthorizer({(AclOperation.DESCRIBE_CONFIGS, ResourceType.TOPIC, "hidden"),
+                                 (AclOperation.CREATE, ResourceType.CLUSTER, "kafka-cluster"),
+                                 (AclOperation.CREATE, ResourceType.TOPIC, "refused")})
+    handler = StubHandler(lambda body: Response(CreateTopicsResponse(topics=[CreatableTopicResult(
+        name=t.name, error_code=0, num_partitions=1, replication_factor=1, configs=[]) for t in body.topics])))
+    request = CreateTopicsRequest(topics=[CreatableTopic(name=n, num_partitions=1, replication_factor=1)
+                                          for n in ("open", "hidden", "refused")], timeout_ms=100)
+    answer = asyncio.run(guarded(CreateTopicsRequest, authorizer, handler)(request, REQUEST))
+    results = {t.name: (t.error_code, t.num_partitions, t.configs, t.topic_config_error_code)
+               for t in answer.body.topics}
+    denied = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+    assert results == {"open": (0, 1, [], 0), "hidden": (0, -1, None, denied), "refused": (denied, -1, None, 0)}
+    assert [t.name for t in handler.bodies[0].topics] == ["open", "hidden"]
 
 
 def metadata_answer(body: MetadataRequest) -> Response:

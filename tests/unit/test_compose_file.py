@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 from broker.config import BrokerConfig, environment_settings, parse_properties
+from client.compose_security import SERVER_PROPERTIES, prepare
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPOSE = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
@@ -87,7 +88,8 @@ def test_host_ports_are_published_on_loopback_only_and_can_be_moved_with_variabl
 @pytest.mark.parametrize("broker_id", sorted(BROKERS))
 def test_each_broker_has_its_id_its_volume_and_internal_and_external_listeners_the_broker_accepts(broker_id: int):
     service = SERVICES[BROKERS[broker_id]]
-    assert service["volumes"] == [f"broker-{broker_id}-data:/var/lib/minikafka/data"]
+    assert service["volumes"] == [f"broker-{broker_id}-data:/var/lib/minikafka/data",
+                                  "security:/var/lib/minikafka/security"]
     environment = {key: with_defaults(str(value)) for key, value in service["environment"].items()}
     props = parse_properties((ROOT / "docker" / "server.properties").read_text())
     props.update(environment_settings(environment))
@@ -103,11 +105,27 @@ def test_each_broker_has_its_id_its_volume_and_internal_and_external_listeners_t
         "MINIKAFKA_CFG_ADVERTISED_LISTENERS"]
 
 
+def test_the_secured_option_gives_each_broker_a_sasl_ssl_external_listener_it_accepts(tmp_path: Path):
+    service = SERVICES["broker-1"]
+    command = [with_defaults(part) for part in service["command"]]
+    assert command[command.index("--") + 1:] == [
+        "minikafka", "broker", "--config", "/var/lib/minikafka/security/server.properties"]
+    prepare(tmp_path, "sasl_ssl", ROOT / "docker" / "server.properties", ["broker-1"], "pw")
+    props = parse_properties((tmp_path / SERVER_PROPERTIES).read_text())
+    environment = {key: _VARIABLE.sub(lambda m: "sasl_ssl" if m.group(1) == "MINIKAFKA_SECURITY" else m.group(2),
+                                      str(value)) for key, value in service["environment"].items()}
+    props.update(environment_settings(environment))
+    config = BrokerConfig.from_properties(props)
+    assert {e.listener_name: e.security_protocol for e in config.listeners.listeners} == {
+        "INTERNAL": "PLAINTEXT", "EXTERNAL": "SASL_SSL"}
+    assert "${MINIKAFKA_SECURITY:-plaintext}" in service["command"]
+
+
 def test_the_verifier_reads_the_three_broker_volumes_read_only():
     verifier = SERVICES["verifier"]
     assert verifier["volumes"] == [f"broker-{i}-data:/data/broker-{i}:ro" for i in sorted(BROKERS)]
     assert verifier["command"] == ["minikafka", "verify", "/data/broker-1", "/data/broker-2", "/data/broker-3"]
-    assert set(COMPOSE["volumes"]) == {"zookeeper-data", *(f"broker-{i}-data" for i in BROKERS)}
+    assert set(COMPOSE["volumes"]) == {"zookeeper-data", "security", *(f"broker-{i}-data" for i in BROKERS)}
 
 
 @pytest.mark.parametrize("command", [

@@ -249,7 +249,7 @@ def test_the_advertised_versions_are_exactly_those_implemented():
         29: (0, 3), 30: (0, 3), 31: (0, 3),
         # authentication and users' SCRAM credentials: SaslHandshake, SaslAuthenticate, Describe- and
         # AlterUserScramCredentials
-        17: (1, 1), 36: (0, 2), 50: (0, 0), 51: (0, 0),
+        17: (0, 1), 36: (0, 2), 50: (0, 0), 51: (0, 0),
         # no quotas (DescribeClientQuotas answers none)
         48: (0, 1)}
     assert set(KAFKA_APIS) == {entry["api_key"] for entry in advertised()}

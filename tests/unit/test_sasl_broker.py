@@ -4,6 +4,7 @@ authenticator: the handshake's mechanisms, PLAIN and SCRAM exchanges, and every 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
 from collections.abc import Callable
 
@@ -111,6 +112,35 @@ def test_out_of_order_and_oversized_requests_fail_the_authentication() -> None:
     asyncio.run(oversized.handle(SaslHandshakeRequest(mechanism="PLAIN")))
     answer = asyncio.run(oversized.handle(SaslAuthenticateRequest(auth_bytes=b"\0" * (MAX_TOKEN_BYTES + 1)))).body
     assert answer.error_code == ErrorCode.SASL_AUTHENTICATION_FAILED and oversized.failed
+
+
+@pytest.mark.parametrize(("credentials", "user"), [(SaslCredentials("PLAIN", "bob", "bob-pw"), "bob"),
+                                                   (SaslCredentials("SCRAM-SHA-512", "alice", "alice-pw"), "alice")])
+def test_after_a_handshake_v0_the_tokens_travel_raw(credentials: SaslCredentials, user: str) -> None:
+    async def exchange(authenticator: SaslAuthenticator) -> None:
+        handshake = await authenticator.handle(SaslHandshakeRequest(mechanism=credentials.mechanism), raw_tokens=True)
+        assert handshake.body.error_code == ErrorCode.NONE and authenticator.raw_tokens
+        tokens = client_exchange(credentials)
+        token = next(tokens)
+        while not authenticator.complete:
+            answer = await authenticator.handle_raw_token(token)
+            assert answer is not None
+            with contextlib.suppress(StopIteration):
+                token = tokens.send(answer)
+
+    authenticator = _authenticator()
+    asyncio.run(exchange(authenticator))
+    assert authenticator.username == user
+
+
+def test_a_wrong_raw_token_fails_without_an_answer_and_saslauthenticate_after_v0_is_refused() -> None:
+    wrong = _authenticator()
+    asyncio.run(wrong.handle(SaslHandshakeRequest(mechanism="PLAIN"), raw_tokens=True))
+    assert asyncio.run(wrong.handle_raw_token(b"\0bob\0nope")) is None and wrong.failed
+    framed = _authenticator()
+    asyncio.run(framed.handle(SaslHandshakeRequest(mechanism="PLAIN"), raw_tokens=True))
+    answer = asyncio.run(framed.handle(SaslAuthenticateRequest(auth_bytes=b"\0bob\0bob-pw"))).body
+    assert answer.error_code == ErrorCode.ILLEGAL_SASL_STATE and framed.failed
 
 
 class FakeZk:

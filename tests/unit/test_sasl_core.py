@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import hashlib
+import hmac
 
 import pytest
 from hypothesis import given, settings
@@ -50,6 +52,30 @@ def test_scram_sha_256_client_answers_rfc_7677_vector() -> None:
     client.verify(SERVER_FINAL)
     with pytest.raises(SaslAuthenticationError):
         client.verify(b"v=" + base64.b64encode(b"\0" * 32))
+
+
+def _client_final(nonce: str, password: bytes = b"pencil") -> bytes:
+    """RFC 7677's client-final-message with `nonce` in place of the server's, its proof computed for it."""
+    without_proof = f"c=biws,r={nonce}"
+    salted = hashlib.pbkdf2_hmac("sha256", password, SALT, 4096)
+    client_key = hmac.digest(salted, b"Client Key", "sha256")
+    auth_message = b",".join([CLIENT_FIRST[3:], SERVER_FIRST, without_proof.encode()])
+    signature = hmac.digest(hashlib.sha256(client_key).digest(), auth_message, "sha256")
+    proof = bytes(a ^ b for a, b in zip(client_key, signature, strict=True))
+    return f"{without_proof},p={base64.b64encode(proof).decode()}".encode()
+
+
+def test_scram_server_takes_a_final_nonce_ending_with_its_own_as_kafka_does() -> None:
+    for nonce, accepted in ((CLIENT_NONCE + CLIENT_NONCE + SERVER_NONCE, True),  # librdkafka 2.0's
+                            (CLIENT_NONCE + SERVER_NONCE + "x", False), (SERVER_NONCE, False)):
+        server = ScramServer(SHA_256, nonce=SERVER_NONCE)
+        server.client_first(CLIENT_FIRST)
+        server.server_first(make_credential(SHA_256, "pencil", 4096, SALT))
+        if accepted:
+            assert server.client_final(_client_final(nonce)).startswith(b"v=") and server.complete
+        else:
+            with pytest.raises(SaslAuthenticationError, match="nonce does not match"):
+                server.client_final(_client_final(nonce))
 
 
 @pytest.mark.parametrize("mechanism", [SHA_256, SHA_512])

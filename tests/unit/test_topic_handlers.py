@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
-from broker.apis.topics import handle_create_topics, handle_delete_topics
+from broker.apis.topics import by_topic_id, handle_create_topics, handle_delete_topics
 from broker.config_description import topic_config_entries
 from broker.log.config import LogConfig
 from broker.network import Response
@@ -77,8 +77,10 @@ def test_delete_topics_v6_deletes_a_topic_named_by_its_id_and_refuses_an_unknown
     controller = Controller()
     other = "AAAAAAAAAAAAAAAAAAAAAQ"
 
-    async def handler(body, request):  # type: ignore[no-untyped-def]
-        return await handle_delete_topics(controller, lambda: {TOPIC_ID: "orders"}, body, request)
+    async def delete(body, request):  # type: ignore[no-untyped-def]
+        return await handle_delete_topics(controller, body, request)
+
+    handler = by_topic_id(lambda: {TOPIC_ID: "orders"}, lambda _request, _name: True, delete)
 
     results = answered(ApiKey.DELETE_TOPICS, 6, {"topics": [
         {"name": None, "topic_id": uuid_bytes(TOPIC_ID)}, {"name": None, "topic_id": uuid_bytes(other)},
@@ -87,3 +89,17 @@ def test_delete_topics_v6_deletes_a_topic_named_by_its_id_and_refuses_an_unknown
     assert [(r["name"], r["topic_id"], r["error_code"]) for r in results] == [
         ("events", ZERO_UUID, ErrorCode.NONE), ("orders", uuid_bytes(TOPIC_ID), ErrorCode.NONE),
         (None, uuid_bytes(other), ErrorCode.UNKNOWN_TOPIC_ID)]
+
+
+def test_delete_topics_by_id_keeps_a_topic_the_principal_may_not_describe_and_its_name() -> None:
+    controller = Controller()
+
+    async def delete(body, request):  # type: ignore[no-untyped-def]
+        return await handle_delete_topics(controller, body, request)
+
+    handler = by_topic_id(lambda: {TOPIC_ID: "orders"}, lambda _request, name: name != "orders", delete)
+    [result] = answered(ApiKey.DELETE_TOPICS, 6, {"topics": [{"name": None, "topic_id": uuid_bytes(TOPIC_ID)}],
+                                                  "timeout_ms": 1000}, handler)["responses"]
+    assert controller.deleted == []
+    assert (result["name"], result["topic_id"], result["error_code"]) == (
+        None, uuid_bytes(TOPIC_ID), ErrorCode.TOPIC_AUTHORIZATION_FAILED)

@@ -449,14 +449,19 @@ def _record_shape(record: _RecordFields) -> Shape:
     return Shape(None if key is None else len(key), None if value is None else len(value))
 
 
-def _uniform_shape(data: bytes, pos: int, end: int, header: BatchHeader) -> Shape | None:
+def _uniform_shape(data: bytes, pos: int, end: int, header: BatchHeader, *, first_only: bool = False) -> Shape | None:
     """The shape of the first two records of ``header``'s batch, data[pos:end], if they have one, and the batch
     enough records for a regex pass to pay (protocol.uniform_records). The second record is checked first, so that
-    a batch of records of varying sizes costs no regex."""
+    a batch of records of varying sizes costs no regex; ``first_only`` leaves it to a regex match that checks every
+    record anyway (protocol.fixed_records)."""
     if header.record_count < _MIN_UNIFORM_RECORDS:
         return None
     first = _read_plain_record(data, pos, end)
-    second = None if first is None else _read_plain_record(data, first[-1], end)
+    if first is None:
+        return None
+    if first_only:
+        return _record_shape(first)
+    second = _read_plain_record(data, first[-1], end)
     if second is None or (shape := _record_shape(first)) != _record_shape(second):
         return None
     return shape
@@ -728,10 +733,11 @@ def read_record_keys(buf: _Buffer, pos: int = 0) -> tuple[BatchHeader, Sequence[
     records of one shape in one regex pass, any other batch record by record."""
     header = validate_batch(buf, pos)
     data, start, end = _records_region(_as_bytes(buf), pos, header)
-    shape = _uniform_shape(data, start, end, header)
+    shape = _uniform_shape(data, start, end, header, first_only=True)
     if shape is not None:
-        found = (decode_fixed_keys(data, start, end, header.record_count, shape, header.base_offset)
-                 or decode_uniform_keys(data, start, end, header.record_count, shape, header.base_offset))
+        found = decode_fixed_keys(data, start, end, header.record_count, shape, header.base_offset)
+        if found is None and _uniform_shape(data, start, end, header) == shape:
+            found = decode_uniform_keys(data, start, end, header.record_count, shape, header.base_offset)
         if found is not None:
             return header, *found
     columns = _decode_general_columns(data, start, end, header)
@@ -745,12 +751,13 @@ def read_stored_records(buf: _Buffer, pos: int = 0, *, with_keys: bool = True) -
     offsets are consecutive, so a reader that decides by offsets needs no keys."""
     header = validate_batch(buf, pos)
     data, start, end = _records_region(_as_bytes(buf), pos, header)
-    shape = _uniform_shape(data, start, end, header)
+    shape = _uniform_shape(data, start, end, header, first_only=True)
     if shape is not None:
         timestamp, log_append = _timestamp_base(header)
         layout = (header.record_count, shape, header.base_offset, timestamp, log_append)
-        spans = (decode_fixed_spans(data, start, end, *layout, with_keys=with_keys)
-                 or decode_uniform_spans(data, start, end, *layout))
+        spans = decode_fixed_spans(data, start, end, *layout, with_keys=with_keys)
+        if spans is None and _uniform_shape(data, start, end, header) == shape:
+            spans = decode_uniform_spans(data, start, end, *layout)
         if spans is not None:
             offsets, timestamps, keys, starts = spans
             return header, StoredRecords(data, offsets, timestamps, keys, [shape.value_size is None] * len(offsets),

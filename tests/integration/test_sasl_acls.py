@@ -1,14 +1,17 @@
 """ACLs against SCRAM users on a `cluster up --security sasl_plaintext` cluster with the authorizer on and the brokers
 replicating over the SASL listener (they log in as the admin, a super user): a user without ACLs is refused by
-confluent-kafka and kafka-python, then allowed after Kafka's `kafka-acls --add --command-config client.properties`;
-a group consumer needs READ on its group, granted by a prefixed ACL of `minikafka acls`; a deny wins over an allow;
-the admin needs no ACL. Denials name the user in the authorizer log, never its password."""
+confluent-kafka, kafka-python, kcat and aiokafka, then allowed after Kafka's `kafka-acls --add --command-config
+client.properties`; a group consumer needs READ on its group, granted by a prefixed ACL of `minikafka acls`; a deny
+wins over an allow; the admin needs no ACL. Denials name the user in the authorizer log, never its password."""
 
 from __future__ import annotations
 
+import subprocess
 import uuid
 from pathlib import Path
 
+import aiokafka
+import aiokafka.errors
 import kafka
 import kafka.errors
 import pytest
@@ -20,6 +23,7 @@ from client.cluster import ClusterState
 from client.cluster_security import CLIENT_PROPERTIES, LIBRDKAFKA_PROPERTIES
 from tests.integration.clusterutil import cli, cluster_fixture
 from tests.integration.test_acls import group_consume, produce_with
+from tests.integration.test_stock_kafka_clients import KCAT
 from tests.kafka_broker import kafka_tool
 from tests.polling import wait_for
 
@@ -115,3 +119,34 @@ def test_the_admin_is_a_super_user_allowed_without_acls(cluster) -> None:
     assert group_consume(admin(cluster), topic, f"group-{topic}") == b"v"
     assert "Principal = User:admin is Denied" not in authorizer_log(cluster)
     assert f"Topic:LITERAL:{topic}" not in kafka_acls(cluster, "--list")  # no ACL names it
+
+
+def kcat_produce_as_alice(cluster: ClusterState, topic: str) -> subprocess.CompletedProcess[str]:
+    """kcat (Debian's, on librdkafka 2.0) producing one record as the SCRAM user."""
+    if KCAT is None:
+        pytest.fail("kcat is not installed: run make setup (Debian's kcat package)")
+    settings = ["-X", "security.protocol=sasl_plaintext", "-X", "sasl.mechanisms=SCRAM-SHA-512",
+                "-X", f"sasl.username={USER}", "-X", f"sasl.password={PASSWORD}"]
+    return subprocess.run([KCAT, "-b", cluster.kafka_bootstrap_servers, *settings, "-P", "-t", topic],
+                          input="k\n", capture_output=True, text=True, timeout=TIMEOUT_S)
+
+
+async def aiokafka_produce_as_alice(cluster: ClusterState, topic: str) -> None:
+    async with aiokafka.AIOKafkaProducer(bootstrap_servers=cluster.kafka_bootstrap_servers,
+                                         security_protocol="SASL_PLAINTEXT", sasl_mechanism="SCRAM-SHA-512",
+                                         sasl_plain_username=USER, sasl_plain_password=PASSWORD) as producer:
+        await producer.send_and_wait(topic, b"a")
+
+
+async def test_kcat_and_aiokafka_as_the_user_are_refused_then_allowed(cluster, alice) -> None:
+    topic = new_topic(cluster)
+    refused = kcat_produce_as_alice(cluster, topic)
+    assert "Topic authorization failed" in refused.stderr, refused.stderr
+    with pytest.raises(aiokafka.errors.TopicAuthorizationFailedError):
+        await aiokafka_produce_as_alice(cluster, topic)
+    kafka_acls(cluster, "--add", "--allow-principal", f"User:{USER}", "--operation", "Write", "--topic", topic)
+    wait_for(lambda: produce_with(alice, topic) == 0, f"{USER} allowed to write {topic}")
+    allowed = kcat_produce_as_alice(cluster, topic)
+    assert allowed.returncode == 0 and "failed" not in allowed.stderr, allowed.stderr
+    await aiokafka_produce_as_alice(cluster, topic)
+    assert PASSWORD not in authorizer_log(cluster)

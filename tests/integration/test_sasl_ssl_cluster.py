@@ -1,7 +1,7 @@
 """A cluster of `cluster up --security sasl_ssl` whose brokers replicate over that listener too
-(inter.broker.listener.name=SASL_SSL, SCRAM-SHA-512 inside TLS): stock clients and Kafka's own tools run with only the
-settings the cluster directory holds, an idempotent stream through a leader killed -9 loses no acknowledged record,
-and no broker log holds the admin's password."""
+(inter.broker.listener.name=SASL_SSL, SCRAM-SHA-512 inside TLS): stock clients (confluent-kafka, kafka-python,
+aiokafka, kcat) and Kafka's own tools run with only the settings the cluster directory holds, an idempotent stream
+through a leader killed -9 loses no acknowledged record, and no broker log holds the admin's password."""
 
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ import asyncio
 import itertools
 import uuid
 
+import aiokafka
+import aiokafka.helpers
 import confluent_kafka
 import kafka
 from confluent_kafka.admin import AdminClient, NewTopic
@@ -114,3 +116,23 @@ async def test_an_idempotent_stream_through_a_killed_leader_loses_no_acknowledge
         await start_broker(cluster.directory, leader)
     password = parse_properties((cluster.directory / LIBRDKAFKA_PROPERTIES).read_text())["sasl.password"]
     assert all(password not in broker.server_log.read_text() for broker in cluster.brokers)
+
+
+async def test_aiokafka_produces_and_consumes_over_sasl_ssl_with_scram_sha_512(cluster):
+    topic = _new_topic(cluster, "aiokafka")
+    settings = parse_properties((cluster.directory / LIBRDKAFKA_PROPERTIES).read_text())
+    client = {"bootstrap_servers": cluster.kafka_bootstrap_servers, "security_protocol": "SASL_SSL",
+              "sasl_mechanism": "SCRAM-SHA-512", "sasl_plain_username": settings["sasl.username"],
+              "sasl_plain_password": settings["sasl.password"],
+              "ssl_context": aiokafka.helpers.create_ssl_context(cafile=str(cluster.directory / CA_FILE))}
+    async with aiokafka.AIOKafkaProducer(acks="all", **client) as producer:
+        for i in range(5):
+            await producer.send_and_wait(topic, f"a{i}".encode())
+    async with aiokafka.AIOKafkaConsumer(topic, auto_offset_reset="earliest", group_id=f"g-{topic}",
+                                         **client) as consumer:
+        values: list[bytes] = []
+        async with asyncio.timeout(60):
+            while len(values) < 5:
+                batches = await consumer.getmany(timeout_ms=500)
+                values += [record.value for records in batches.values() for record in records]
+    assert values == [f"a{i}".encode() for i in range(5)]

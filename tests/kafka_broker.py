@@ -55,12 +55,17 @@ def kafka_available() -> bool:
     return (KAFKA_LIBS / ".pom-digest").exists()
 
 
-def kafka_tool(main_class: str, *args: str, stdin: str | None = None) -> str:
-    """Run one of Kafka's tools from its jars; its stdout, after checking it exited 0."""
+def run_kafka_tool(main_class: str, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    """Run one of Kafka's tools from its jars; how it ended, with its output."""
     if not any(KAFKA_LIBS.glob("kafka-tools-*.jar")):
         pytest.fail(f"Apache Kafka's jars are not in {KAFKA_LIBS}: run make setup")
-    result = subprocess.run(["java", "-Xmx256m", "-XX:TieredStopAtLevel=1", "-cp", f"{KAFKA_LIBS}/*", main_class,
-                             *args], input=stdin, capture_output=True, text=True, timeout=TOOL_TIMEOUT_S)
+    return subprocess.run(["java", "-Xmx256m", "-XX:TieredStopAtLevel=1", "-cp", f"{KAFKA_LIBS}/*", main_class,
+                           *args], input=stdin, capture_output=True, text=True, timeout=TOOL_TIMEOUT_S)
+
+
+def kafka_tool(main_class: str, *args: str, stdin: str | None = None) -> str:
+    """Run one of Kafka's tools from its jars; its stdout, after checking it exited 0."""
+    result = run_kafka_tool(main_class, *args, stdin=stdin)
     assert result.returncode == 0, f"{main_class} {' '.join(args)} failed:\n{result.stdout}\n{result.stderr}"
     return result.stdout
 

@@ -14,13 +14,12 @@ wrapped around its handler when an authorizer is configured.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
-from broker.apis.handler import Handled, Handler
-from broker.network import CLOSE_CONNECTION, NoResponse, Request, Response
+from broker.apis.handler import Handled, Handler, then
+from broker.network import CLOSE_CONNECTION, Request, Response
 from protocol.acls import CLUSTER_NAME, AclOperation, ResourceType
 from protocol.apis import API_BY_REQUEST_TYPE
 from protocol.apis.acls import CreateAclsRequest, DeleteAclsRequest, DescribeAclsRequest
@@ -144,13 +143,13 @@ class PerItem:
             if not refused:
                 return await handler(body, request)
             if not allowed and getattr(body, "acks", None) == 0:
-                return CLOSE_CONNECTION  # a producer that reads no answers is told so (see _then)
+                return CLOSE_CONNECTION  # a producer that reads no answers is told so (see broker.apis.handler.then)
             answers = [entry for code, items in refused.items()
                        for entry in getattr(_refused(replace(body, **{self.field: items}), code).body, self.answers)]
             if not allowed:
                 return _with(_refused(body, next(iter(refused))), self.answers, answers)
             served = await handler(replace(body, **{self.field: allowed}), request)
-            return _then(served, lambda response: response if response.body is None else _with(
+            return then(served, lambda response: response if response.body is None else _with(
                 response, self.answers, [*getattr(response.body, self.answers), *answers]))
         return guarded
 
@@ -158,28 +157,6 @@ class PerItem:
 def _with(response: Response, answers: str, entries: list) -> Response:
     """The response with its list `answers` replaced by `entries`."""
     return Response(replace(response.body, **{answers: entries}), response.error_code, response.error_message)
-
-
-def _then(served: Handled, change: Callable[[Response], Response]) -> Handled:
-    """`change` applied to the handler's answer, now or when its future completes; an answer that is not sent
-    (acks=0) closes the connection instead, as a failed acks=0 produce does."""
-    if isinstance(served, NoResponse):
-        return CLOSE_CONNECTION
-    if isinstance(served, Response):
-        return change(served)
-    changed: asyncio.Future[Response] = asyncio.get_running_loop().create_future()
-
-    def done(future: asyncio.Future[Response]) -> None:
-        if not changed.done():
-            if future.cancelled():
-                changed.cancel()
-            elif future.exception() is not None:
-                changed.set_exception(future.exception())  # type: ignore[arg-type]
-            else:
-                changed.set_result(change(future.result()))
-
-    served.add_done_callback(done)
-    return changed
 
 
 def topics(operation: AclOperation, field: str = "topics", answers: str = "topics",
@@ -275,7 +252,7 @@ def _offset_fetch_topics(authorizer: Authorizer, handler: Handler) -> Handler:
                 for t in refused[result.group_id])])
 
         served = await handler(replace(body, groups=groups), request)
-        return _then(served, lambda response: response if response.body is None else _with(
+        return then(served, lambda response: response if response.body is None else _with(
             response, "groups", [answered(g) for g in response.body.groups]))
     return guarded
 
@@ -291,7 +268,7 @@ def list_groups(authorizer: Authorizer, handler: Handler) -> Handler:
         served = await handler(body, request)
         if authorizer.authorize(request, Op.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME, log_if_denied=False):
             return served
-        return _then(served, lambda response: response if response.body is None else _with(response, "groups", [
+        return then(served, lambda response: response if response.body is None else _with(response, "groups", [
             g for g in response.body.groups
             if authorizer.authorize(request, Op.DESCRIBE, ResourceType.GROUP, g.group_id, log_if_denied=False)]))
     return guarded
@@ -323,7 +300,7 @@ def created_topic_configs(authorizer: Authorizer, handler: Handler) -> Handler:
                            topic_config_error_code=TOPIC_DENIED)
 
         served = await handler(body, request)
-        return _then(served, lambda response: response if response.body is None else _with(
+        return then(served, lambda response: response if response.body is None else _with(
             response, "topics", [answered(t) for t in response.body.topics]))
     return guarded
 
@@ -336,7 +313,7 @@ def metadata(authorizer: Authorizer, handler: Handler) -> Handler:
 
         if body.topics is None:  # all topics: the others are left out
             served = await handler(body, request)
-            return _then(served, lambda r: r if r.body is None else _with(
+            return then(served, lambda r: r if r.body is None else _with(
                 r, "topics", [t for t in r.body.topics if described(t.name, False)]))
         names = [n for n in body.topics if described(n, True)]
         refused = [MetadataTopic(error_code=TOPIC_DENIED, name=n, partitions=[]) for n in body.topics

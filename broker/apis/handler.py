@@ -7,7 +7,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeAlias
 
-from broker.network import NoResponse, Request, Response
+from broker.network import CLOSE_CONNECTION, NoResponse, Request, Response
 from protocol.errors import ErrorCode
 
 log = logging.getLogger(__name__)
@@ -39,3 +39,25 @@ def respond(result: object, to_body: Callable[[Any], object] = _same) -> Respons
 
     result.add_done_callback(done)
     return wrapped
+
+
+def then(served: Handled, change: Callable[[Response], Response]) -> Handled:
+    """`change` applied to the handler's answer, now or when its future completes; an answer that is not sent
+    (acks=0) closes the connection instead, as a failed acks=0 produce does."""
+    if isinstance(served, NoResponse):
+        return CLOSE_CONNECTION
+    if isinstance(served, Response):
+        return change(served)
+    changed: asyncio.Future[Response] = asyncio.get_running_loop().create_future()
+
+    def done(future: asyncio.Future[Response]) -> None:
+        if not changed.done():
+            if future.cancelled():
+                changed.cancel()
+            elif future.exception() is not None:
+                changed.set_exception(future.exception())  # type: ignore[arg-type]
+            else:
+                changed.set_result(change(future.result()))
+
+    served.add_done_callback(done)
+    return changed

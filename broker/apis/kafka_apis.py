@@ -114,7 +114,7 @@ class KafkaApis:
             IncrementalAlterConfigsRequest: config_changes.handle_incremental_alter_configs,
             InitProducerIdRequest: partial(producer_ids.handle_init_producer_id, producer_id_source),
             ProduceRequest: partial(produce.handle_produce, replica_manager),
-            FetchRequest: partial(fetch.handle_fetch, replica_manager, metadata_cache),
+            FetchRequest: partial(fetch.handle_fetch, replica_manager),
             ListOffsetsRequest: partial(offsets.handle_list_offsets, replica_manager),
             OffsetsForLeaderEpochRequest: partial(offsets.handle_offsets_for_leader_epoch, replica_manager),
             DeleteRecordsRequest: partial(offsets.handle_delete_records, replica_manager),
@@ -153,6 +153,8 @@ class KafkaApis:
         if authorizer is not None:
             for request_type, guard in GUARDS.items():
                 self._handlers[request_type] = guard(authorizer, self._handlers[request_type])
+        self._handlers[FetchRequest] = fetch.by_topic_id(  # by name before the guard sees the topics
+            metadata_cache, self._handlers[FetchRequest])
         self._handlers[DeleteTopicsRequest] = topics.by_topic_id(  # by name before the guard sees the topics
             lambda: metadata_cache.topic_names, described_topic(authorizer), self._handlers[DeleteTopicsRequest])
 

@@ -1,8 +1,9 @@
 """ACLs against SCRAM users on a `cluster up --security sasl_plaintext` cluster with the authorizer on and the brokers
 replicating over the SASL listener (they log in as the admin, a super user): a user without ACLs is refused by
-confluent-kafka, kafka-python, kcat and aiokafka, then allowed after Kafka's `kafka-acls --add --command-config
-client.properties`; a group consumer needs READ on its group, granted by a prefixed ACL of `minikafka acls`; a deny
-wins over an allow; the admin needs no ACL. Denials name the user in the authorizer log, never its password."""
+confluent-kafka, kafka-python, kcat, aiokafka and Kafka's console tools, then allowed after Kafka's `kafka-acls --add
+--command-config client.properties`; a group consumer needs READ on its group, granted by a prefixed ACL of
+`minikafka acls`; a deny wins over an allow; the admin needs no ACL. Denials name the user in the authorizer log,
+never its password."""
 
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ from client.cluster_security import CLIENT_PROPERTIES, LIBRDKAFKA_PROPERTIES
 from tests.integration.clusterutil import cli, cluster_fixture
 from tests.integration.test_acls import group_consume, produce_with
 from tests.integration.test_stock_kafka_clients import KCAT
-from tests.kafka_broker import kafka_tool
+from tests.kafka_broker import kafka_tool, run_kafka_tool
 from tests.polling import wait_for
 
 USER, PASSWORD = "alice", "alice-scram-secret"
@@ -150,3 +151,22 @@ async def test_kcat_and_aiokafka_as_the_user_are_refused_then_allowed(cluster, a
     assert allowed.returncode == 0 and "failed" not in allowed.stderr, allowed.stderr
     await aiokafka_produce_as_alice(cluster, topic)
     assert PASSWORD not in authorizer_log(cluster)
+
+
+def test_kafkas_console_tools_as_the_user_are_refused_then_allowed(cluster, alice, tmp_path) -> None:
+    topic = new_topic(cluster)
+    settings = tmp_path / "alice.properties"
+    settings.write_text("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=SCRAM-SHA-512\n"
+                        "sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required "
+                        f'username="{USER}" password="{PASSWORD}";\n')
+    where = ("--bootstrap-server", cluster.kafka_bootstrap_servers, "--topic", topic)
+    run_kafka_tool("kafka.tools.ConsoleProducer", *where, "--producer.config", str(settings), stdin="j1\n")
+    assert f"Principal = User:{USER} is Denied Operation = Describe from host = 127.0.0.1 on resource = " \
+           f"Topic:LITERAL:{topic}" in authorizer_log(cluster)
+    for operation in ("Write", "Read"):
+        kafka_acls(cluster, "--add", "--allow-principal", f"User:{USER}", "--operation", operation, "--topic", topic)
+    wait_for(lambda: produce_with(alice, topic) == 0, f"{USER} allowed to write {topic}")
+    kafka_tool("kafka.tools.ConsoleProducer", *where, "--producer.config", str(settings), stdin="j2\n")
+    read = kafka_tool("org.apache.kafka.tools.consumer.ConsoleConsumer", *where, "--consumer.config", str(settings),
+                      "--partition", "0", "--offset", "earliest", "--max-messages", "2")
+    assert read.split() == ["v", "j2"]  # j1 was refused

@@ -1,12 +1,14 @@
-"""Fetch from v13 (topics named by id) and v12's last fetched epoch: ids resolved to names before the read and
-named again in the answer, an unknown id answered UNKNOWN_TOPIC_ID; a fetcher whose last fetched epoch the leader
-ends before its fetch offset is told where its log diverges, with no records."""
+"""Fetch from v13 (topics named by id) and v12's last fetched epoch: ids resolved to names before the handler (and
+its authorization guard) sees the request and named again in the answer, an unknown id answered UNKNOWN_TOPIC_ID;
+a fetcher whose last fetched epoch the leader ends before its fetch offset is told where its log diverges, with no
+records."""
 
 from __future__ import annotations
 
 import asyncio
+from functools import partial
 
-from broker.apis.fetch import handle_fetch
+from broker.apis.fetch import by_topic_id, handle_fetch
 from broker.network import Request, Response
 from broker.replication.fetch_path import diverging_epoch
 from protocol.apis.fetch import EpochEndOffset, FetchPartition, FetchPartitionResponse, FetchRequest, FetchResponse
@@ -49,7 +51,7 @@ def test_topics_named_by_id_are_read_by_name_and_answered_by_id() -> None:
         topics=[Topic(name="", partitions=[partition(0)]), Topic(name="", partitions=[partition(3)])],
         topic_ids=[uuid_bytes(KNOWN_ID), uuid_bytes(OTHER_ID)],
         forgotten_topics=[Topic(name="", partitions=[1])], forgotten_topic_ids=[uuid_bytes(KNOWN_ID)])
-    handled = asyncio.run(handle_fetch(reader, Ids(), request, REQUEST))
+    handled = asyncio.run(by_topic_id(Ids(), partial(handle_fetch, reader))(request, REQUEST))
     assert isinstance(handled, Response) and isinstance(handled.body, FetchResponse)
     assert reader.asked is not None
     assert [t.name for t in reader.asked.topics] == ["known"]

@@ -12,6 +12,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from tests.containers.podman import compose_project, podman, require_containers
 from tests.polling import wait_for
+from tests.stock_consumers import confluent_values
 
 PASSWORD = "compose-admin-5b2c"
 TOPIC = "secured"
@@ -48,19 +49,7 @@ def test_the_secured_option_serves_sasl_ssl_with_scram_to_host_clients():
         assert producer.flush(60) == 0
         consumer = Consumer({**settings, "group.id": "secured", "auto.offset.reset": "earliest"})
         consumer.subscribe([TOPIC])
-        seen: set[bytes] = set()
-
-        def all_read() -> bool:
-            message = consumer.poll(0.5)
-            if message is not None and message.error() is None:
-                seen.add(message.value())
-            return len(seen) == RECORDS
-
-        try:
-            wait_for(all_read, lambda: f"{RECORDS} records read back over SASL_SSL, got {len(seen)}",
-                     timeout_s=WAIT_S)
-        finally:
-            consumer.close()
+        confluent_values(consumer, RECORDS, "over SASL_SSL", timeout_s=WAIT_S)
         logs = "".join(result.stdout + result.stderr for result in (
             podman("logs", project.container(b), check=False) for b in ("broker-1", "broker-2", "broker-3")))
         assert PASSWORD not in logs

@@ -21,7 +21,7 @@ from client.cluster_security import CA_FILE, CLIENT_PROPERTIES, LIBRDKAFKA_PROPE
 from tests.integration.clusterutil import SMALL_TIMEOUTS, cli, cluster_fixture, describe_topic
 from tests.integration.test_stock_kafka_clients import kcat_round_trip
 from tests.kafka_broker import kafka_tool
-from tests.polling import wait_for
+from tests.stock_consumers import aiokafka_values, confluent_values
 
 cluster = cluster_fixture(brokers=3, security="sasl_ssl",
                           configs={**SMALL_TIMEOUTS, "inter.broker.listener.name": "SASL_SSL"})
@@ -43,19 +43,7 @@ def _read_all(cluster: ClusterState, topic: str, count: int) -> list[bytes]:
     consumer = confluent_kafka.Consumer({**_librdkafka(cluster), "group.id": f"g-{topic}",
                                          "auto.offset.reset": "earliest"})
     consumer.subscribe([topic])
-    seen: list[bytes] = []
-
-    def all_read() -> bool:
-        message = consumer.poll(0.5)
-        if message is not None and message.error() is None:
-            seen.append(message.value())
-        return len(seen) >= count
-
-    try:
-        wait_for(all_read, lambda: f"{count} records read back over SASL_SSL, got {len(seen)}", timeout_s=60)
-    finally:
-        consumer.close()
-    return seen
+    return confluent_values(consumer, count, "over SASL_SSL", timeout_s=60)
 
 
 def test_kafkas_tools_kafka_python_and_minikafkas_cli_run_with_the_directorys_settings(cluster):
@@ -130,9 +118,5 @@ async def test_aiokafka_produces_and_consumes_over_sasl_ssl_with_scram_sha_512(c
             await producer.send_and_wait(topic, f"a{i}".encode())
     async with aiokafka.AIOKafkaConsumer(topic, auto_offset_reset="earliest", group_id=f"g-{topic}",
                                          **client) as consumer:
-        values: list[bytes] = []
-        async with asyncio.timeout(60):
-            while len(values) < 5:
-                batches = await consumer.getmany(timeout_ms=500)
-                values += [record.value for records in batches.values() for record in records]
+        values = await aiokafka_values(consumer, 5, timeout_s=60)
     assert values == [f"a{i}".encode() for i in range(5)]

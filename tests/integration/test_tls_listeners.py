@@ -5,7 +5,6 @@ refused connection by connection while the brokers go on serving."""
 
 from __future__ import annotations
 
-import asyncio
 import socket
 import ssl
 import struct
@@ -25,6 +24,7 @@ from tests.integration.clusterutil import cli, cluster_fixture, established_port
 from tests.integration.test_stock_kafka_clients import kcat_round_trip
 from tests.kafka_broker import kafka_tool
 from tests.polling import wait_for
+from tests.stock_consumers import aiokafka_values, confluent_values
 
 HANDSHAKE_TIMEOUT_MS = 1500
 cluster = cluster_fixture(brokers=2, security="ssl", configs={
@@ -76,18 +76,7 @@ def test_confluent_kafka_produces_and_consumes_with_a_client_certificate(cluster
     assert producer.flush(30) == 0
     consumer = confluent_kafka.Consumer({**settings, "group.id": f"g-{topic}", "auto.offset.reset": "earliest"})
     consumer.subscribe([topic])
-    seen: set[bytes] = set()
-
-    def all_read() -> bool:
-        message = consumer.poll(0.5)
-        if message is not None and message.error() is None:
-            seen.add(message.value())
-        return len(seen) == 20
-
-    try:
-        wait_for(all_read, lambda: f"20 records read back over TLS, got {len(seen)}")
-    finally:
-        consumer.close()
+    seen = set(confluent_values(consumer, 20, "over TLS"))
     assert seen == {f"rd-{i}".encode() for i in range(20)}
 
 
@@ -140,11 +129,7 @@ async def test_aiokafka_produces_and_consumes_with_a_client_certificate(cluster,
             await producer.send_and_wait(topic, f"ak-{i}".encode(), partition=1)
     async with aiokafka.AIOKafkaConsumer(auto_offset_reset="earliest", **settings) as consumer:
         consumer.assign([aiokafka.TopicPartition(topic, 1)])
-        values: list[bytes] = []
-        async with asyncio.timeout(30):
-            while len(values) < 10:
-                batches = await consumer.getmany(timeout_ms=500)
-                values += [record.value for records in batches.values() for record in records]
+        values = await aiokafka_values(consumer, 10, timeout_s=30)
     assert values == [f"ak-{i}".encode() for i in range(10)]
 
 

@@ -89,7 +89,7 @@ def _find(data: bytes, pos: int, end: int, count: int, shape: Shape) -> _Found |
     return _Found(short, long, middle)
 
 
-def _keys(data: bytes, end: int, pos: int, found: _Found, key_size: int | None, count: int) -> list[bytes | None]:
+def _keys(data: bytes, pos: int, end: int, found: _Found, key_size: int | None, count: int) -> list[bytes | None]:
     if key_size is None:
         return [None] * count
     short, long, middle = found
@@ -104,7 +104,7 @@ def decode_fixed_keys(data: bytes, pos: int, end: int, count: int, shape: Shape,
     found = _find(data, pos, end, count, shape)
     if found is None:
         return None
-    return range(base_offset, base_offset + count), _keys(data, end, pos, found, shape.key_size, count)
+    return range(base_offset, base_offset + count), _keys(data, pos, end, found, shape.key_size, count)
 
 
 def decode_fixed_spans(data: bytes, pos: int, end: int, count: int, shape: Shape, base_offset: int, timestamp: int,
@@ -123,5 +123,5 @@ def decode_fixed_spans(data: bytes, pos: int, end: int, count: int, shape: Shape
         deltas = data[pos + short.timestamp_at:middle:short.size] + data[middle + long.timestamp_at:end:long.size]
         timestamps = list(map(add, repeat(timestamp, count), map(_ONE_BYTE_VALUES.__getitem__, deltas)))
     starts = [*range(pos, middle, short.size), *range(middle, end + 1, long.size)]
-    keys = _keys(data, end, pos, found, shape.key_size, count) if with_keys else None
+    keys = _keys(data, pos, end, found, shape.key_size, count) if with_keys else None
     return list(range(base_offset, base_offset + count)), timestamps, keys, starts

@@ -33,10 +33,10 @@ import uvloop
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from bench.kafka_brokers import kafka_broker
 from bench.produce_bench import PARTITIONS, REPLICATION_FACTOR, VALUE_SIZE, local_cluster
 from client.chaos.pipeline import EXAMPLE
 from client.progress import Progress
-from tests.kafka_broker import kafka_broker
 from zk.server import ZooKeeperServer
 
 SYSTEMS = ("minikafka", "kafka")

@@ -32,6 +32,7 @@ from confluent_kafka.admin import (
     OffsetSpec,
 )
 
+from bench.kafka_brokers import KAFKA_LIBS
 from broker.log.checkpoint import read_meta_properties
 from client.admin import Admin, Reassignment
 from client.cluster import ClusterState, load_cluster, start_broker
@@ -52,7 +53,6 @@ from tests.integration.clusterutil import (
     zookeeper_of,
 )
 from tests.integration.test_stock_kafka_clients import TIMEOUT_S, kafka_tool
-from tests.kafka_broker import KAFKA_LIBS
 from tests.polling import eventually, wait_for
 from zk import znodes
 from zk.topic_config import BROKER_ENTITY, decode_config_change, read_entity_config, read_topic_config

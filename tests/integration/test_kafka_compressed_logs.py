@@ -14,9 +14,10 @@ from typing import Any
 from kafka import KafkaAdminClient
 from kafka.admin import NewTopic
 
+from bench.kafka_brokers import kafka_broker
 from protocol.history import HistoryWriter
 from tests.integration.clusterutil import cli
-from tests.kafka_broker import kafka_broker, send_recorded
+from tests.kafka_broker import send_recorded
 from verifier import verify
 from zk.server import ZooKeeperServer
 

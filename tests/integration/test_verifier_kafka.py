@@ -15,11 +15,12 @@ from click.testing import CliRunner
 from kafka import KafkaAdminClient
 from kafka.admin import NewTopic
 
+from bench.kafka_brokers import kafka_broker
 from client.cli import main
 from protocol.history import HistoryWriter, Outcome
 from protocol.topic_partition import TopicPartition
 from tests.integration.compactionutil import cleaner_checkpoint, latest_acked, latest_of, lost_latest, replica_records
-from tests.kafka_broker import kafka_broker, send_recorded
+from tests.kafka_broker import send_recorded
 from tests.polling import wait_for
 from verifier import verify
 from zk.server import ZooKeeperServer

@@ -112,8 +112,8 @@ class BrokerServer:
                                                       self.replica_manager.update_min_insync_replicas,
                                                       self._restart_cleaner, self.fetchers.resize))
         self.scram_credentials = UserScramCredentialStore(self.zk)
-        self.apis = KafkaApis(config.broker_id, self.replica_manager, self.metadata_cache, self.controller,
-                              self.zk_state, self.producer_ids, self.group_coordinator, coordinators,
+        self.apis = KafkaApis(config.broker_id, lambda: self.broker_epoch, self.replica_manager, self.metadata_cache,
+                              self.controller, self.zk_state, self.producer_ids, self.group_coordinator, coordinators,
                               self.auto_topic_creation,
                               ConfigChanges(self.zk, _validate_topic_config, config.broker_id, config.properties),
                               self.log_manager, self.dynamic_config, self.scram_credentials, self.authorizer)

@@ -26,15 +26,12 @@ from controller.replica_state_machine import ReplicaStateMachine
 from controller.request_sender import BrokerRequestSender
 from controller.topic_deletion import TopicDeletionManager
 from controller.zk_store import ControllerZkStore
-from protocol.apis.replica_control import ControlledShutdownResponse
+from protocol.apis.replica_control import ControlledShutdownResponse, is_broker_epoch_stale
 from protocol.errors import ErrorCode
 from protocol.topic_partition import TopicPartition
 from zk.znodes import LeaderIsrAndControllerEpoch
 
 log = logging.getLogger("controller")
-
-UNKNOWN_BROKER_EPOCH = -1  # ControlledShutdown from a broker that does not know its epoch: not checked (as Kafka)
-
 
 def shutdown_response(code: ErrorCode) -> ControlledShutdownResponse:
     return ControlledShutdownResponse(error_code=code, remaining_partitions=[])
@@ -153,7 +150,7 @@ class BrokerLifecycle:
             log.info("Controller %d: controlled shutdown of broker %d, which is not registered",
                      self._activity.broker_id, broker_id)
             return shutdown_response(ErrorCode.BROKER_NOT_AVAILABLE)
-        if broker_epoch != UNKNOWN_BROKER_EPOCH and broker_epoch < registered.epoch:
+        if is_broker_epoch_stale(broker_epoch, registered.epoch):
             log.info("Controller %d: controlled shutdown of broker %d with stale broker epoch %d (registered %d)",
                      self._activity.broker_id, broker_id, broker_epoch, registered.epoch)
             return shutdown_response(ErrorCode.STALE_BROKER_EPOCH)

@@ -35,7 +35,7 @@ from broker.apis.log_dirs import LogDirs, handle_describe_log_dirs
 from broker.apis.metadata import MetadataHandler, TopicCreation
 from broker.apis.producer_ids import ProducerIdSource
 from broker.apis.reassignments import PartitionReassigner
-from broker.apis.replica_control import ShutdownController
+from broker.apis.replica_control import BrokerEpoch, ShutdownController
 from broker.apis.scram_credentials import UserScramCredentialStore
 from broker.apis.topics import TopicController
 from broker.metadata_cache import MetadataCache
@@ -95,11 +95,11 @@ class KafkaApis:
     """Dispatches each decoded request to the handler registered for its type; every handler answers, none raises.
     With an authorizer, each handler is wrapped in its request type's guard (broker/apis/authorization.py)."""
 
-    def __init__(self, broker_id: int, replica_manager: ReplicaManager, metadata_cache: MetadataCache,
-                 controller: ControllerApi, zk_state: TopicConfigSource, producer_id_source: ProducerIdSource,
-                 group_coordinator: GroupCoordinatorApi, coordinator_locator: CoordinatorLocator,
-                 topic_creation: TopicCreation, config_changes: ConfigChanges, log_dirs: LogDirs,
-                 broker_configs: BrokerConfigs, scram_credentials: UserScramCredentialStore,
+    def __init__(self, broker_id: int, broker_epoch: BrokerEpoch, replica_manager: ReplicaManager,
+                 metadata_cache: MetadataCache, controller: ControllerApi, zk_state: TopicConfigSource,
+                 producer_id_source: ProducerIdSource, group_coordinator: GroupCoordinatorApi,
+                 coordinator_locator: CoordinatorLocator, topic_creation: TopicCreation, config_changes: ConfigChanges,
+                 log_dirs: LogDirs, broker_configs: BrokerConfigs, scram_credentials: UserScramCredentialStore,
                  authorizer: AclAuthorizerApi | None = None) -> None:
         configs = ConfigDescriber(broker_id, replica_manager.config, metadata_cache, zk_state, broker_configs)
         metadata = MetadataHandler(metadata_cache, topic_creation)
@@ -120,9 +120,10 @@ class KafkaApis:
             DeleteRecordsRequest: partial(offsets.handle_delete_records, replica_manager),
             DescribeProducersRequest: partial(producers.handle_describe_producers, replica_manager),
             DescribeLogDirsRequest: partial(handle_describe_log_dirs, log_dirs),
-            LeaderAndIsrRequest: partial(replica_control.handle_leader_and_isr, replica_manager),
-            UpdateMetadataRequest: partial(replica_control.handle_update_metadata, replica_manager, metadata_cache),
-            StopReplicaRequest: partial(replica_control.handle_stop_replica, replica_manager),
+            LeaderAndIsrRequest: partial(replica_control.handle_leader_and_isr, replica_manager, broker_epoch),
+            UpdateMetadataRequest: partial(replica_control.handle_update_metadata, replica_manager, metadata_cache,
+                                           broker_epoch),
+            StopReplicaRequest: partial(replica_control.handle_stop_replica, replica_manager, broker_epoch),
             ControlledShutdownRequest: partial(replica_control.handle_controlled_shutdown, controller),
             DeleteTopicsRequest: partial(topics.handle_delete_topics, controller),
             CreatePartitionsRequest: partial(topics.handle_create_partitions, controller),

@@ -1,9 +1,12 @@
-"""The controller's requests (LeaderAndIsr, StopReplica, UpdateMetadata), each refused if its controller epoch is
-older than the newest this broker has seen; and ControlledShutdown, answered by the controller."""
+"""The controller's requests (LeaderAndIsr, StopReplica, UpdateMetadata), each refused if it was meant for an older
+registration of this broker (STALE_BROKER_EPOCH: a request the network held back past a session expiry, KIP-380) or
+if its controller epoch is older than the newest this broker has seen; and ControlledShutdown, answered by the
+controller."""
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Protocol
 
 from broker.apis.handler import Handled
@@ -13,14 +16,21 @@ from protocol.apis.replica_control import (
     ControlledShutdownResponse,
     LeaderAndIsrRequest,
     LeaderAndIsrResponse,
+    PartitionError,
     StopReplicaRequest,
     StopReplicaResponse,
     UpdateMetadataRequest,
     UpdateMetadataResponse,
+    is_broker_epoch_stale,
 )
 from protocol.errors import ErrorCode
 
 log = logging.getLogger(__name__)
+
+STALE = ErrorCode.STALE_BROKER_EPOCH
+
+#: This broker's epoch now: the czxid of its current registration in ZooKeeper (-1 before it has one).
+BrokerEpoch = Callable[[], int]
 
 
 class ReplicaControl(Protocol):
@@ -46,16 +56,36 @@ class ShutdownController(Protocol):
     async def controlled_shutdown(self, broker_id: int, broker_epoch: int) -> ControlledShutdownResponse: ...
 
 
-async def handle_leader_and_isr(replicas: ReplicaControl, body: LeaderAndIsrRequest, _request: Request) -> Handled:
+def _stale(name: str, request: LeaderAndIsrRequest | StopReplicaRequest | UpdateMetadataRequest,
+           broker_epoch: BrokerEpoch) -> bool:
+    current = broker_epoch()
+    if not is_broker_epoch_stale(request.broker_epoch, current):
+        return False
+    log.warning("ignoring %s from controller %d with broker epoch %d, older than this broker's %d", name,
+                request.controller_id, request.broker_epoch, current)
+    return True
+
+
+async def handle_leader_and_isr(replicas: ReplicaControl, broker_epoch: BrokerEpoch, body: LeaderAndIsrRequest,
+                                _request: Request) -> Handled:
+    if _stale("LeaderAndIsr", body, broker_epoch):
+        return Response(LeaderAndIsrResponse(error_code=STALE, partition_errors=[
+            PartitionError(topic=p.topic, partition=p.partition, error_code=STALE) for p in body.partition_states]))
     return Response(await replicas.become_leader_or_follower(body))
 
 
-async def handle_stop_replica(replicas: ReplicaControl, body: StopReplicaRequest, _request: Request) -> Handled:
+async def handle_stop_replica(replicas: ReplicaControl, broker_epoch: BrokerEpoch, body: StopReplicaRequest,
+                              _request: Request) -> Handled:
+    if _stale("StopReplica", body, broker_epoch):
+        return Response(StopReplicaResponse(error_code=STALE, partition_errors=[
+            PartitionError(topic=p.topic, partition=p.partition, error_code=STALE) for p in body.partitions]))
     return Response(replicas.stop_replicas(body))
 
 
-async def handle_update_metadata(replicas: ReplicaControl, cache: MetadataCacheUpdate, body: UpdateMetadataRequest,
-                                 _request: Request) -> Handled:
+async def handle_update_metadata(replicas: ReplicaControl, cache: MetadataCacheUpdate, broker_epoch: BrokerEpoch,
+                                 body: UpdateMetadataRequest, _request: Request) -> Handled:
+    if _stale("UpdateMetadata", body, broker_epoch):
+        return Response(UpdateMetadataResponse(error_code=STALE))
     if body.controller_epoch < replicas.controller_epoch:
         log.warning("ignoring UpdateMetadata from controller %d with stale epoch %d (current %d)",
                     body.controller_id, body.controller_epoch, replicas.controller_epoch)

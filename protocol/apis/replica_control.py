@@ -11,6 +11,17 @@ from protocol.topic_partition import TopicPartition
 LEADER_DURING_DELETE = -2  # UpdateMetadata leader of a partition whose topic is being deleted
 
 
+#: The broker epoch of a controller request (or ControlledShutdown) that does not know it: never stale (Kafka's
+#: AbstractControlRequest.UNKNOWN_BROKER_EPOCH).
+UNKNOWN_BROKER_EPOCH = -1
+
+
+def is_broker_epoch_stale(request_epoch: int, current_epoch: int) -> bool:
+    """Kafka's isBrokerEpochStale: a request for an older registration of the broker (KIP-380). A newer one is not
+    stale: the controller may see a new registration before the broker has learnt its own epoch."""
+    return request_epoch != UNKNOWN_BROKER_EPOCH and request_epoch < current_epoch
+
+
 @message
 class PartitionError:
     """The outcome of a controller request for one partition."""

@@ -58,6 +58,7 @@ from tests.integration.clusterutil import (
     connect,
     create_topic,
     healthy_fixture,
+    registration,
     replica_states,
     server_log,
     status_json,
@@ -106,12 +107,6 @@ async def leader_epoch_start(cluster: ClusterState, broker_id: int, topic: str, 
         return starts.get(epoch)
 
     return await eventually(written, f"epoch {epoch} in {path}")
-
-
-async def registration(zk: ZkClient, broker_id: int) -> int | None:
-    """The broker epoch (czxid) of the broker's registration, None while it is not registered."""
-    stat = await zk.exists(znodes.broker_path(broker_id))
-    return stat.czxid if stat is not None else None
 
 
 async def verify(cluster: ClusterState, topic: str, end: int, history: Path, spark: SparkSession) -> dict:

@@ -576,6 +576,12 @@ def _short(seen: Mapping[int, MetadataPartition | None]) -> str:
     return "; ".join(f"broker {b}: {one(s)}" for b, s in seen.items())
 
 
+async def registration(zk: ZkClient, broker_id: int) -> int | None:
+    """The broker epoch (czxid) of the broker's registration, None while it is not registered."""
+    stat = await zk.exists(znodes.broker_path(broker_id))
+    return stat.czxid if stat is not None else None
+
+
 async def zk_state(zk: ZkClient, topic: str, partition: int) -> LeaderIsrAndControllerEpoch:
     """The partition's state znode (leader, leader epoch, ISR, controller epoch, version)."""
     data, stat = await zk.get(znodes.partition_state_path(topic, partition))

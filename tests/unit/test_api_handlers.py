@@ -13,7 +13,7 @@ from protocol.kafka.api import advertised
 
 
 def test_every_api_in_the_table_has_a_handler():
-    apis = KafkaApis(0, SimpleNamespace(config=None), None, None, None, None, None, None, None,  # type: ignore[arg-type]
+    apis = KafkaApis(0, lambda: -1, SimpleNamespace(config=None), None, None, None, None, None, None, None,  # type: ignore[arg-type]
                      ConfigChanges(None, dict), None, None, UserScramCredentialStore(None))  # type: ignore[arg-type]
     assert apis.request_types == set(API_BY_REQUEST_TYPE)
 

@@ -102,7 +102,7 @@ def codes(response: ProduceResponse) -> dict[str, int]:
 
 
 def test_every_request_has_a_guard_or_is_open_to_anyone() -> None:
-    apis = KafkaApis(0, SimpleNamespace(config=None), None, None, None, None, None, None, None,  # type: ignore[arg-type]
+    apis = KafkaApis(0, lambda: -1, SimpleNamespace(config=None), None, None, None, None, None, None, None,  # type: ignore[arg-type]
                      ConfigChanges(None, dict), None, None, UserScramCredentialStore(None))  # type: ignore[arg-type]
     assert set(GUARDS) == apis.request_types - UNGUARDED
     assert {ApiVersionsRequest, DescribeClusterRequest, SaslHandshakeRequest, SaslAuthenticateRequest} == UNGUARDED

@@ -33,6 +33,7 @@ from zk.znodes import LeaderIsrAndControllerEpoch
 
 log = logging.getLogger("controller")
 
+
 def shutdown_response(code: ErrorCode) -> ControlledShutdownResponse:
     return ControlledShutdownResponse(error_code=code, remaining_partitions=[])
 

@@ -120,10 +120,9 @@ class KafkaApis:
             DeleteRecordsRequest: partial(offsets.handle_delete_records, replica_manager),
             DescribeProducersRequest: partial(producers.handle_describe_producers, replica_manager),
             DescribeLogDirsRequest: partial(handle_describe_log_dirs, log_dirs),
-            LeaderAndIsrRequest: partial(replica_control.handle_leader_and_isr, replica_manager, broker_epoch),
-            UpdateMetadataRequest: partial(replica_control.handle_update_metadata, replica_manager, metadata_cache,
-                                           broker_epoch),
-            StopReplicaRequest: partial(replica_control.handle_stop_replica, replica_manager, broker_epoch),
+            LeaderAndIsrRequest: partial(replica_control.handle_leader_and_isr, replica_manager),
+            UpdateMetadataRequest: partial(replica_control.handle_update_metadata, replica_manager, metadata_cache),
+            StopReplicaRequest: partial(replica_control.handle_stop_replica, replica_manager),
             ControlledShutdownRequest: partial(replica_control.handle_controlled_shutdown, controller),
             DeleteTopicsRequest: partial(topics.handle_delete_topics, controller),
             CreatePartitionsRequest: partial(topics.handle_create_partitions, controller),
@@ -151,6 +150,9 @@ class KafkaApis:
             DescribeUserScramCredentialsRequest: scram_credentials.handle_describe,
             AlterUserScramCredentialsRequest: scram_credentials.handle_alter,
         }
+        for request_type in (LeaderAndIsrRequest, UpdateMetadataRequest, StopReplicaRequest):
+            self._handlers[request_type] = replica_control.fenced_by_broker_epoch(
+                broker_epoch, self._handlers[request_type])
         if authorizer is not None:
             for request_type, guard in GUARDS.items():
                 self._handlers[request_type] = guard(authorizer, self._handlers[request_type])

@@ -9,7 +9,7 @@ import logging
 from collections.abc import Callable
 from typing import Protocol
 
-from broker.apis.handler import Handled
+from broker.apis.handler import Handled, Handler
 from broker.network import Request, Response
 from protocol.apis.replica_control import (
     ControlledShutdownRequest,
@@ -26,8 +26,6 @@ from protocol.apis.replica_control import (
 from protocol.errors import ErrorCode
 
 log = logging.getLogger(__name__)
-
-STALE = ErrorCode.STALE_BROKER_EPOCH
 
 #: This broker's epoch now: the czxid of its current registration in ZooKeeper (-1 before it has one).
 BrokerEpoch = Callable[[], int]
@@ -56,36 +54,44 @@ class ShutdownController(Protocol):
     async def controlled_shutdown(self, broker_id: int, broker_epoch: int) -> ControlledShutdownResponse: ...
 
 
-def _stale(name: str, request: LeaderAndIsrRequest | StopReplicaRequest | UpdateMetadataRequest,
-           broker_epoch: BrokerEpoch) -> bool:
-    current = broker_epoch()
-    if not is_broker_epoch_stale(request.broker_epoch, current):
-        return False
-    log.warning("ignoring %s from controller %d with broker epoch %d, older than this broker's %d", name,
-                request.controller_id, request.broker_epoch, current)
-    return True
+ControllerRequest = LeaderAndIsrRequest | StopReplicaRequest | UpdateMetadataRequest
 
 
-async def handle_leader_and_isr(replicas: ReplicaControl, broker_epoch: BrokerEpoch, body: LeaderAndIsrRequest,
-                                _request: Request) -> Handled:
-    if _stale("LeaderAndIsr", body, broker_epoch):
-        return Response(LeaderAndIsrResponse(error_code=STALE, partition_errors=[
-            PartitionError(topic=p.topic, partition=p.partition, error_code=STALE) for p in body.partition_states]))
+def _refused_whole(body: ControllerRequest, code: ErrorCode) -> object:
+    """The answer refusing a controller request with `code`, for each partition it names too (Kafka's
+    getErrorResponse), so that the controller sees none of them done."""
+    if isinstance(body, LeaderAndIsrRequest):
+        return LeaderAndIsrResponse(error_code=code, partition_errors=[
+            PartitionError(topic=p.topic, partition=p.partition, error_code=code) for p in body.partition_states])
+    if isinstance(body, StopReplicaRequest):
+        return StopReplicaResponse(error_code=code, partition_errors=[
+            PartitionError(topic=p.topic, partition=p.partition, error_code=code) for p in body.partitions])
+    return UpdateMetadataResponse(error_code=code)
+
+
+def fenced_by_broker_epoch(broker_epoch: BrokerEpoch, handler: Handler) -> Handler:
+    """A controller request's handler that first refuses a request meant for an older registration of this broker
+    with STALE_BROKER_EPOCH (Kafka's isBrokerEpochStale check in KafkaApis)."""
+    async def handle(body: ControllerRequest, request: Request) -> Handled:
+        current = broker_epoch()
+        if is_broker_epoch_stale(body.broker_epoch, current):
+            log.warning("ignoring %s from controller %d with broker epoch %d, older than this broker's %d",
+                        type(body).__name__, body.controller_id, body.broker_epoch, current)
+            return Response(_refused_whole(body, ErrorCode.STALE_BROKER_EPOCH))
+        return await handler(body, request)
+    return handle
+
+
+async def handle_leader_and_isr(replicas: ReplicaControl, body: LeaderAndIsrRequest, _request: Request) -> Handled:
     return Response(await replicas.become_leader_or_follower(body))
 
 
-async def handle_stop_replica(replicas: ReplicaControl, broker_epoch: BrokerEpoch, body: StopReplicaRequest,
-                              _request: Request) -> Handled:
-    if _stale("StopReplica", body, broker_epoch):
-        return Response(StopReplicaResponse(error_code=STALE, partition_errors=[
-            PartitionError(topic=p.topic, partition=p.partition, error_code=STALE) for p in body.partitions]))
+async def handle_stop_replica(replicas: ReplicaControl, body: StopReplicaRequest, _request: Request) -> Handled:
     return Response(replicas.stop_replicas(body))
 
 
-async def handle_update_metadata(replicas: ReplicaControl, cache: MetadataCacheUpdate, broker_epoch: BrokerEpoch,
-                                 body: UpdateMetadataRequest, _request: Request) -> Handled:
-    if _stale("UpdateMetadata", body, broker_epoch):
-        return Response(UpdateMetadataResponse(error_code=STALE))
+async def handle_update_metadata(replicas: ReplicaControl, cache: MetadataCacheUpdate, body: UpdateMetadataRequest,
+                                 _request: Request) -> Handled:
     if body.controller_epoch < replicas.controller_epoch:
         log.warning("ignoring UpdateMetadata from controller %d with stale epoch %d (current %d)",
                     body.controller_id, body.controller_epoch, replicas.controller_epoch)

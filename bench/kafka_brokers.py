@@ -5,7 +5,6 @@ broker's output goes to kafka.log in its directory."""
 from __future__ import annotations
 
 import signal
-import socket
 import subprocess
 import time
 import uuid
@@ -14,7 +13,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from zk.server import free_port
+from zk.server import free_port, listening
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 KAFKA_LIBS = PROJECT_ROOT / "build" / "kafka" / "libs"
@@ -51,7 +50,6 @@ class KafkaBroker:
 
 def kafka_available() -> bool:
     return (KAFKA_LIBS / ".pom-digest").exists()
-
 
 
 @contextmanager
@@ -93,15 +91,11 @@ def kafka_broker(directory: Path, zookeeper_connect: str, broker_id: int = 0,
 
 def _wait_listening(broker: KafkaBroker) -> None:
     deadline = time.monotonic() + START_TIMEOUT_S
-    while True:
+    while not listening("127.0.0.1", broker.port):
         if broker.process.poll() is not None:
             raise KafkaUnavailableError(
                 f"Kafka exited with {broker.process.returncode}:\n{broker.output.read_text()[-3000:]}")
-        try:
-            socket.create_connection(("127.0.0.1", broker.port), timeout=1).close()
-            return
-        except OSError:
-            if time.monotonic() > deadline:
-                raise KafkaUnavailableError(f"Kafka did not listen on port {broker.port} within {START_TIMEOUT_S:g} "
-                                            f"s:\n{broker.output.read_text()[-3000:]}") from None
-            time.sleep(0.2)
+        if time.monotonic() > deadline:
+            raise KafkaUnavailableError(f"Kafka did not listen on port {broker.port} within {START_TIMEOUT_S:g} "
+                                        f"s:\n{broker.output.read_text()[-3000:]}")
+        time.sleep(0.2)

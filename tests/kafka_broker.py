@@ -1,6 +1,5 @@
-"""A real Apache Kafka 3.9 broker (ZooKeeper mode) on 127.0.0.1, and Kafka's command-line tools, from the jars
-`make setup` puts in build/kafka/libs: an oracle no one here wrote. Small heap; the broker's output goes to kafka.log
-in its directory."""
+"""Kafka's command-line tools from the jars `make setup` puts in build/kafka/libs (an oracle no one here wrote), and
+records sent with Kafka's Python client into a history. Kafka's broker itself is in bench/kafka_brokers.py."""
 
 from __future__ import annotations
 

@@ -52,7 +52,8 @@ def four_letter_word(host: str, port: int, word: str, timeout_s: float = 1.0) ->
     return b"".join(chunks).decode(errors="replace")
 
 
-def _listening(host: str, port: int) -> bool:
+def listening(host: str, port: int) -> bool:
+    """Whether something accepts TCP connections on host:port now."""
     try:
         socket.create_connection((host, port), timeout=1.0).close()
     except OSError:
@@ -135,7 +136,7 @@ class ZooKeeperServer:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         if self.port == 0:
             self.port = free_port(self.host)
-        elif _listening(self.host, self.port):  # else its answers would pass for ours
+        elif listening(self.host, self.port):  # else its answers would pass for ours
             raise ZooKeeperError(f"{self.connect_string} is in use already")
         config = self._write_config()
         classpath = [str(ZOOKEEPER_JAR)] + ([str(SLF4J_SIMPLE_JAR)] if SLF4J_SIMPLE_JAR.is_file() else [])
